@@ -1,0 +1,16 @@
+"""The ``proxyfleet`` command line."""
+
+from __future__ import annotations
+
+import click
+
+from harness.cli.fleet import fleet
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="proxyfleet")
+def main() -> None:
+    """Conformance harness for cluster-wide egress proxy support on Windows nodes."""
+
+
+main.add_command(fleet)

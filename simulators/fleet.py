@@ -1,0 +1,177 @@
+"""A fleet of simulated Windows nodes in one process, on one event loop.
+
+Every node listens on its own loopback address (``127.10.x.y`` by default) and the same port,
+with its own ed25519 host key; one client key is authorized on all of them. ``fleet.json`` in
+the state directory tells a real SSH client how to reach each node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+import asyncssh
+
+from simulators.windows.certificates import Certificate
+from simulators.windows.node import NodeConfig, WindowsNode
+from simulators.windows.powershell.commands import CommandTable
+
+DEFAULT_NETWORK = "127.10.0.0/16"
+
+
+class FleetError(RuntimeError):
+    reason = "FleetError"
+
+
+@dataclass
+class FleetSettings:
+    nodes: int
+    state_dir: Path
+    network: str = DEFAULT_NETWORK
+    port: int = 0
+    username: str = "Administrator"
+    name_prefix: str = "win"
+    shutdown_delay: float = 0.3
+    reboot_duration: float = 1.0
+    restart_reads_current_environment: bool = False
+    public_roots: list[Certificate] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        network = ipaddress.ip_network(self.network)
+        if not network.is_loopback:
+            raise FleetError(f"the node network {self.network} is not loopback; the lab never "
+                             "listens outside 127.0.0.0/8")
+        if self.nodes < 0 or self.nodes > network.num_addresses - 2:
+            raise FleetError(f"{self.nodes} nodes do not fit in {self.network}")
+
+
+def _load_or_create_key(path: Path) -> asyncssh.SSHKey:
+    if path.exists():
+        return asyncssh.read_private_key(str(path))
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key.export_private_key("openssh"))
+    path.with_suffix(".pub").write_bytes(key.export_public_key("openssh"))
+    return key
+
+
+def _free_port(address: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((address, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Fleet:
+    """Start, grow, shrink and stop a set of nodes; write ``fleet.json``."""
+
+    def __init__(self, settings: FleetSettings, commands: CommandTable | None = None) -> None:
+        self.settings = settings
+        self.commands = commands
+        self.state_dir = settings.state_dir
+        self.nodes: list[WindowsNode] = []
+        self.port = settings.port
+        self.client_key_path = self.state_dir / "id_ed25519"
+        self.client_key: asyncssh.SSHKey | None = None
+        self._network = ipaddress.ip_network(settings.network)
+        self._next_index = 0
+
+    async def __aenter__(self) -> Fleet:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.stop()
+
+    def _address(self, index: int) -> str:
+        return str(self._network.network_address + index + 1)
+
+    def _node(self, index: int) -> WindowsNode:
+        name = f"{self.settings.name_prefix}-{index + 1:04d}"
+        node_dir = self.state_dir / "nodes" / name
+        assert self.client_key is not None
+        config = NodeConfig(
+            name=name, address=self._address(index), port=self.port, state_dir=node_dir,
+            host_key=_load_or_create_key(node_dir / "ssh_host_ed25519_key"),
+            authorized_keys=[self.client_key], username=self.settings.username,
+            shutdown_delay=self.settings.shutdown_delay,
+            reboot_duration=self.settings.reboot_duration,
+            restart_reads_current_environment=self.settings.restart_reads_current_environment,
+            public_roots=list(self.settings.public_roots))
+        return WindowsNode(config, self.commands)
+
+    async def start(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.client_key = _load_or_create_key(self.client_key_path)
+        for attempt in range(5):
+            if self.settings.port == 0:
+                self.port = _free_port(self._address(0))
+            nodes = [self._node(i) for i in range(self.settings.nodes)]
+            try:
+                await asyncio.gather(*(node.start() for node in nodes))
+            except OSError as exc:
+                await asyncio.gather(*(node.stop() for node in nodes), return_exceptions=True)
+                if exc.errno != errno.EADDRINUSE or self.settings.port != 0 or attempt == 4:
+                    raise FleetError(f"cannot listen on port {self.port}: {exc}") from exc
+                continue
+            self.nodes = nodes
+            self._next_index = len(nodes)
+            break
+        self.write_manifest()
+
+    async def add_node(self) -> WindowsNode:
+        """Bring one more node up (a new instance joining)."""
+        node = self._node(self._next_index)
+        self._next_index += 1
+        await node.start()
+        self.nodes.append(node)
+        self.write_manifest()
+        return node
+
+    async def remove_node(self, name: str) -> None:
+        node = self.node(name)
+        await node.stop()
+        self.nodes.remove(node)
+        self.write_manifest()
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(node.stop() for node in self.nodes), return_exceptions=True)
+
+    def node(self, name_or_address: str) -> WindowsNode:
+        for node in self.nodes:
+            if name_or_address in (node.name, node.address):
+                return node
+        raise FleetError(f"no node named {name_or_address}")
+
+    def manifest(self) -> dict[str, object]:
+        return {
+            "private_key": str(self.client_key_path.resolve()),
+            "nodes": [{"name": n.name, "address": n.address, "port": n.port,
+                       "username": n.username, "host_key": n.host_key_openssh}
+                      for n in self.nodes],
+        }
+
+    def write_manifest(self) -> Path:
+        path = self.state_dir / "fleet.json"
+        path.write_text(json.dumps(self.manifest(), indent=2) + "\n")
+        known_hosts = "".join(f"[{n.address}]:{n.port} {n.host_key_openssh}\n" for n in self.nodes)
+        (self.state_dir / "known_hosts").write_text(known_hosts)
+        return path
+
+    def ssh_command(self, node: WindowsNode) -> list[str]:
+        """An OpenSSH command line that reaches ``node`` with host-key checking on."""
+        return ["ssh", "-i", str(self.client_key_path), "-p", str(node.port),
+                "-o", f"UserKnownHostsFile={self.state_dir / 'known_hosts'}",
+                "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes",
+                "-o", "BatchMode=yes", f"{node.username}@{node.address}"]
+

@@ -1,0 +1,191 @@
+"""Certificates and certificate stores, as Windows' ``Cert:`` drive shows them.
+
+Stores are keyed by SHA-1 thumbprint in upper-case hex, like ``X509Certificate2.Thumbprint``.
+Subjects and issuers are rendered as .NET renders ``X500DistinguishedName.Name``: most
+specific RDN first, ``", "`` between RDNs, Windows' attribute abbreviations (``S=`` for
+stateOrProvince, ``E=`` for email).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import NameOID
+
+_PEM_BLOCK = re.compile(
+    rb"-----BEGIN (?:TRUSTED |X509 )?CERTIFICATE-----\s*(.+?)\s*-----END (?:TRUSTED |X509 )?CERTIFICATE-----",
+    re.DOTALL,
+)
+_ABBREVIATIONS = {
+    NameOID.COMMON_NAME: "CN",
+    NameOID.ORGANIZATION_NAME: "O",
+    NameOID.ORGANIZATIONAL_UNIT_NAME: "OU",
+    NameOID.COUNTRY_NAME: "C",
+    NameOID.LOCALITY_NAME: "L",
+    NameOID.STATE_OR_PROVINCE_NAME: "S",
+    NameOID.EMAIL_ADDRESS: "E",
+    NameOID.DOMAIN_COMPONENT: "DC",
+    NameOID.STREET_ADDRESS: "STREET",
+    NameOID.SERIAL_NUMBER: "SERIALNUMBER",
+}
+
+# The stores a Windows Server 2022 machine has under Cert:\LocalMachine and Cert:\CurrentUser.
+STORE_NAMES = ("Root", "CA", "My", "AuthRoot", "TrustedPublisher", "TrustedPeople", "Disallowed")
+STORE_LOCATIONS = ("LocalMachine", "CurrentUser")
+
+
+class CertificateFormatError(ValueError):
+    """The bytes are neither a DER certificate nor a PEM file holding one."""
+
+    reason = "CertificateFormatError"
+
+
+def windows_name(name: x509.Name) -> str:
+    """Render a distinguished name the way .NET's ``X500DistinguishedName.Name`` does."""
+    parts: list[str] = []
+    for rdn in reversed(name.rdns):
+        for attribute in rdn:
+            key = _ABBREVIATIONS.get(attribute.oid, f"OID.{attribute.oid.dotted_string}")
+            value = str(attribute.value)
+            if any(char in value for char in ',+="\n<>#;'):
+                value = '"' + value.replace('"', '""') + '"'
+            parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """One X.509 certificate, with the properties the ``Cert:`` provider shows."""
+
+    der: bytes
+    thumbprint: str
+    subject: str
+    issuer: str
+    not_before: dt.datetime
+    not_after: dt.datetime
+    serial_number: str
+    is_ca: bool
+
+    @classmethod
+    def from_der(cls, der: bytes) -> Certificate:
+        try:
+            cert = x509.load_der_x509_certificate(der)
+        except ValueError as exc:
+            raise CertificateFormatError(f"not a DER certificate: {exc}") from exc
+        try:
+            constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+            is_ca = constraints.ca
+        except x509.ExtensionNotFound:
+            is_ca = False
+        return cls(
+            der=der,
+            thumbprint=hashlib.sha1(der).hexdigest().upper(),
+            subject=windows_name(cert.subject),
+            issuer=windows_name(cert.issuer),
+            not_before=cert.not_valid_before_utc,
+            not_after=cert.not_valid_after_utc,
+            serial_number=format(cert.serial_number, "X").rjust(2, "0"),
+            is_ca=is_ca,
+        )
+
+    @classmethod
+    def from_pem(cls, data: bytes) -> Certificate:
+        """The first certificate of a PEM text."""
+        blocks = pem_blocks(data)
+        if not blocks:
+            raise CertificateFormatError("no PEM certificate block found")
+        return cls.from_der(blocks[0])
+
+    def pem(self) -> str:
+        cert = x509.load_der_x509_certificate(self.der)
+        return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
+
+
+def pem_blocks(data: bytes) -> list[bytes]:
+    """The DER bytes of every PEM certificate block in ``data``, in order."""
+    blocks = []
+    for match in _PEM_BLOCK.finditer(data):
+        try:
+            blocks.append(base64.b64decode(b"".join(match.group(1).split()), validate=True))
+        except binascii.Error as exc:
+            raise CertificateFormatError(f"corrupt PEM block: {exc}") from exc
+    return blocks
+
+
+def certificates_in_bundle(data: bytes) -> list[Certificate]:
+    """Every certificate of a PEM bundle; raises if any block is not a certificate."""
+    return [Certificate.from_der(der) for der in pem_blocks(data)]
+
+
+def certificate_from_file(data: bytes) -> Certificate:
+    """What ``Import-Certificate`` reads from a file.
+
+    A DER file holds one certificate. A PEM (Base-64) file is read like Windows'
+    ``CryptQueryObject`` does: only the first certificate is taken, the rest of a bundle is
+    silently ignored — a real trap for code that imports a whole bundle with one call.
+    """
+    if data.lstrip().startswith(b"-----BEGIN"):
+        blocks = pem_blocks(data)
+        if not blocks:
+            raise CertificateFormatError("no certificate in PEM file")
+        return Certificate.from_der(blocks[0])
+    return Certificate.from_der(data)
+
+
+@dataclass
+class CertStore:
+    """One store, e.g. ``Cert:\\LocalMachine\\Root``."""
+
+    location: str
+    name: str
+    certificates: dict[str, Certificate] = field(default_factory=dict)
+
+    def add(self, certificate: Certificate) -> bool:
+        """Add a certificate; returns False if it was already present (Windows keeps one)."""
+        if certificate.thumbprint in self.certificates:
+            return False
+        self.certificates[certificate.thumbprint] = certificate
+        return True
+
+    def remove(self, thumbprint: str) -> bool:
+        return self.certificates.pop(thumbprint.upper(), None) is not None
+
+    def get(self, thumbprint: str) -> Certificate | None:
+        return self.certificates.get(thumbprint.upper())
+
+    def thumbprints(self) -> list[str]:
+        return sorted(self.certificates)
+
+
+@dataclass
+class CertStores:
+    """All stores of a machine, addressed case-insensitively by location and name."""
+
+    stores: dict[tuple[str, str], CertStore] = field(default_factory=dict)
+
+    @classmethod
+    def standard(cls) -> CertStores:
+        stores = cls()
+        for location in STORE_LOCATIONS:
+            for name in STORE_NAMES:
+                stores.stores[(location.lower(), name.lower())] = CertStore(location, name)
+        return stores
+
+    def get(self, location: str, name: str) -> CertStore | None:
+        return self.stores.get((location.lower(), name.lower()))
+
+    @property
+    def machine_root(self) -> CertStore:
+        store = self.get("LocalMachine", "Root")
+        assert store is not None
+        return store
+
+    def in_location(self, location: str) -> list[CertStore]:
+        return [store for (loc, _), store in self.stores.items() if loc == location.lower()]

@@ -1,0 +1,246 @@
+"""A running simulated Windows node: the machine state plus its SSH server and reboot cycle.
+
+``Restart-Computer -Force`` returns at once; after ``shutdown_delay`` the node drops every SSH
+connection and refuses new ones (the listener is closed) for ``reboot_duration``, then boots:
+new boot id, services started with the environment the Service Control Manager reads at boot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from simulators.windows.certificates import Certificate
+from simulators.windows.machine import BootRecord, MachineSettings, WindowsMachine, utc_now
+from simulators.windows.powershell.commands import CommandTable, default_commands
+from simulators.windows.session import Session
+from simulators.windows.shell import run_exec, run_interactive
+from simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
+
+log = logging.getLogger(__name__)
+# asyncssh logs every exec command at INFO; commands can carry proxy credentials.
+logging.getLogger("asyncssh").setLevel(logging.WARNING)
+
+
+@dataclass
+class NodeConfig:
+    name: str
+    address: str
+    port: int
+    state_dir: Path
+    host_key: asyncssh.SSHKey
+    authorized_keys: list[asyncssh.SSHKey]
+    username: str = "Administrator"
+    shutdown_delay: float = 0.3
+    reboot_duration: float = 1.0
+    restart_reads_current_environment: bool = False
+    public_roots: list[Certificate] = field(default_factory=list)
+
+
+@dataclass
+class Outage:
+    """One interval in which the node's SSH server refused connections."""
+
+    down_at: dt.datetime
+    up_at: dt.datetime | None = None
+
+
+class WindowsNode:
+    """One node on its own loopback address."""
+
+    def __init__(self, config: NodeConfig, commands: CommandTable | None = None,
+                 clock: Callable[[], dt.datetime] = utc_now) -> None:
+        self.config = config
+        self.commands = commands or default_commands()
+        self.machine = WindowsMachine.create(
+            MachineSettings(hostname=config.name, username=config.username,
+                            restart_reads_current_environment=config.restart_reads_current_environment),
+            config.state_dir, clock)
+        for certificate in config.public_roots:
+            self.machine.stores.machine_root.add(certificate)
+        self.authorized_key_data = {key.public_data for key in config.authorized_keys}
+        self.connections: set[asyncssh.SSHServerConnection] = set()
+        self.outages: list[Outage] = []
+        self._acceptor: asyncssh.SSHAcceptor | None = None
+        self._reboot: asyncio.Task[None] | None = None
+        self._sessions = 0
+        self._flush_pending = False
+        self.machine.listeners.append(self._on_machine_event)
+
+    # --- identity ---------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def address(self) -> str:
+        return self.config.address
+
+    @property
+    def port(self) -> int:
+        return self.config.port
+
+    @property
+    def username(self) -> str:
+        return self.config.username
+
+    @property
+    def host_key_openssh(self) -> str:
+        return self.config.host_key.export_public_key("openssh").decode().strip()
+
+    @property
+    def is_listening(self) -> bool:
+        return self._acceptor is not None
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if not self.machine.is_up:
+            self.machine.boot()
+        await self._listen()
+
+    async def _listen(self) -> None:
+        self._acceptor = await asyncssh.listen(
+            host=self.address, port=self.port, reuse_address=True,
+            server_factory=lambda: NodeSSHServer(self),
+            server_host_keys=[self.config.host_key],
+            process_factory=self._handle_process,
+            sftp_factory=lambda chan: NodeSFTPServer(chan, self.machine.filesystem,
+                                                     rf"C:\Users\{self.username}"),
+            encoding="utf-8", errors="replace", allow_scp=False,
+            line_editor=True, max_line_length=65536, login_timeout=30,
+            keepalive_interval=0)
+        if self.outages and self.outages[-1].up_at is None:
+            self.outages[-1].up_at = self.machine.now()
+
+    async def _go_down(self) -> None:
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
+            self._acceptor = None
+        for connection in list(self.connections):
+            connection.abort()
+        self.connections.clear()
+        self.outages.append(Outage(self.machine.now()))
+
+    async def stop(self) -> None:
+        """Stop serving (power off); safe to call more than once."""
+        if self._reboot is not None:
+            self._reboot.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reboot
+            self._reboot = None
+        if self._acceptor is not None:
+            self._acceptor.close()
+            await self._acceptor.wait_closed()
+            self._acceptor = None
+        for connection in list(self.connections):
+            connection.abort()
+        self.connections.clear()
+        if self.machine.is_up:
+            self.machine.shutdown()
+        self._flush_lab_state()
+
+    # --- runtime services for sessions ---------------------------------------------------------
+
+    def request_reboot(self) -> None:
+        if self._reboot is not None and not self._reboot.done():
+            return
+        self._reboot = asyncio.get_running_loop().create_task(
+            self._reboot_cycle(), name=f"reboot {self.name}")
+
+    async def _reboot_cycle(self) -> None:
+        await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
+        await self._go_down()
+        self.machine.shutdown()
+        await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot, services
+        self.machine.boot()
+        await self._listen()
+
+    async def power_cycle(self, down_for: float) -> None:
+        """Take the node off the network for a while (an outage, not a reboot)."""
+        await self._go_down()
+        await asyncio.sleep(down_for)
+        await self._listen()
+
+    def active_sessions(self) -> int:
+        return self._sessions
+
+    async def _handle_process(self, process: asyncssh.SSHServerProcess[str]) -> None:
+        self._sessions += 1
+        try:
+            peer = process.get_extra_info("peername")
+            local = process.get_extra_info("sockname")
+            session = Session(self.machine, process.get_extra_info("username"), self,
+                              client=(peer[0], peer[1]) if peer else None,
+                              server=(local[0], local[1]) if local else None)
+            if process.command is not None:
+                await run_exec(process, session, self.commands)
+            else:
+                await run_interactive(process, session, self.commands)
+        except (asyncssh.ConnectionLost, BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception:  # keep serving other sessions whatever one session does
+            log.exception("session on %s failed", self.name)
+            process.stderr.write("Internal error in the simulated node; see the lab log.\r\n")
+            process.exit(1)
+        finally:
+            self._sessions -= 1
+
+    # --- lab-side views (real Windows offers none of these) -----------------------------------
+
+    def process_environment(self, service: str) -> dict[str, str] | None:
+        """The environment the service's running process started with, or None if stopped."""
+        record = self.machine.service(service)
+        if record is None or record.process is None:
+            return None
+        return dict(record.process.environment)
+
+    @property
+    def boots(self) -> list[BootRecord]:
+        return self.machine.boots
+
+    def _on_machine_event(self, kind: str, data: dict[str, Any]) -> None:
+        if self._flush_pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._flush_lab_state()
+            return
+        self._flush_pending = True
+        loop.call_soon(self._flush_lab_state)
+
+    def _flush_lab_state(self) -> None:
+        """Write ``lab/processes.json``: what each service process started with."""
+        self._flush_pending = False
+        directory = self.config.state_dir / "lab"
+        directory.mkdir(exist_ok=True)
+        state = {
+            "boots": [{"boot_id": b.boot_id, "number": b.number,
+                       "booted_at": b.booted_at.isoformat(),
+                       "shutdown_at": b.shutdown_at.isoformat() if b.shutdown_at else None}
+                      for b in self.machine.boots],
+            "services": {
+                s.name: None if s.process is None else {
+                    "pid": s.process.pid, "started_at": s.process.started_at.isoformat(),
+                    "boot_id": s.process.boot_id, "environment": s.process.environment}
+                for s in self.machine.services.values()},
+        }
+        target = directory / "processes.json"
+        temporary = directory / "processes.json.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(state, handle, indent=1)
+        temporary.replace(target)

@@ -1,0 +1,14 @@
+"""The cmdlets of the supported subset, one module per area."""
+
+from __future__ import annotations
+
+from simulators.windows.powershell.binding import CmdletSpec
+from simulators.windows.powershell.cmdlets import certificates, content, items, objects, system
+
+ALL_CMDLETS: tuple[CmdletSpec, ...] = (
+    *items.CMDLETS,
+    *content.CMDLETS,
+    *certificates.CMDLETS,
+    *system.CMDLETS,
+    *objects.CMDLETS,
+)

@@ -1,0 +1,257 @@
+"""Services, processes, restart and a few host cmdlets."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from simulators.windows.machine import ProcessRecord, Service, ServiceError
+from simulators.windows.powershell.binding import CmdletSpec, Param
+from simulators.windows.powershell.dotnet import DotNetError, _datetime_to_string
+from simulators.windows.powershell.interpreter import CommandContext
+from simulators.windows.powershell.values import EnumValue, PSObject, to_string, wildcard_regex
+
+_NS = "Microsoft.PowerShell.Commands."
+_STATUS = {"Stopped": 1, "StartPending": 2, "StopPending": 3, "Running": 4}
+_START = {"Boot": 0, "System": 1, "Automatic": 2, "Manual": 3, "Disabled": 4}
+MAX_SLEEP_SECONDS = 300
+
+
+def service_object(ctx: CommandContext, service: Service) -> PSObject:
+    machine = ctx.session.machine
+    return PSObject(["System.ServiceProcess.ServiceController"], {
+        "Name": service.name,
+        "DisplayName": service.definition.display_name,
+        "Status": EnumValue("System.ServiceProcess.ServiceControllerStatus", service.status,
+                            _STATUS[service.status]),
+        "StartType": EnumValue("System.ServiceProcess.ServiceStartMode", service.start_type,
+                               _START[service.start_type]),
+        "ServiceName": service.name,
+        "CanStop": service.status == "Running",
+        "ServiceType": EnumValue("System.ServiceProcess.ServiceType", "Win32OwnProcess", 16),
+        "MachineName": ".",
+        "DependentServices": [d.name for d in machine.dependents(service.name)],
+        "ServicesDependedOn": list(service.definition.depends_on),
+    }, string_form="System.ServiceProcess.ServiceController")
+
+
+def _services(ctx: CommandContext, args: dict[str, Any]) -> list[Service]:
+    """The services named by -Name (wildcards allowed) or piped as -InputObject."""
+    machine = ctx.session.machine
+    wanted: list[str] = []
+    source = args.get("InputObject")
+    if isinstance(source, PSObject):
+        wanted.append(to_string(source.get("Name")))
+    elif source is not None:
+        wanted.append(to_string(source))
+    wanted.extend(args.get("Name") or [])
+    if not wanted and ctx.spec.name == "Get-Service":
+        return sorted(machine.services.values(), key=lambda s: s.name.lower())
+    found: list[Service] = []
+    for name in wanted:
+        pattern = wildcard_regex(name)
+        matches = sorted((s for s in machine.services.values() if pattern.match(s.name)),
+                         key=lambda s: s.name.lower())
+        if not matches and not any(c in name for c in "*?["):
+            ctx.error(f"Cannot find any service with service name '{name}'.",
+                      "NoServiceFoundForGivenName", "ObjectNotFound", "ServiceCommandException",
+                      name)
+        found.extend(matches)
+    return found
+
+
+async def get_service(ctx: CommandContext, args: dict[str, Any]) -> None:
+    for service in _services(ctx, args):
+        ctx.write(service_object(ctx, service))
+
+
+def _control(ctx: CommandContext, args: dict[str, Any], action: str) -> None:
+    machine = ctx.session.machine
+    for service in _services(ctx, args):
+        try:
+            if action == "start":
+                machine.start_service(service.name)
+            elif action == "stop":
+                machine.stop_service(service.name, force=bool(args.get("Force")))
+            else:
+                machine.restart_service(service.name, force=bool(args.get("Force")))
+        except ServiceError as exc:
+            ctx.error(str(exc), exc.error_id, "InvalidOperation", "ServiceCommandException",
+                      service.name, "ServiceController")
+            continue
+        if args.get("PassThru"):
+            ctx.write(service_object(ctx, service))
+
+
+async def start_service(ctx: CommandContext, args: dict[str, Any]) -> None:
+    _control(ctx, args, "start")
+
+
+async def stop_service(ctx: CommandContext, args: dict[str, Any]) -> None:
+    _control(ctx, args, "stop")
+
+
+async def restart_service(ctx: CommandContext, args: dict[str, Any]) -> None:
+    _control(ctx, args, "restart")
+
+
+async def restart_computer(ctx: CommandContext, args: dict[str, Any]) -> None:
+    session = ctx.session
+    hostname = session.machine.settings.hostname
+    for name in args.get("ComputerName") or []:
+        if name.lower() not in (".", "localhost", hostname.lower()):
+            ctx.fail(f"The simulated node cannot restart the remote computer '{name}'.",
+                     "RemoteRestartNotSupported", "NotImplemented", "NotSupportedException", name)
+    if args.get("Wait"):
+        ctx.fail("Cannot wait for the local computer to restart. The local computer is ignored "
+                 "when the Wait parameter is specified.", "CannotWaitLocalComputer",
+                 "InvalidOperation", "InvalidOperationException", hostname)
+    others = session.runtime.active_sessions() - 1 if session.runtime else 0
+    if others > 0 and not args.get("Force"):
+        ctx.error(f"Failed to restart the computer {hostname} with the following error message: "
+                  "The system shutdown cannot be initiated because there are other users logged "
+                  "on to the computer.", "RestartcomputerFailed", "OperationStopped",
+                  "InvalidOperationException", hostname)
+        return
+    session.request_reboot()
+
+
+def process_object(record: ProcessRecord, path: str) -> PSObject:
+    return PSObject(["System.Diagnostics.Process"], {
+        "Id": record.pid, "ProcessName": record.name, "Name": record.name,
+        "StartTime": record.started_at, "Path": path,
+    }, string_form=f"System.Diagnostics.Process ({record.name})")
+
+
+def _processes(ctx: CommandContext) -> list[PSObject]:
+    machine = ctx.session.machine
+    boot = machine.current_boot
+    found = []
+    if boot is not None:
+        found.append(PSObject(["System.Diagnostics.Process"], {
+            "Id": 4, "ProcessName": "System", "Name": "System", "StartTime": boot.booted_at,
+            "Path": None}, string_form="System.Diagnostics.Process (System)"))
+    for service in machine.services.values():
+        if service.process is not None:
+            found.append(process_object(service.process, service.definition.image))
+    found.append(PSObject(["System.Diagnostics.Process"], {
+        "Id": ctx.session.pid, "ProcessName": "powershell", "Name": "powershell",
+        "StartTime": None,
+        "Path": r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"},
+        string_form="System.Diagnostics.Process (powershell)"))
+    return sorted(found, key=lambda p: to_string(p.get("ProcessName")).lower())
+
+
+async def get_process(ctx: CommandContext, args: dict[str, Any]) -> None:
+    processes = _processes(ctx)
+    if args.get("Id") is not None:
+        for pid in args["Id"]:
+            match = [p for p in processes if p.get("Id") == int(pid)]
+            if not match:
+                ctx.error(f"Cannot find a process with the process identifier {pid}.",
+                          "NoProcessFoundForGivenId", "ObjectNotFound", "ProcessCommandException",
+                          str(pid), "Int32")
+            for item in match:
+                ctx.write(item)
+        return
+    names = args.get("Name")
+    if not names:
+        for item in processes:
+            ctx.write(item)
+        return
+    for name in names:
+        pattern = wildcard_regex(name)
+        match = [p for p in processes if pattern.match(to_string(p.get("ProcessName")))]
+        if not match and not any(c in name for c in "*?["):
+            ctx.error(f'Cannot find a process with the name "{name}". Verify the process name '
+                      "and call the cmdlet again.", "NoProcessFoundForGivenName", "ObjectNotFound",
+                      "ProcessCommandException", name)
+        for item in match:
+            ctx.write(item)
+
+
+async def get_cim_instance(ctx: CommandContext, args: dict[str, Any]) -> None:
+    machine = ctx.session.machine
+    name = args["ClassName"].lower()
+    if name == "win32_operatingsystem":
+        boot = machine.current_boot
+        settings = machine.settings
+        ctx.write(PSObject(["Microsoft.Management.Infrastructure.CimInstance#root/cimv2/"
+                            "Win32_OperatingSystem"], {
+            "CSName": settings.hostname.upper(), "Caption": settings.os_caption,
+            "Version": settings.os_version, "BuildNumber": settings.os_version.rsplit(".", 1)[-1],
+            "OSArchitecture": "64-bit", "SystemDirectory": r"C:\Windows\system32",
+            "LastBootUpTime": boot.booted_at if boot else None,
+            "LocalDateTime": machine.now(),
+        }, display=("SystemDirectory", "BuildNumber", "Version", "LastBootUpTime")))
+        return
+    if name == "win32_service":
+        for service in sorted(machine.services.values(), key=lambda s: s.name.lower()):
+            ctx.write(PSObject(["Microsoft.Management.Infrastructure.CimInstance#root/cimv2/"
+                                "Win32_Service"], {
+                "Name": service.name, "State": service.status,
+                "ProcessId": service.process.pid if service.process else 0,
+                "StartMode": "Auto" if service.start_type == "Automatic" else service.start_type,
+                "PathName": service.definition.image,
+            }, display=("ProcessId", "Name", "StartMode", "State")))
+        return
+    ctx.fail("Invalid class ", "HRESULT 0x80041010", "MetadataError", "CimException",
+             args["ClassName"])
+
+
+async def get_date(ctx: CommandContext, args: dict[str, Any]) -> None:
+    now = ctx.session.machine.now()
+    if args.get("Format"):
+        try:
+            ctx.write(_datetime_to_string(now, args["Format"]))
+        except DotNetError as exc:
+            ctx.fail(str(exc), "FormatNotSupported", "InvalidArgument", "FormatException")
+        return
+    ctx.write(now)
+
+
+async def start_sleep(ctx: CommandContext, args: dict[str, Any]) -> None:
+    seconds = float(args.get("Seconds") or 0) + float(args.get("Milliseconds") or 0) / 1000
+    await asyncio.sleep(min(max(seconds, 0.0), MAX_SLEEP_SECONDS))
+
+
+async def get_help(ctx: CommandContext, args: dict[str, Any]) -> None:
+    name = args.get("Name")
+    ctx.write("\nTOPIC\n    Windows PowerShell Help System (simulated node)\n\nSHORT DESCRIPTION\n"
+              "    This node understands the PowerShell subset described in SUBSET.md.\n"
+              + (f"\n    Get-Help {name}: no detailed help is installed on this node.\n"
+                 if name else ""))
+
+
+CMDLETS = (
+    CmdletSpec("Get-Service", _NS + "GetServiceCommand", get_service, (
+        Param("Name", "string[]", position=0, by_value=True, by_property=True,
+              aliases=("ServiceName",)),
+        Param("InputObject", "object", by_value=False), Param("DisplayName", "string[]"),
+        Param("DependentServices", "switch"), Param("RequiredServices", "switch"))),
+    *(CmdletSpec(name, _NS + name.replace("-", "") + "Command", handler, (
+        Param("InputObject", "object", by_value=True),
+        Param("Name", "string[]", position=0, by_property=True, aliases=("ServiceName",)),
+        Param("Force", "switch"), Param("PassThru", "switch"), Param("NoWait", "switch"),
+        Param("DisplayName", "string[]")), should_process=True)
+      for name, handler in (("Start-Service", start_service), ("Stop-Service", stop_service),
+                            ("Restart-Service", restart_service))),
+    CmdletSpec("Restart-Computer", _NS + "RestartComputerCommand", restart_computer, (
+        Param("ComputerName", "string[]", position=0, aliases=("CN", "__SERVER", "Server", "IPAddress")),
+        Param("Force", "switch", aliases=("f",)), Param("Wait", "switch"), Param("Timeout", "int"),
+        Param("Delay", "int"), Param("For", "string")), should_process=True),
+    CmdletSpec("Get-Process", _NS + "GetProcessCommand", get_process, (
+        Param("Name", "string[]", position=0, by_property=True, aliases=("ProcessName",)),
+        Param("Id", "string[]", aliases=("PID",)))),
+    CmdletSpec("Get-CimInstance",
+               "Microsoft.Management.Infrastructure.CimCmdlets.GetCimInstanceCommand",
+               get_cim_instance, (
+                   Param("ClassName", "string", position=0, mandatory=True, aliases=("Class",)),
+                   Param("Namespace", "string"), Param("Filter", "string"))),
+    CmdletSpec("Get-Date", _NS + "GetDateCommand", get_date, (Param("Format", "string"),)),
+    CmdletSpec("Start-Sleep", _NS + "StartSleepCommand", start_sleep, (
+        Param("Seconds", "int", position=0, aliases=("s",)), Param("Milliseconds", "int",
+                                                                    aliases=("ms",)))),
+    CmdletSpec("Get-Help", _NS + "GetHelpCommand", get_help, (
+        Param("Name", "string", position=0), Param("Full", "switch"), Param("Examples", "switch"))),
+)

@@ -1,0 +1,88 @@
+"""What sshd starts for a session: ``powershell.exe -c <command>`` for exec requests (the
+default shell is PowerShell), an interactive ``PS C:\\...>`` prompt for shell requests.
+
+Output uses CRLF line endings, as a Windows host sends them.
+"""
+
+from __future__ import annotations
+
+import asyncssh
+
+from simulators.windows.powershell.commands import CommandTable
+from simulators.windows.powershell.errors import ParseError
+from simulators.windows.powershell.interpreter import Interpreter
+from simulators.windows.powershell.parsing import parse
+from simulators.windows.session import Session
+
+BANNER = ("Windows PowerShell\r\nCopyright (C) Microsoft Corporation. All rights reserved.\r\n\r\n"
+          "Try the new cross-platform PowerShell https://aka.ms/pscore6\r\n\r\n")
+# Parse errors that mean "the statement is not finished yet": the prompt continues with >>.
+_INCOMPLETE = {"MissingEndCurlyBrace", "MissingEndParenthesisInExpression",
+               "TerminatorExpectedAtEndOfString", "MissingEndParenthesisInSubexpression",
+               "IncompleteHashLiteral", "MissingStatementBlock", "MissingEndParenthesisInMethodCall"}
+MAX_INTERACTIVE_BUFFER = 1 << 20
+MAX_COMMAND_LINE = 32767  # CreateProcessW's limit, in characters
+SHELL_PREFIX = '"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe" -c ""'
+
+
+def to_crlf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+async def run_exec(process: asyncssh.SSHServerProcess[str], session: Session,
+                   commands: CommandTable) -> None:
+    command = process.command or ""
+    if len(command) + len(SHELL_PREFIX) > MAX_COMMAND_LINE:
+        # sshd starts `powershell.exe -c "<command>"`; CreateProcess caps the line length.
+        process.stderr.write("The filename or extension is too long.\r\n")
+        process.exit(1)
+        return
+    result = await Interpreter(session, commands).run(command)
+    process.stdout.write(to_crlf(result.stdout))
+    process.stderr.write(to_crlf(result.stderr))
+    process.exit(result.exit_code & 0xFFFFFFFF if result.exit_code >= 0 else 1)
+
+
+def _incomplete(text: str) -> bool:
+    try:
+        parse(text)
+    except ParseError as error:
+        return error.problems[0].error_id in _INCOMPLETE
+    return False
+
+
+async def run_interactive(process: asyncssh.SSHServerProcess[str], session: Session,
+                          commands: CommandTable) -> None:
+    interpreter = Interpreter(session, commands)
+    # With a PTY, asyncssh's line editor turns "\n" into "\r\n" itself.
+    newline = (lambda text: text) if process.get_terminal_type() else to_crlf
+    process.stdout.write(newline(BANNER.replace("\r\n", "\n")))
+    buffer = ""
+    while True:
+        process.stdout.write(">> " if buffer else f"PS {session.location}> ")
+        try:
+            line = await process.stdin.readline()
+        except asyncssh.TerminalSizeChanged:
+            continue
+        except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+            buffer = ""
+            process.stdout.write("\r\n")
+            continue
+        except asyncssh.DisconnectError:
+            return
+        if not line:
+            break
+        buffer += line.rstrip("\r\n")
+        if buffer.strip().lower() == "exit":
+            break
+        if len(buffer) < MAX_INTERACTIVE_BUFFER and _incomplete(buffer) and line.strip():
+            buffer += "\n"
+            continue
+        result = await interpreter.run(buffer)
+        buffer = ""
+        process.stdout.write(newline(result.stdout))
+        process.stderr.write(newline(result.stderr))
+        if interpreter.exit_requested:
+            process.exit(result.exit_code)
+            return
+    process.exit(0)

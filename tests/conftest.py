@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from simulators.fleet import Fleet, FleetSettings
+from simulators.windows.certificates import Certificate
+from simulators.windows.machine import WindowsMachine
+from tests.support import new_machine
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> WindowsMachine:
+    return new_machine(tmp_path / "node")
+
+
+@pytest.fixture(scope="session")
+def public_ca() -> trustme.CA:
+    return trustme.CA(organization_name="proxyfleet public roots")
+
+
+@pytest.fixture
+async def fleet(tmp_path: Path, public_ca: trustme.CA) -> AsyncIterator[Fleet]:
+    root = Certificate.from_pem(public_ca.cert_pem.bytes())
+    settings = FleetSettings(nodes=2, state_dir=tmp_path / "fleet", shutdown_delay=0.05,
+                             reboot_duration=0.2, public_roots=[root])
+    async with Fleet(settings) as running:
+        yield running

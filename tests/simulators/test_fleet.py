@@ -1,0 +1,87 @@
+"""The fleet: manifest, addressing, growth, and the ``proxyfleet fleet`` command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from simulators.fleet import Fleet, FleetError, FleetSettings
+from tests.support import run_on, wait_until
+
+
+async def test_manifest_describes_every_node(fleet: Fleet) -> None:
+    manifest = json.loads((fleet.state_dir / "fleet.json").read_text())
+    key = Path(manifest["private_key"])
+    assert key.exists() and stat.S_IMODE(key.stat().st_mode) == 0o600
+    nodes = manifest["nodes"]
+    assert [n["name"] for n in nodes] == ["win-0001", "win-0002"]
+    assert {n["port"] for n in nodes} == {fleet.port}
+    assert [n["address"] for n in nodes] == ["127.10.0.1", "127.10.0.2"]
+    assert all(n["username"] == "Administrator" and n["host_key"].startswith("ssh-ed25519 ") for n in nodes)
+    assert nodes[0]["host_key"] != nodes[1]["host_key"]
+
+
+async def test_nodes_join_and_leave(fleet: Fleet) -> None:
+    node = await fleet.add_node()
+    assert node.name == "win-0003" and node.address == "127.10.0.3"
+    assert (await run_on(fleet, node, "hostname")).stdout.strip() == "WIN-0003"
+    await fleet.remove_node("win-0001")
+    names = [n["name"] for n in json.loads((fleet.state_dir / "fleet.json").read_text())["nodes"]]
+    assert names == ["win-0002", "win-0003"]
+
+
+def test_only_loopback_networks_are_accepted(tmp_path: Path) -> None:
+    with pytest.raises(FleetError, match="not loopback"):
+        FleetSettings(nodes=1, state_dir=tmp_path, network="10.0.0.0/24")
+
+
+async def test_host_keys_survive_a_restart_of_the_fleet(tmp_path: Path) -> None:
+    settings = FleetSettings(nodes=1, state_dir=tmp_path / "f")
+    async with Fleet(settings) as first:
+        key = first.nodes[0].host_key_openssh
+    async with Fleet(settings) as second:
+        assert second.nodes[0].host_key_openssh == key
+
+
+def port_is_free(address: str, port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.mark.openssh
+async def test_fleet_command_runs_until_sigterm_and_cleans_up(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "harness", "fleet", "--nodes", "3", "--state-dir", str(state),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    manifest_path = state / "fleet.json"
+    await wait_until(lambda: manifest_path.exists(), timeout=30, what="fleet.json")
+    manifest = json.loads(manifest_path.read_text())
+    node = manifest["nodes"][2]
+    ssh = await asyncio.create_subprocess_exec(
+        "ssh", "-i", manifest["private_key"], "-p", str(node["port"]),
+        "-o", f"UserKnownHostsFile={state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+        "-o", "BatchMode=yes", f"{node['username']}@{node['address']}", "hostname",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await ssh.communicate()
+    assert ssh.returncode == 0, err
+    assert out == b"WIN-0003\r\n"
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, stderr
+    assert b"log in:" in stdout and b"fleet stopped" in stderr
+    assert all(port_is_free(n["address"], n["port"]) for n in manifest["nodes"])
+    with pytest.raises(ProcessLookupError):
+        os.kill(process.pid, 0)

@@ -1,0 +1,134 @@
+"""Nodes driven over real SSH with asyncssh: exec forms, auth, environment, reboot, SFTP, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import asyncssh
+import pytest
+import trustme
+
+from simulators.fleet import Fleet
+from tests.support import connect, run_on, wait_until
+
+
+async def test_exec_forms(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    raw = await run_on(fleet, node, "Get-Service kubelet | Select-Object -ExpandProperty Status")
+    assert (raw.stdout, raw.exit_status) == ("Running\r\n", 0)
+    wrapped = await run_on(fleet, node, 'powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass '
+                                        '-Command "hostname; exit 4"')
+    assert wrapped.stdout == node.name.upper() + "\r\n"
+    assert wrapped.exit_status == 1  # -Command exits 1 when its last statement failed
+    cmd = await run_on(fleet, node, "cmd.exe /c echo hello")
+    assert (cmd.stdout, cmd.exit_status) == ("hello\r\n", 0)
+    failed = await run_on(fleet, node, "Get-Item C:\\nope")
+    assert failed.exit_status == 1
+    assert failed.stderr.startswith("Get-Item : Cannot find path 'C:\\nope' because it does not exist.\r\n")
+
+
+async def test_only_the_authorized_key_of_the_configured_user_gets_in(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    with pytest.raises(asyncssh.PermissionDenied):
+        await connect(fleet, node, username="Guest")
+    stranger = asyncssh.generate_private_key("ssh-ed25519")
+    known = asyncssh.import_known_hosts(f"[{node.address}]:{node.port} {node.host_key_openssh}\n")
+    with pytest.raises(asyncssh.PermissionDenied):
+        await asyncssh.connect(node.address, node.port, username="Administrator", client_keys=[stranger],
+                               known_hosts=known, agent_path=None, config=[])
+    with pytest.raises(asyncssh.PermissionDenied):
+        await asyncssh.connect(node.address, node.port, username="Administrator", password="hunter2",
+                               client_keys=[], known_hosts=known, agent_path=None, config=[])
+    async with await connect(fleet, node, username="administrator") as conn:  # case-insensitive
+        assert (await conn.run("whoami")).stdout.strip() == f"{node.name}\\administrator"
+
+
+async def test_machine_variable_reaches_services_only_after_reboot(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    await run_on(fleet, node, "[Environment]::SetEnvironmentVariable('HTTP_PROXY', 'http://proxy.lab:3128', 'Machine')")
+    seen = await run_on(fleet, node, "$env:HTTP_PROXY")
+    assert seen.stdout.strip() == "http://proxy.lab:3128"  # a new session sees it at once
+    restarted = await run_on(fleet, node, "Restart-Service containerd -Force")
+    assert restarted.exit_status == 0
+    assert "HTTP_PROXY" not in node.process_environment("containerd")  # type: ignore[operator]
+    first_boot = node.boots[-1].boot_id
+    async with await connect(fleet, node) as conn:
+        result = await conn.run("Restart-Computer -Force")
+        assert result.exit_status == 0
+        await wait_until(lambda: conn.is_closed(), what="the reboot to drop the session")
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening,
+                     what="the node to come back")
+    assert node.process_environment("containerd")["HTTP_PROXY"] == "http://proxy.lab:3128"  # type: ignore[index]
+    assert node.outages and node.outages[-1].up_at is not None
+
+
+async def test_a_rebooting_node_refuses_connections(fleet: Fleet) -> None:
+    node = fleet.nodes[1]
+    fleet.nodes[1].config.reboot_duration = 1.0
+    before = await run_on(fleet, node, "(Get-CimInstance Win32_OperatingSystem).LastBootUpTime.ToString('o')")
+    await run_on(fleet, node, "Restart-Computer -Force")
+    await wait_until(lambda: not node.is_listening, what="the node to go down")
+    with pytest.raises(OSError):
+        await connect(fleet, node)
+    await wait_until(lambda: node.is_listening, what="the node to come back")
+    after = await run_on(fleet, node, "(Get-CimInstance Win32_OperatingSystem).LastBootUpTime.ToString('o')")
+    assert after.stdout != before.stdout
+
+
+async def test_restart_without_force_is_refused_while_others_are_logged_on(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    async with await connect(fleet, node) as other:
+        holder = await other.create_process("Start-Sleep -Seconds 30")
+        await wait_until(lambda: node.active_sessions() >= 1, what="the other session")
+        result = await run_on(fleet, node, "Restart-Computer")
+        assert "other users logged on to the computer" in result.stderr
+        assert node.is_listening
+        holder.close()
+
+
+async def test_sftp_with_windows_paths(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    bundle = trustme.CA().cert_pem.bytes()
+    async with await connect(fleet, node) as conn, conn.start_sftp_client() as sftp:
+        async with sftp.open("C:\\k\\ca-bundle.crt", "wb") as remote:
+            await remote.write(bundle)
+        async with sftp.open("/C:/k/ca-bundle.crt", "rb") as remote:
+            assert await remote.read() == bundle
+        assert "ca-bundle.crt" in await sftp.listdir("/C:/k")
+        assert await sftp.realpath(".") == "/C:/Users/Administrator"
+        with pytest.raises(asyncssh.SFTPError):
+            await sftp.listdir("D:/")
+        async with sftp.open("/C:/../../../../outside.txt", "wb") as remote:
+            await remote.write(b"stays inside")
+    on_disk = node.machine.filesystem.root / "k" / "ca-bundle.crt"
+    assert on_disk.read_bytes() == bundle  # a person can inspect the node's disk
+    assert (node.machine.filesystem.root / "outside.txt").exists()
+    digest = hashlib.sha256(bundle).hexdigest().upper()
+    hashed = await run_on(fleet, node, "(Get-FileHash C:\\k\\ca-bundle.crt).Hash")
+    assert hashed.stdout.strip() == digest
+
+
+async def test_bad_input_leaves_the_node_serving(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    async with await connect(fleet, node) as keeper:
+        long_running = await keeper.create_process("Start-Sleep -Milliseconds 300; 'survivor'")
+        huge = await run_on(fleet, node, "Write-Output '" + "x" * 40000 + "'")
+        assert huge.exit_status == 1 and "too long" in huge.stderr
+        unterminated = await run_on(fleet, node, "Write-Output 'oops")
+        assert "The string is missing the terminator: '." in unterminated.stderr
+        junk = await run_on(fleet, node, "Set-Content C:\\k\\junk.crt -Value 'junk';"
+                                         "Import-Certificate -FilePath C:\\k\\junk.crt -CertStoreLocation Cert:\\LocalMachine\\Root")
+        assert "CRYPT_E_NOT_FOUND" in junk.stderr
+        binary = await run_on(fleet, node, "Write-Output '\x00\x01\x1b[31m'")
+        assert binary.exit_status == 0
+        result = await long_running.wait()
+        assert result.stdout.strip() == "survivor"
+    assert (await run_on(fleet, node, "hostname")).exit_status == 0
+
+
+async def test_many_concurrent_sessions_on_one_node(fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    async with await connect(fleet, node) as conn:
+        results = await asyncio.gather(*(conn.run(f"Write-Output {i}") for i in range(20)))
+    assert sorted(int(r.stdout) for r in results) == list(range(20))

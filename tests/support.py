@@ -1,0 +1,60 @@
+"""Helpers shared by the tests: running PowerShell on a machine, waiting on conditions,
+talking to nodes over SSH."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import asyncssh
+
+from simulators.fleet import Fleet
+from simulators.windows.machine import MachineSettings, WindowsMachine
+from simulators.windows.node import WindowsNode
+from simulators.windows.powershell.interpreter import Interpreter, RunResult
+from simulators.windows.session import Session
+
+T = TypeVar("T")
+
+
+def new_machine(root: Path, **settings: object) -> WindowsMachine:
+    machine = WindowsMachine.create(MachineSettings(hostname="win-test", **settings), root)  # type: ignore[arg-type]
+    machine.boot()
+    return machine
+
+
+async def ps(machine: WindowsMachine, script: str, session: Session | None = None) -> RunResult:
+    """Run a script in a fresh session (a new logon) unless one is given."""
+    return await Interpreter(session or Session(machine)).run(script)
+
+
+async def wait_until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 10.0,
+                     what: str = "condition") -> None:
+    """Poll a condition until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def connect(fleet: Fleet, node: WindowsNode, username: str | None = None,
+                  **options: object) -> asyncssh.SSHClientConnection:
+    known = asyncssh.import_known_hosts(f"[{node.address}]:{node.port} {node.host_key_openssh}\n")
+    return await asyncssh.connect(
+        node.address, node.port, username=username or node.username,
+        client_keys=[str(fleet.client_key_path)], known_hosts=known,
+        agent_path=None, config=[], **options)  # type: ignore[arg-type]
+
+
+async def run_on(fleet: Fleet, node: WindowsNode, command: str) -> asyncssh.SSHCompletedProcess:
+    async with await connect(fleet, node) as conn:
+        return await conn.run(command, check=False)
