@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from harness.cli.fleet import fleet
+from harness.cli.noproxy import noproxy
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -14,3 +15,4 @@ def main() -> None:
 
 
 main.add_command(fleet)
+main.add_command(noproxy)
