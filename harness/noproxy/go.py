@@ -183,9 +183,9 @@ class GoRules:
         if ip is not None and self.version >= DOMAIN_SKIPS_IP_LITERALS:
             return None
         for suffix, entry_port, match_host, entry in matchers.domains:
-            if name.endswith(suffix) or (match_host and name == suffix[1:]):
-                if not entry_port or entry_port == port:
-                    return f"{no_name} entry '{entry}' matches {name}"
+            matches = name.endswith(suffix) or (match_host and name == suffix[1:])
+            if matches and (not entry_port or entry_port == port):
+                return f"{no_name} entry '{entry}' matches {name}"
         return None
 
 

@@ -1,8 +1,9 @@
 """Python's two common readings: ``urllib.request`` (getproxies_environment,
-proxy_bypass_environment) and ``requests`` 2.32+ (should_bypass_proxies, select_proxy).
+proxy_bypass_environment) and ``requests`` (should_bypass_proxies, select_proxy).
 
-requests before 2.32 matched NO_PROXY entries as bare suffixes (``example.com`` also matched
-``notexample.com``); current releases require a dot boundary, as modelled here.
+Older requests releases matched NO_PROXY entries as bare suffixes (``example.com`` also
+matched ``notexample.com``); current ones (verified against 2.34) require a dot boundary, as
+modelled here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Our per-client proxy rules against the real clients, on one matrix of environments × URLs.
+"""Our per-client proxy rules against the real clients, on one matrix of environments and URLs.
 
 Oracles: Debian's Go (a tiny program calling http.ProxyFromEnvironment), Debian's curl
 (pointed at loopback sinks: `--connect-to` sends every direct connection to one port and each
