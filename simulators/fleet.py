@@ -19,6 +19,7 @@ from types import TracebackType
 
 import asyncssh
 
+from simulators.network import LabNetwork
 from simulators.windows.certificates import Certificate
 from simulators.windows.node import NodeConfig, WindowsNode
 from simulators.windows.powershell.commands import CommandTable
@@ -42,6 +43,7 @@ class FleetSettings:
     reboot_duration: float = 1.0
     restart_reads_current_environment: bool = False
     public_roots: list[Certificate] = field(default_factory=list)
+    lab_network: LabNetwork | None = None  # where nodes' egress resolves names
 
     def __post_init__(self) -> None:
         network = ipaddress.ip_network(self.network)
@@ -107,7 +109,7 @@ class Fleet:
             shutdown_delay=self.settings.shutdown_delay,
             reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
-            public_roots=list(self.settings.public_roots))
+            public_roots=list(self.settings.public_roots), network=self.settings.lab_network)
         return WindowsNode(config, self.commands)
 
     async def start(self) -> None:

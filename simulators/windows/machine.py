@@ -161,6 +161,7 @@ class WindowsMachine:
     boots: list[BootRecord] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
     scm_environment: dict[str, str] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)  # pulled image reference -> image id
     listeners: list[MachineListener] = field(default_factory=list)
     _pids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000, 4))
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncssh
 
+from simulators.network import LabNetwork
 from simulators.windows.certificates import Certificate
 from simulators.windows.machine import BootRecord, MachineSettings, WindowsMachine, utc_now
 from simulators.windows.powershell.commands import CommandTable, default_commands
@@ -45,6 +46,7 @@ class NodeConfig:
     reboot_duration: float = 1.0
     restart_reads_current_environment: bool = False
     public_roots: list[Certificate] = field(default_factory=list)
+    network: LabNetwork | None = None  # where the node's egress resolves names
 
 
 @dataclass
@@ -94,6 +96,10 @@ class WindowsNode:
     @property
     def username(self) -> str:
         return self.config.username
+
+    @property
+    def network(self) -> LabNetwork | None:
+        return self.config.network
 
     @property
     def host_key_openssh(self) -> str:

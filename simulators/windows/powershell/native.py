@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from simulators.windows import egress
 from simulators.windows.commandline import (
     UsageError,
     cmd_command_text,
@@ -157,6 +158,8 @@ def _cmd_set(session: Session, rest: str, out: list[str]) -> int:
 
 
 BUILTIN_PROGRAMS = (
+    NativeCommand("curl.exe", SYSTEM32, egress.curl),
+    NativeCommand("crictl.exe", r"C:\k", egress.crictl),
     NativeCommand("hostname.exe", SYSTEM32, hostname),
     NativeCommand("whoami.exe", SYSTEM32, whoami),
     NativeCommand("cmd.exe", SYSTEM32, cmd),

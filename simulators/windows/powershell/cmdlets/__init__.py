@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from simulators.windows.powershell.binding import CmdletSpec
-from simulators.windows.powershell.cmdlets import certificates, content, items, objects, system
+from simulators.windows.powershell.cmdlets import certificates, content, items, objects, system, web
 
 ALL_CMDLETS: tuple[CmdletSpec, ...] = (
     *items.CMDLETS,
@@ -11,4 +11,5 @@ ALL_CMDLETS: tuple[CmdletSpec, ...] = (
     *certificates.CMDLETS,
     *system.CMDLETS,
     *objects.CMDLETS,
+    *web.CMDLETS,
 )

@@ -203,3 +203,12 @@ async def test_native_programs(machine: WindowsMachine) -> None:
     assert child.stdout.split() == ["inherited", "3"]
     encoded = __import__("base64").b64encode("Write-Output 'from encoded'".encode("utf-16-le")).decode()
     assert (await ps(machine, f"powershell -NoProfile -EncodedCommand {encoded}")).stdout.strip() == "from encoded"
+    # In Windows PowerShell 5.1 'curl' is an alias of Invoke-WebRequest; curl.exe is the program.
+    from simulators.windows.powershell.commands import default_commands
+
+    assert default_commands().resolve("curl").name == "Invoke-WebRequest"  # type: ignore[union-attr]
+    assert default_commands().resolve("curl.exe").name == "curl.exe"  # type: ignore[union-attr]
+    usage = await ps(machine, "curl.exe --bogus https://x/")
+    assert "curl: option --bogus: is unknown" in usage.stdout + usage.stderr
+    no_network = await ps(machine, "curl.exe -sS https://quay.io/")
+    assert "curl: (6) Could not resolve host: quay.io" in no_network.stderr

@@ -1,0 +1,93 @@
+"""The lab's standard destinations: internet origins reachable only through the proxy, intranet
+origins reachable directly, all registered in the lab table under their virtual names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trustme
+from aiohttp import web
+
+from simulators.network import INTERNET_NETWORK, INTRANET_NETWORK, Endpoint, LabNetwork, is_loopback
+from simulators.origins.registry import Image, Registry, build_image, website
+from simulators.origins.server import AccessRecord, OriginServer, Violation
+
+INTERNET_REGISTRY = "quay.io"
+INTERNET_SITE = "www.example.com"
+INTRANET_REGISTRY = "registry.corp.internal"
+INTRANET_REGISTRY_IP = "10.0.5.20"
+INTRANET_SITE = "intranet.corp.internal"
+HTTPS_PORT = 443
+
+
+@dataclass
+class Origins:
+    """Every running origin, with helpers to read what they saw."""
+
+    servers: list[OriginServer] = field(default_factory=list)
+    images: dict[str, Image] = field(default_factory=dict)  # "host/repo:tag" -> image
+
+    def server(self, host: str) -> OriginServer:
+        for server in self.servers:
+            if host.lower() in server.hosts:
+                return server
+        raise KeyError(host)
+
+    def violations(self) -> list[Violation]:
+        return sorted((v for s in self.servers for v in s.violations), key=lambda v: v.time)
+
+    def access_log(self, host: str) -> list[AccessRecord]:
+        return list(self.server(host).access_log)
+
+    async def stop(self) -> None:
+        for server in self.servers:
+            await server.stop()
+
+
+async def _start(network: LabNetwork, origins: Origins, public_ca: trustme.CA, name: str,
+                 hosts: list[str], app: web.Application, allows: Callable[[str], bool],
+                 kind: str) -> OriginServer:
+    address = network.allocate(INTERNET_NETWORK if kind == "internet" else INTRANET_NETWORK)
+    server = OriginServer(name=name, hosts=[h.lower() for h in hosts], address=address, app=app,
+                          certificate=public_ca.issue_cert(*hosts), allows=allows, kind=kind)
+    await server.start()
+    for host in hosts:
+        network.add(host, HTTPS_PORT, Endpoint(address, server.port), kind)
+    origins.servers.append(server)
+    return server
+
+
+async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress: str) -> Origins:
+    """Start the standard origins; internet ones accept only ``proxy_egress``."""
+    origins = Origins()
+
+    def only_proxy(source: str) -> bool:
+        return source == proxy_egress
+
+    def loopback(source: str) -> bool:
+        return is_loopback(source)
+
+    quay = Registry()
+    corp = Registry()
+    for registry, host, references in (
+            (quay, INTERNET_REGISTRY, ("openshift/windows-test:latest", "library/pause:3.9")),
+            (corp, INTRANET_REGISTRY, ("corp/agent:1.0", "openshift/windows-test:latest"))):
+        for reference in references:
+            repository, tag = reference.rsplit(":", 1)
+            image = registry.add(build_image(repository, tag))
+            origins.images[f"{host}/{reference}"] = image
+    try:
+        await _start(network, origins, public_ca, "internet-registry", [INTERNET_REGISTRY],
+                     quay.application(), only_proxy, "internet")
+        await _start(network, origins, public_ca, "internet-site", [INTERNET_SITE, "example.com"],
+                     website(INTERNET_SITE), only_proxy, "internet")
+        await _start(network, origins, public_ca, "intranet-registry",
+                     [INTRANET_REGISTRY, INTRANET_REGISTRY_IP], corp.application(), loopback,
+                     "intranet")
+        await _start(network, origins, public_ca, "intranet-site", [INTRANET_SITE],
+                     website(INTRANET_SITE), loopback, "intranet")
+    except BaseException:
+        await origins.stop()
+        raise
+    return origins

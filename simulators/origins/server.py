@@ -1,0 +1,166 @@
+"""An HTTPS origin behind an egress firewall, with an access log.
+
+Before TLS, the firewall looks at the connecting address: a refused source is logged as a
+violation and the connection is reset, as a firewall would. Allowed connections get TLS with a
+certificate from the lab's public CA, then aiohttp serves the application. Every request is
+logged with its source address, SNI, method, path and status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import ssl
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trustme
+from aiohttp import web
+
+SourcePolicy = Callable[[str], bool]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class AccessRecord:
+    time: dt.datetime
+    source: str
+    source_port: int
+    sni: str | None
+    method: str | None
+    path: str | None
+    status: int | None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"time": self.time.isoformat(), "source": self.source, "source_port": self.source_port,
+                "sni": self.sni, "method": self.method, "path": self.path, "status": self.status,
+                "error": self.error}
+
+
+@dataclass(frozen=True)
+class Violation:
+    time: dt.datetime
+    origin: str
+    source: str
+    source_port: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"time": self.time.isoformat(), "origin": self.origin, "source": self.source,
+                "source_port": self.source_port}
+
+
+@dataclass
+class OriginServer:
+    """One origin: a name, the virtual host names it answers for, its firewall and its app."""
+
+    name: str
+    hosts: list[str]
+    address: str
+    app: web.Application
+    certificate: trustme.LeafCert
+    allows: SourcePolicy
+    kind: str  # "internet" or "intranet"
+    access_log: list[AccessRecord] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._server: asyncio.AbstractServer | None = None
+        self._runner: web.AppRunner | None = None
+        self._sni: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._tasks: set[asyncio.Task[None]] = set()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.certificate.configure_cert(context)
+        context.sni_callback = self._remember_sni
+        self._context = context
+        self.app.middlewares.append(self._log_middleware)
+
+    def _remember_sni(self, ssl_object: Any, server_name: str | None, _: ssl.SSLContext) -> None:
+        if server_name:
+            self._sni[ssl_object] = server_name
+
+    @web.middleware
+    async def _log_middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        transport = request.transport
+        peer = transport.get_extra_info("peername") if transport else ("?", 0)
+        ssl_object = transport.get_extra_info("ssl_object") if transport else None
+        sni = self._sni.get(ssl_object) if ssl_object is not None else None
+        status: int | None = None
+        try:
+            response: web.StreamResponse = await handler(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        finally:
+            self.access_log.append(AccessRecord(_now(), peer[0], peer[1], sni, request.method,
+                                                request.path_qs, status))
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Gate(self), self.address, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def _refuse(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
+        self.violations.append(Violation(_now(), self.name, peer[0], peer[1]))
+        transport.abort()  # a reset, as the egress firewall sends
+
+    def _accept(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
+        transport.pause_reading()  # the ClientHello waits for the TLS layer
+        task = asyncio.get_running_loop().create_task(self._upgrade(transport, peer),
+                                                      name=f"tls {self.name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _upgrade(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
+        assert self._runner is not None and self._runner.server is not None
+        handler = self._runner.server()
+        loop = asyncio.get_running_loop()
+        try:
+            tls = await loop.start_tls(transport, handler, self._context, server_side=True,
+                                       ssl_handshake_timeout=10)
+        except (ssl.SSLError, ConnectionError, OSError, TimeoutError) as exc:
+            self.access_log.append(AccessRecord(_now(), peer[0], peer[1], None, None, None, None,
+                                                f"TLS handshake failed: {exc}"))
+            with contextlib.suppress(Exception):
+                transport.abort()
+            return
+        if tls is None:  # pragma: no cover - the peer went away during the handshake
+            return
+        handler.connection_made(tls)
+
+
+class _Gate(asyncio.Protocol):
+    """The egress firewall in front of an origin."""
+
+    def __init__(self, origin: OriginServer) -> None:
+        self.origin = origin
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        peer = transport.get_extra_info("peername")
+        if not self.origin.allows(peer[0]):
+            self.origin._refuse(transport, (peer[0], peer[1]))
+        else:
+            self.origin._accept(transport, (peer[0], peer[1]))

@@ -1,0 +1,222 @@
+"""The lab's mitmproxy addons, loaded into the real ``mitmdump`` with ``-s``.
+
+* ``LabResolution``: every upstream connection goes to the loopback endpoint the lab table maps
+  the virtual host to; an unknown destination gets a 502 naming it, and no connection is made.
+* ``FlowLog``: one JSON line per CONNECT, request and failed client TLS handshake — client
+  address (the node), CONNECT target, scheme, method, host, path, status, whether the TLS was
+  intercepted, error. Never headers, never credentials.
+* ``Faults``: switchable at run time over a control socket: refuse connections, 502 for some
+  hosts, slow responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import fnmatch
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import ctx, http
+from mitmproxy.connection import Client
+from mitmproxy.proxy.server_hooks import ServerConnectionHookData
+from mitmproxy.tls import TlsData
+
+from simulators.network import LabNetwork, NetworkError
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
+class LabResolution:
+    """Resolve every destination through the lab table; refuse what it does not know."""
+
+    def __init__(self) -> None:
+        self._network = LabNetwork()
+        self._mtime = 0.0
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("lab_table", str, "", "Path of the lab network table (JSON).")
+
+    def network(self) -> LabNetwork:
+        path = ctx.options.lab_table
+        if path:
+            mtime = os.stat(path).st_mtime
+            if mtime != self._mtime:
+                self._network = LabNetwork.from_json(Path(path).read_text())
+                self._mtime = mtime
+        return self._network
+
+    def _refuse(self, flow: http.HTTPFlow, host: str, port: int) -> bool:
+        if flow.response is not None:
+            return True  # proxy authentication already answered
+        try:
+            self.network().resolve(host, port)
+        except NetworkError as exc:
+            flow.response = http.Response.make(
+                502, f"proxyfleet lab proxy: {exc}\n".encode(), {"Content-Type": "text/plain"})
+            flow.metadata["lab_error"] = str(exc)
+            return True
+        return False
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        self._refuse(flow, flow.request.host, flow.request.port)
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        # Requests inside a CONNECT tunnel were checked at CONNECT; plain-HTTP proxy requests
+        # (absolute URLs) are checked here.
+        if flow.request.scheme == "http" and not flow.client_conn.tls_established:
+            self._refuse(flow, flow.request.host, flow.request.port)
+
+    def server_connect(self, data: ServerConnectionHookData) -> None:
+        assert data.server.address is not None
+        host, port = str(data.server.address[0]), int(data.server.address[1])
+        try:
+            route = self.network().resolve(host, port)
+        except NetworkError as exc:
+            data.server.error = str(exc)
+            return
+        if data.server.sni is None and not host.replace(".", "").isdigit() and ":" not in host:
+            data.server.sni = host
+        data.server.address = (route.endpoint.address, route.endpoint.port)
+
+
+class FlowLog:
+    """JSON lines a test or report can read while the proxy runs."""
+
+    def __init__(self) -> None:
+        self._handle: Any = None
+        self._targets: dict[str, tuple[str, int]] = {}  # client connection id -> CONNECT target
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("flow_log", str, "", "Path of the JSON-lines flow log.")
+
+    def configure(self, updated: set[str]) -> None:
+        if "flow_log" in updated and ctx.options.flow_log:
+            if self._handle is not None:
+                self._handle.close()
+            self._handle = open(ctx.options.flow_log, "a", buffering=1)  # noqa: SIM115 - kept open
+
+    def done(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self._handle is not None:
+            self._handle.write(json.dumps(record) + "\n")
+
+    @staticmethod
+    def _client(client: Client) -> tuple[str, int]:
+        address = client.peername
+        return str(address[0]), int(address[1])
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        address, port = self._client(flow.client_conn)
+        status = flow.response.status_code if flow.response is not None else 200
+        self._targets[flow.client_conn.id] = (flow.request.host, flow.request.port)
+        self._write({"time": _now(), "kind": "connect", "client": address, "client_port": port,
+                     "connect_target": f"{flow.request.host}:{flow.request.port}", "scheme": None,
+                     "method": "CONNECT", "host": flow.request.host, "port": flow.request.port,
+                     "path": None, "status": status, "intercepted": False,
+                     "error": flow.metadata.get("lab_error")})
+
+    def _request(self, flow: http.HTTPFlow, error: str | None) -> None:
+        address, port = self._client(flow.client_conn)
+        target = self._targets.get(flow.client_conn.id)
+        # Inside a tunnel mitmproxy points the request at the real endpoint; report the virtual one.
+        host, target_port = target if target else (flow.request.pretty_host, flow.request.port)
+        self._write({"time": _now(), "kind": "request", "client": address, "client_port": port,
+                     "connect_target": f"{host}:{target_port}" if target else None,
+                     "scheme": flow.request.scheme, "method": flow.request.method,
+                     "host": host, "port": target_port,
+                     "path": flow.request.path,
+                     "status": flow.response.status_code if flow.response is not None else None,
+                     "intercepted": True, "error": error or flow.metadata.get("lab_error")})
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._request(flow, None)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._request(flow, flow.error.msg if flow.error else "unknown error")
+
+    def client_disconnected(self, client: Client) -> None:
+        self._targets.pop(client.id, None)
+
+    def tls_failed_client(self, data: TlsData) -> None:
+        address, port = self._client(data.context.client)
+        connect = self._targets.get(data.context.client.id)
+        target = f"{connect[0]}:{connect[1]}" if connect else None
+        self._write({"time": _now(), "kind": "tls-failed", "client": address, "client_port": port,
+                     "connect_target": target, "scheme": "https", "method": None,
+                     "host": connect[0] if connect else data.context.client.sni,
+                     "port": connect[1] if connect else None, "path": None, "status": None,
+                     "intercepted": False,
+                     "error": f"the client rejected the proxy's certificate: {data.conn.error}"})
+
+
+class Faults:
+    """Run-time fault injection, driven over a unix control socket (JSON lines)."""
+
+    def __init__(self) -> None:
+        self.refuse = False
+        self.bad_gateway: list[str] = []
+        self.delay = 0.0
+        self._server: asyncio.AbstractServer | None = None
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("control_socket", str, "", "Unix socket for fault control.")
+
+    async def running(self) -> None:
+        path = ctx.options.control_socket
+        if path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            self._server = await asyncio.start_unix_server(self._serve, path)
+
+    async def done(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    def state(self) -> dict[str, Any]:
+        return {"refuse": self.refuse, "bad_gateway": self.bad_gateway, "delay": self.delay}
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while line := await reader.readline():
+                request = json.loads(line)
+                if request.get("op") == "set":
+                    self.refuse = bool(request.get("refuse", self.refuse))
+                    self.bad_gateway = list(request.get("bad_gateway", self.bad_gateway))
+                    self.delay = float(request.get("delay", self.delay))
+                writer.write((json.dumps({"ok": True, "state": self.state()}) + "\n").encode())
+                await writer.drain()
+        finally:
+            writer.close()
+
+    def client_connected(self, client: Client) -> None:
+        if self.refuse:
+            client.error = "connection refused by fault injection"
+
+    def _bad_gateway(self, flow: http.HTTPFlow) -> None:
+        if flow.response is None and any(fnmatch.fnmatch(flow.request.host, p) for p in self.bad_gateway):
+            flow.response = http.Response.make(
+                502, f"proxyfleet fault injection: 502 for {flow.request.host}\n".encode(),
+                {"Content-Type": "text/plain"})
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        self._bad_gateway(flow)
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        self._bad_gateway(flow)
+
+    async def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)  # simulated: a slow proxy
+
+
+# Order matters: faults and resolution decide before the log records the outcome.
+addons = [Faults(), LabResolution(), FlowLog()]

@@ -1,0 +1,254 @@
+"""Run the real ``mitmdump`` as the lab's corporate proxy.
+
+Its MITM CA is a trustme CA with an RSA key, written as ``confdir/mitmproxy-ca.pem`` (key and
+certificate in one PEM, as mitmproxy expects); upstream it trusts only the lab's public CA;
+outgoing connections leave from the proxy's own egress address, so origins can tell the proxy
+from a node. Started on a free port and waited for by probing; stopped with SIGTERM (then
+SIGKILL) on the whole process group, also at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trustme
+
+from simulators.network import Endpoint, LabNetwork
+
+ADDON = Path(__file__).with_name("addon.py")
+_LIVE: set[int] = set()  # process groups to kill if the interpreter exits abruptly
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for pgid in list(_LIVE):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+class ProxyError(RuntimeError):
+    reason = "ProxyError"
+
+
+def _free_port(address: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class ProxySettings:
+    state_dir: Path
+    network: LabNetwork
+    upstream_ca_pem: bytes
+    listen_address: str = "127.20.0.1"
+    egress_address: str = "127.20.0.2"
+    port: int = 0
+    auth: str | None = None  # "user:password"
+    mitm_ca: trustme.CA | None = None
+    extra_options: dict[str, str] = field(default_factory=dict)
+
+
+class ProxyServer:
+    """One mitmdump process serving the lab."""
+
+    def __init__(self, settings: ProxySettings) -> None:
+        self.settings = settings
+        self.mitm_ca = settings.mitm_ca or trustme.CA(
+            organization_name="proxyfleet corporate proxy", key_type=trustme.KeyType.RSA)
+        self.directory = settings.state_dir
+        self.confdir = self.directory / "confdir"
+        self.flow_log_path = self.directory / "flows.jsonl"
+        self.stream_path = self.directory / "flows.mitm"
+        self.table_path = self.directory / "lab-table.json"
+        self.control_path = self.directory / "control.sock"
+        self.port = settings.port
+        self.started_seconds: float | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._stderr_path = self.directory / "mitmdump.log"
+
+    # --- addresses ------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.settings.listen_address, self.port)
+
+    def url(self, host: str | None = None, with_credentials: bool = True) -> str:
+        """The proxy URL nodes are given (``host`` is its virtual name in the lab table)."""
+        credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
+        return f"http://{credentials}{host or self.settings.listen_address}:{self.port}"
+
+    @property
+    def mitm_ca_pem(self) -> bytes:
+        return self.mitm_ca.cert_pem.bytes()
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.returncode is None
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        self.confdir.mkdir(parents=True, exist_ok=True)
+        ca_file = self.confdir / "mitmproxy-ca.pem"
+        ca_file.write_bytes(self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
+        ca_file.chmod(0o600)
+        (self.confdir / "mitmproxy-ca-cert.pem").write_bytes(self.mitm_ca.cert_pem.bytes())
+        (self.directory / "upstream-trust.pem").write_bytes(self.settings.upstream_ca_pem)
+        self.publish_table()
+
+    def publish_table(self) -> None:
+        """Write the lab table where the addon reads it (it reloads on change)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.settings.network.write(self.table_path)
+
+    def _arguments(self) -> list[str]:
+        options = {
+            "confdir": str(self.confdir),
+            "connect_addr": self.settings.egress_address,
+            "ssl_verify_upstream_trusted_ca": str(self.directory / "upstream-trust.pem"),
+            "save_stream_file": str(self.stream_path),
+            "flow_log": str(self.flow_log_path),
+            "lab_table": str(self.table_path),
+            "control_socket": str(self.control_path),
+            "termlog_verbosity": "warn",
+            "flow_detail": "0",
+            "connection_strategy": "eager",
+            **self.settings.extra_options,
+        }
+        if self.settings.auth:
+            options["proxyauth"] = self.settings.auth
+        arguments = ["--listen-host", self.settings.listen_address, "--listen-port", str(self.port),
+                     "-s", str(ADDON)]
+        for key, value in options.items():
+            arguments += ["--set", f"{key}={value}"]
+        return arguments
+
+    def _child_environment(self) -> dict[str, str]:
+        environment = dict(os.environ)
+        project_root = str(Path(__file__).resolve().parents[2])
+        environment["PYTHONPATH"] = os.pathsep.join(
+            p for p in (project_root, environment.get("PYTHONPATH", "")) if p)
+        return environment
+
+    async def start(self, startup_limit: float = 60.0) -> None:
+        if self.running:
+            return
+        self._prepare()
+        if not self.port:
+            self.port = _free_port(self.settings.listen_address)
+        started = time.monotonic()
+        environment = self._child_environment()
+        stderr = self._stderr_path.open("ab")  # handed to the child
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
+                *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=stderr, env=environment,
+                start_new_session=True)
+        finally:
+            stderr.close()
+        _LIVE.add(self._process.pid)
+        try:
+            await self._wait_ready(started + startup_limit)
+        except BaseException:
+            await self.stop()
+            raise
+        self.started_seconds = time.monotonic() - started
+
+    async def _wait_ready(self, deadline: float) -> None:
+        """Probe the listening port and the control socket until both answer."""
+        while True:
+            if self._process is None or self._process.returncode is not None:
+                log = self._stderr_path.read_text(errors="replace")[-2000:]
+                raise ProxyError(f"mitmdump exited during start-up:\n{log}")
+            try:
+                _, writer = await asyncio.open_connection(self.settings.listen_address, self.port)
+                writer.close()
+                await self._control({"op": "get"})
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ProxyError("mitmdump did not start listening in time") from None
+                await asyncio.sleep(0.05)
+
+    async def stop(self, grace: float = 10.0) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), grace)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+        _LIVE.discard(process.pid)
+        with contextlib.suppress(FileNotFoundError):
+            self.control_path.unlink()
+
+    async def __aenter__(self) -> ProxyServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # --- faults -------------------------------------------------------------------------------
+
+    async def _control(self, request: dict[str, Any]) -> dict[str, Any]:
+        reader, writer = await asyncio.open_unix_connection(str(self.control_path))
+        try:
+            writer.write((json.dumps(request) + "\n").encode())
+            await writer.drain()
+            line = await reader.readline()
+        finally:
+            writer.close()
+        if not line:
+            raise ProxyError("the proxy's control socket closed without answering")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def set_faults(self, *, refuse: bool | None = None, bad_gateway: list[str] | None = None,
+                         delay: float | None = None) -> dict[str, Any]:
+        """Switch fault modes; returns the proxy's state once it has applied them."""
+        request: dict[str, Any] = {"op": "set"}
+        if refuse is not None:
+            request["refuse"] = refuse
+        if bad_gateway is not None:
+            request["bad_gateway"] = bad_gateway
+        if delay is not None:
+            request["delay"] = delay
+        return (await self._control(request))["state"]  # type: ignore[no-any-return]
+
+    async def go_down(self) -> None:
+        """The "proxy down" fault: nothing listens on the proxy's port any more."""
+        await self.stop()
+
+    async def come_back(self) -> None:
+        await self.start()
+
+    # --- what happened --------------------------------------------------------------------------
+
+    def flows(self) -> list[dict[str, Any]]:
+        if not self.flow_log_path.exists():
+            return []
+        records = []
+        for line in self.flow_log_path.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                records.append(json.loads(line))
+        return records
