@@ -21,6 +21,7 @@ import asyncssh
 
 from simulators.network import LabNetwork
 from simulators.windows.certificates import Certificate
+from simulators.windows.kubelet import KubeletSettings
 from simulators.windows.node import NodeConfig, WindowsNode
 from simulators.windows.powershell.commands import CommandTable
 
@@ -44,6 +45,7 @@ class FleetSettings:
     restart_reads_current_environment: bool = False
     public_roots: list[Certificate] = field(default_factory=list)
     lab_network: LabNetwork | None = None  # where nodes' egress resolves names
+    kubelet: KubeletSettings | None = None  # nodes' kubelets register with this API server
 
     def __post_init__(self) -> None:
         network = ipaddress.ip_network(self.network)
@@ -109,7 +111,8 @@ class Fleet:
             shutdown_delay=self.settings.shutdown_delay,
             reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
-            public_roots=list(self.settings.public_roots), network=self.settings.lab_network)
+            public_roots=list(self.settings.public_roots), network=self.settings.lab_network,
+            kubelet=self.settings.kubelet)
         return WindowsNode(config, self.commands)
 
     async def start(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from harness.cli.cluster import cluster
 from harness.cli.fleet import fleet
 from harness.cli.noproxy import noproxy
 
@@ -14,5 +15,6 @@ def main() -> None:
     """Conformance harness for cluster-wide egress proxy support on Windows nodes."""
 
 
+main.add_command(cluster)
 main.add_command(fleet)
 main.add_command(noproxy)

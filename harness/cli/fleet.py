@@ -5,11 +5,27 @@ from __future__ import annotations
 import asyncio
 import shlex
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
+from kubernetes.client.exceptions import ApiException
 
 from harness.cli.running import wait_for_stop_signal
+from harness.kubeconfig import KubeconfigError, api_client, internal_api_url, loopback_address, read_access
 from simulators.fleet import Fleet, FleetError, FleetSettings
+from simulators.network import Endpoint, LabNetwork
+from simulators.windows.kubelet import KubeletSettings
+
+
+def kubelet_settings(kubeconfig: Path, network: LabNetwork, heartbeat: float) -> KubeletSettings:
+    """Point the fleet's kubelets at the cluster behind ``kubeconfig``, through the lab table."""
+    access = read_access(kubeconfig)
+    internal = internal_api_url(api_client(kubeconfig))
+    parts = urlsplit(internal)
+    network.add(parts.hostname or "", parts.port or 443,
+                Endpoint(loopback_address(access.host), access.port), "control-plane")
+    return KubeletSettings(api_url=internal, token=access.token, ca_pem=access.ca_pem,
+                           lease_interval=heartbeat, status_interval=heartbeat)
 
 
 async def _run(settings: FleetSettings) -> None:
@@ -43,14 +59,24 @@ async def _run(settings: FleetSettings) -> None:
               help="How long a rebooting node refuses connections.")
 @click.option("--restart-reads-current-environment", is_flag=True,
               help="Model Windows builds where Restart-Service picks up new machine variables.")
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Kubelets register with this cluster (its internal API name maps to its endpoint).")
+@click.option("--heartbeat-seconds", default=10.0, show_default=True, type=float,
+              help="How often kubelets renew their lease.")
 def fleet(nodes: int, state_dir: Path, port: int, network: str, reboot_seconds: float,
-          restart_reads_current_environment: bool) -> None:
+          restart_reads_current_environment: bool, kubeconfig: Path | None,
+          heartbeat_seconds: float) -> None:
     """Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."""
+    lab_network = LabNetwork()
     try:
+        kubelet = kubelet_settings(kubeconfig, lab_network, heartbeat_seconds) if kubeconfig else None
         settings = FleetSettings(
             nodes=nodes, state_dir=state_dir, port=port, network=network,
-            reboot_duration=reboot_seconds,
+            reboot_duration=reboot_seconds, lab_network=lab_network, kubelet=kubelet,
             restart_reads_current_environment=restart_reads_current_environment)
         asyncio.run(_run(settings))
-    except FleetError as exc:
+    except (FleetError, KubeconfigError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except ApiException as exc:
+        raise click.ClickException(f"reading the cluster's Infrastructure failed: {exc.status} "
+                                   f"{exc.reason}") from exc

@@ -22,6 +22,7 @@ import asyncssh
 
 from simulators.network import LabNetwork
 from simulators.windows.certificates import Certificate
+from simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
 from simulators.windows.machine import BootRecord, MachineSettings, WindowsMachine, utc_now
 from simulators.windows.powershell.commands import CommandTable, default_commands
 from simulators.windows.session import Session
@@ -47,6 +48,7 @@ class NodeConfig:
     restart_reads_current_environment: bool = False
     public_roots: list[Certificate] = field(default_factory=list)
     network: LabNetwork | None = None  # where the node's egress resolves names
+    kubelet: KubeletSettings | None = None  # None: no simulated kubelet talks to an API server
 
 
 @dataclass
@@ -77,6 +79,8 @@ class WindowsNode:
         self._reboot: asyncio.Task[None] | None = None
         self._sessions = 0
         self._flush_pending = False
+        self.kubelet = (SimulatedKubelet(self.machine, config.address, config.network, config.kubelet)
+                        if config.kubelet is not None else None)
         self.machine.listeners.append(self._on_machine_event)
 
     # --- identity ---------------------------------------------------------------------------
@@ -156,6 +160,8 @@ class WindowsNode:
         self.connections.clear()
         if self.machine.is_up:
             self.machine.shutdown()
+        if self.kubelet is not None:
+            self.kubelet.stop()
         self._flush_lab_state()
 
     # --- runtime services for sessions ---------------------------------------------------------
@@ -218,6 +224,12 @@ class WindowsNode:
         return self.machine.boots
 
     def _on_machine_event(self, kind: str, data: dict[str, Any]) -> None:
+        if self.kubelet is not None and kind in ("service-started", "service-stopped") \
+                and data["service"].name == "kubelet":
+            if kind == "service-started":
+                self.kubelet.start(data["process"])
+            else:
+                self.kubelet.stop()
         if self._flush_pending:
             return
         try:

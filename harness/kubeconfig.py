@@ -1,0 +1,85 @@
+"""Reading a kubeconfig the way the rest of proxyfleet needs it: the ``kubernetes`` client for API
+calls, and the pieces a simulated kubelet needs (server, CA, token, the internal API URL)."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+from kubernetes import client, config
+
+
+class KubeconfigError(ValueError):
+    reason = "KubeconfigError"
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    server: str
+    ca_pem: bytes
+    token: str
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.server).hostname or ""
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.server).port or 443
+
+
+def read_access(path: Path) -> ClusterAccess:
+    """Server, CA and bearer token of the kubeconfig's current context."""
+    try:
+        document: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise KubeconfigError(f"cannot read kubeconfig {path}: {exc}") from None
+    try:
+        context_name = document["current-context"]
+        context = next(c["context"] for c in document["contexts"] if c["name"] == context_name)
+        cluster = next(c["cluster"] for c in document["clusters"] if c["name"] == context["cluster"])
+        user = next(u["user"] for u in document["users"] if u["name"] == context["user"])
+        ca_pem = base64.b64decode(cluster["certificate-authority-data"])
+        token = user["token"]
+        server = cluster["server"]
+    except (KeyError, StopIteration, TypeError, ValueError) as exc:
+        raise KubeconfigError(f"kubeconfig {path} lacks a server, CA data or token in its current "
+                              f"context ({exc})") from None
+    return ClusterAccess(server, ca_pem, token)
+
+
+def api_client(path: Path) -> client.ApiClient:
+    try:
+        api: client.ApiClient = config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]
+        return api
+    except (config.ConfigException, OSError) as exc:
+        raise KubeconfigError(f"cannot load kubeconfig {path}: {exc}") from None
+
+
+def internal_api_url(api: client.ApiClient) -> str:
+    """``Infrastructure/cluster .status.apiServerInternalURL`` — what nodes use."""
+    infrastructure = client.CustomObjectsApi(api).get_cluster_custom_object(
+        "config.openshift.io", "v1", "infrastructures", "cluster")
+    if not isinstance(infrastructure, dict):
+        raise KubeconfigError("Infrastructure/cluster could not be read")
+    url = str(infrastructure.get("status", {}).get("apiServerInternalURL", ""))
+    if not url:
+        raise KubeconfigError("Infrastructure/cluster has no status.apiServerInternalURL")
+    return url
+
+
+def loopback_address(host: str) -> str:
+    """The lab only ever connects to loopback: refuse anything else."""
+    candidate = "127.0.0.1" if host == "localhost" else host
+    try:
+        if ipaddress.ip_address(candidate).is_loopback:
+            return candidate
+    except ValueError:
+        pass
+    raise KubeconfigError(f"the API server {host} is not a loopback address; simulated kubelets "
+                          "only talk to a lab control plane on 127.0.0.0/8")

@@ -1,0 +1,137 @@
+"""The embedded control plane: API server over HTTPS with its own CA, the OpenShift controllers,
+the objects an installer creates, and a kubeconfig for kubectl and the ``kubernetes`` client."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trustme
+import yaml
+from aiohttp import web
+
+from simulators.controlplane.controllers import NodeLifecycleController, ProxyConfigController
+from simulators.controlplane.install import InstallPlan, load_install_config, plan
+from simulators.controlplane.resources import RESOURCE_TYPES
+from simulators.controlplane.server import APIServer
+from simulators.controlplane.store import Store
+from simulators.network import CONTROL_PLANE_NETWORK, Endpoint, LabNetwork
+
+API_PORT = 6443
+
+
+@dataclass
+class ControlPlaneSettings:
+    state_dir: Path
+    system_bundle_pem: str
+    install_config: str | None = None  # YAML text; None: the lab's default cluster
+    network: LabNetwork | None = None
+    address: str = ""
+    port: int = 0
+    node_grace: float = 40.0
+    node_monitor_period: float = 5.0
+    bookmark_interval: float = 30.0
+
+
+class ControlPlane:
+    def __init__(self, settings: ControlPlaneSettings) -> None:
+        self.settings = settings
+        self.plan: InstallPlan = plan(load_install_config(settings.install_config))
+        self.network = settings.network
+        self.address = settings.address or (
+            settings.network.allocate(CONTROL_PLANE_NETWORK) if settings.network else "127.50.0.1")
+        self.port = settings.port
+        self.ca = trustme.CA(organization_name="proxyfleet cluster CA")
+        self.admin_token = secrets.token_urlsafe(24)
+        self.node_token = secrets.token_urlsafe(24)
+        self.store = Store()
+        self.server = APIServer(self.store, {self.admin_token: "system:admin",
+                                             self.node_token: "system:node-bootstrapper"},
+                                bookmark_interval=settings.bookmark_interval)
+        self.proxy_controller = ProxyConfigController(self.store, settings.system_bundle_pem,
+                                                      settings.network, self.address)
+        self.node_controller = NodeLifecycleController(self.store, settings.node_grace,
+                                                       settings.node_monitor_period)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}:{self.port}"
+
+    @property
+    def internal_url(self) -> str:
+        """The URL nodes use: a virtual name the lab table maps to this server."""
+        return f"https://{self.plan.api_internal_host}:{API_PORT}"
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.ca.cert_pem.bytes()
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.settings.state_dir / "kubeconfig"
+
+    def _install(self) -> None:
+        by_key = {f"{t.group}/{t.plural}": t for t in RESOURCE_TYPES}
+        for key, obj in self.plan.objects:
+            self.store.create(by_key[key], obj)
+
+    async def start(self) -> None:
+        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
+        self._install()
+        certificate = self.ca.issue_cert(self.address, "localhost", "127.0.0.1",
+                                         self.plan.api_host, self.plan.api_internal_host,
+                                         "kubernetes.default.svc")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        certificate.configure_cert(context)
+        self._runner = web.AppRunner(self.server.application(), access_log=None, handle_signals=False,
+                                     shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.address, self.port, ssl_context=context)
+        await site.start()
+        server = site._server  # the bound socket tells the port chosen
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        if self.network is not None:
+            for host in (self.plan.api_internal_host, self.plan.api_host):
+                self.network.add(host, API_PORT, Endpoint(self.address, self.port), "control-plane")
+        self.proxy_controller.start()
+        self.node_controller.start()
+        self.write_kubeconfig()
+
+    async def stop(self) -> None:
+        await self.proxy_controller.stop()
+        await self.node_controller.stop()
+        await self.server.close_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> ControlPlane:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def kubeconfig(self, token: str | None = None, server: str | None = None) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": self.plan.cluster_domain, "cluster": {
+                "server": server or self.url,
+                "certificate-authority-data": base64.b64encode(self.ca_pem).decode()}}],
+            "users": [{"name": "admin", "user": {"token": token or self.admin_token}}],
+            "contexts": [{"name": "admin", "context": {"cluster": self.plan.cluster_domain,
+                                                       "user": "admin"}}],
+            "current-context": "admin",
+        }
+
+    def write_kubeconfig(self) -> Path:
+        path = self.kubeconfig_path
+        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        path.chmod(0o600)
+        return path

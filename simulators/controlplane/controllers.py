@@ -1,0 +1,330 @@
+"""Controllers inside the embedded control plane: the cluster-network-operator's proxy and
+trusted-CA handling, and the node lifecycle controller that marks silent nodes NotReady.
+
+They are level-triggered: any relevant change wakes one reconcile that recomputes everything
+and writes only what differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import hashlib
+import logging
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from simulators.controlplane.errors import APIError
+from simulators.controlplane.openshift import (
+    BUNDLE_KEY,
+    INJECT_LABEL,
+    OPENSHIFT_CONFIG,
+    OPENSHIFT_CONFIG_MANAGED,
+    TRUSTED_BUNDLE_NAME,
+    ClusterNetworking,
+    ProxyConfigError,
+    TrustBundleError,
+    compute_status,
+    merge_bundles,
+    validate_proxy_spec,
+)
+from simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
+from simulators.controlplane.store import Store, Watcher, now_rfc3339
+from simulators.egress.client import EgressError, EgressSession, trust_context
+from simulators.network import LabNetwork
+from simulators.windows.certificates import pem_blocks
+
+log = logging.getLogger(__name__)
+
+
+def _type(group: str, plural: str) -> ResourceType:
+    return next(t for t in RESOURCE_TYPES if t.key == (group, plural))
+
+
+PROXIES = _type("config.openshift.io", "proxies")
+NETWORKS = _type("config.openshift.io", "networks")
+INFRASTRUCTURES = _type("config.openshift.io", "infrastructures")
+CLUSTER_OPERATORS = _type("config.openshift.io", "clusteroperators")
+CONFIGMAPS = _type("", "configmaps")
+NODES = _type("", "nodes")
+LEASES = _type("coordination.k8s.io", "leases")
+EVENTS = _type("", "events")
+
+
+def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str,
+                  message: str, now: str) -> list[dict[str, Any]]:
+    """Replace one condition; lastTransitionTime moves only when the status changes."""
+    updated = []
+    found = False
+    for condition in conditions:
+        if condition.get("type") == kind:
+            found = True
+            same = condition.get("status") == status
+            transition = condition.get("lastTransitionTime", now) if same else now
+            condition = {"type": kind, "status": status, "reason": reason, "message": message,
+                         "lastTransitionTime": transition}
+        updated.append(condition)
+    if not found:
+        updated.append({"type": kind, "status": status, "reason": reason, "message": message,
+                        "lastTransitionTime": now})
+    return updated
+
+
+class ProxyConfigController:
+    """CNO's proxyconfig controller and configmap CA injector."""
+
+    def __init__(self, store: Store, system_bundle_pem: str, network: LabNetwork | None,
+                 probe_source: str = "127.50.0.1") -> None:
+        self.store = store
+        self.system_bundle_pem = system_bundle_pem
+        self.network = network
+        self.probe_source = probe_source
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._watchers: list[Watcher] = []
+        self._relays: list[asyncio.Task[None]] = []
+        self._probe_cache: dict[str, str | None] = {}
+        self._warned: set[str] = set()
+        self.reconciles = 0
+
+    def start(self) -> None:
+        for resource_type in (PROXIES, NETWORKS, INFRASTRUCTURES, CONFIGMAPS):
+            watcher = self.store.watch(resource_type, None, self.store.resource_version, lambda o: True)
+            self._watchers.append(watcher)
+            self._relays.append(asyncio.get_running_loop().create_task(
+                self._relay(watcher), name=f"proxy controller watch {resource_type.plural}"))
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy controller")
+        self._wake.set()
+
+    async def stop(self) -> None:
+        for watcher in self._watchers:
+            self.store.stop_watch(watcher)
+        for relay in self._relays:
+            relay.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _relay(self, watcher: Watcher) -> None:
+        while await watcher.queue.get() is not None:
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.reconcile()
+            except Exception:  # a bug here must not stop the control plane
+                log.exception("proxy controller reconcile failed")
+
+    def networking(self) -> ClusterNetworking:
+        network = self.store.peek(NETWORKS, "", "cluster") or {}
+        infrastructure = self.store.peek(INFRASTRUCTURES, "", "cluster") or {}
+        install = self.store.peek(CONFIGMAPS, "kube-system", "cluster-config-v1") or {}
+        machine: list[str] = []
+        with contextlib.suppress(yaml.YAMLError, TypeError, AttributeError):
+            config = yaml.safe_load((install.get("data") or {}).get("install-config", "")) or {}
+            machine = [str(m["cidr"]) for m in (config.get("networking") or {}).get("machineNetwork") or []]
+        status = network.get("status") or {}
+        infra_status = infrastructure.get("status") or {}
+        platform_status = infra_status.get("platformStatus") or {}
+        platform = platform_status.get("type", "None")
+        region = (platform_status.get(str(platform).lower()) or {}).get("region", "")
+        return ClusterNetworking(
+            machine_networks=tuple(machine),
+            service_networks=tuple(status.get("serviceNetwork") or []),
+            cluster_networks=tuple(n["cidr"] for n in status.get("clusterNetwork") or [] if "cidr" in n),
+            api_internal_url=infra_status.get("apiServerInternalURL", ""),
+            platform=str(platform), region=str(region))
+
+    async def _probe(self, spec: dict[str, Any], bundle_pem: str) -> str | None:
+        endpoints = spec.get("readinessEndpoints") or []
+        if not endpoints:
+            return None
+        key = hashlib.sha256(repr((spec, bundle_pem)).encode()).hexdigest()
+        if key in self._probe_cache:
+            return self._probe_cache[key]
+        trust = trust_context(pem_blocks(bundle_pem.encode()))
+        failure = None
+        async with EgressSession(self.network, self.probe_source, trust,
+                                 user_agent="cluster-network-operator") as session:
+            for endpoint in endpoints:
+                proxy = spec.get("httpsProxy") if endpoint.startswith("https:") else spec.get("httpProxy")
+                try:
+                    response = await session.request("GET", endpoint, proxy=proxy or None)
+                    if response.status >= 400:
+                        raise EgressError("status", f"{response.status} {response.reason}")
+                except (EgressError, ssl.SSLError, OSError) as exc:
+                    failure = f"readinessEndpoint probe failed for endpoint '{endpoint}': {exc}"
+                    break
+        self._probe_cache[key] = failure
+        return failure
+
+    async def reconcile(self) -> None:
+        self.reconciles += 1
+        proxy = self.store.peek(PROXIES, "", "cluster")
+        if proxy is None:
+            return
+        spec = proxy.get("spec") or {}
+        now = now_rfc3339()
+        try:
+            validate_proxy_spec(spec)
+            user_pem = self._user_bundle(spec)
+            merged = merge_bundles(user_pem, self.system_bundle_pem)
+            failure = await self._probe(spec, merged.pem)
+            if failure:
+                raise ProxyConfigError(failure)
+        except (ProxyConfigError, TrustBundleError) as exc:
+            self._degraded(True, "InvalidProxyConfig",
+                           f"The proxy configuration is invalid ({exc}). Use 'oc edit "
+                           "proxy.config.openshift.io cluster' to fix.", now)
+            return
+        status = compute_status(spec, self.networking())
+        if (proxy.get("status") or {}) != status:
+            current = self.store.get(PROXIES, "", "cluster")
+            current["status"] = status
+            self.store.update(PROXIES, "", "cluster", current, subresource="status")
+        self._degraded(False, "AsExpected", "", now)
+        self._publish(merged.pem, merged.warnings)
+
+    def _user_bundle(self, spec: dict[str, Any]) -> str | None:
+        name = (spec.get("trustedCA") or {}).get("name") or ""
+        if not name:
+            return None
+        configmap = self.store.peek(CONFIGMAPS, OPENSHIFT_CONFIG, name)
+        if configmap is None:
+            raise TrustBundleError("failed to get trustedCA configmap for proxy cluster: "
+                                   f'configmaps "{name}" not found')
+        bundle = (configmap.get("data") or {}).get(BUNDLE_KEY)
+        if not bundle:
+            raise TrustBundleError(f"ConfigMap '{OPENSHIFT_CONFIG}/{name}' has no '{BUNDLE_KEY}' key")
+        return str(bundle)
+
+    def _degraded(self, degraded: bool, reason: str, message: str, now: str) -> None:
+        operator = self.store.peek(CLUSTER_OPERATORS, "", "network")
+        if operator is None:
+            operator = self.store.create(CLUSTER_OPERATORS, {"metadata": {"name": "network"}, "spec": {}})
+        conditions = list((operator.get("status") or {}).get("conditions") or [])
+        conditions = set_condition(conditions, "Degraded", "True" if degraded else "False", reason,
+                                   message, now)
+        conditions = set_condition(conditions, "Available", "True", "AsExpected", "", now)
+        conditions = set_condition(conditions, "Progressing", "False", "AsExpected", "", now)
+        status = {**(operator.get("status") or {}), "conditions": conditions,
+                  "versions": [{"name": "operator", "version": "4.16.0"}]}
+        if status != operator.get("status"):
+            current = self.store.get(CLUSTER_OPERATORS, "", "network")
+            current["status"] = status
+            self.store.update(CLUSTER_OPERATORS, "", "network", current, subresource="status")
+
+    def _publish(self, bundle: str, warnings: tuple[str, ...]) -> None:
+        self._put_bundle(OPENSHIFT_CONFIG_MANAGED, TRUSTED_BUNDLE_NAME, bundle, create=True)
+        def labelled(obj: dict[str, Any]) -> bool:
+            return (obj["metadata"].get("labels") or {}).get(INJECT_LABEL) == "true"
+
+        for configmap in self.store.list(CONFIGMAPS, None, labelled):
+            self._put_bundle(configmap["metadata"]["namespace"], configmap["metadata"]["name"], bundle,
+                             create=False)
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                self._event(OPENSHIFT_CONFIG, "NonCACertificate", warning)
+
+    def _put_bundle(self, namespace: str, name: str, bundle: str, create: bool) -> None:
+        existing = self.store.peek(CONFIGMAPS, namespace, name)
+        if existing is None:
+            if create:
+                self.store.create(CONFIGMAPS, {"metadata": {"name": name, "namespace": namespace},
+                                               "data": {BUNDLE_KEY: bundle}})
+            return
+        if (existing.get("data") or {}).get(BUNDLE_KEY) == bundle:
+            return
+        current = self.store.get(CONFIGMAPS, namespace, name)
+        current.setdefault("data", {})[BUNDLE_KEY] = bundle
+        with contextlib.suppress(APIError):
+            self.store.update(CONFIGMAPS, namespace, name, current)
+
+    def _event(self, namespace: str, reason: str, message: str) -> None:
+        stamp = now_rfc3339()
+        name = f"proxy-cluster.{hashlib.sha1(message.encode()).hexdigest()[:12]}"
+        with contextlib.suppress(APIError):
+            self.store.create(EVENTS, {
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {"kind": "Proxy", "name": "cluster",
+                                   "apiVersion": "config.openshift.io/v1"},
+                "reason": reason, "message": message, "type": "Warning", "count": 1,
+                "firstTimestamp": stamp, "lastTimestamp": stamp,
+                "source": {"component": "cluster-network-operator"}})
+
+
+def parse_time(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    for pattern in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
+        with contextlib.suppress(ValueError):
+            return dt.datetime.strptime(text, pattern).replace(tzinfo=dt.UTC)
+    return None
+
+
+def stale_nodes(nodes: list[dict[str, Any]], leases: dict[str, dict[str, Any]], now: dt.datetime,
+                grace: float) -> list[str]:
+    """Nodes whose kubelet has not renewed its lease within ``grace`` seconds and still show Ready."""
+    stale = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        lease = leases.get(name)
+        renewed = parse_time((lease or {}).get("spec", {}).get("renewTime")) or parse_time(
+            node["metadata"].get("creationTimestamp"))
+        ready: dict[str, Any] = next((c for c in node.get("status", {}).get("conditions", []) or []
+                                      if c.get("type") == "Ready"), {})
+        silent = renewed is not None and (now - renewed).total_seconds() > grace
+        if silent and ready.get("status") != "Unknown":
+            stale.append(name)
+    return stale
+
+
+class NodeLifecycleController:
+    """Marks a node Ready=Unknown when its kubelet stops renewing its lease."""
+
+    def __init__(self, store: Store, grace: float = 40.0, period: float = 5.0,
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+        self.store = store
+        self.grace = grace
+        self.period = period
+        self.clock = clock
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="node lifecycle controller")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.period)  # the controller's own monitoring period
+            self.check()
+
+    def check(self) -> list[str]:
+        now = self.clock()
+        leases = {lease["metadata"]["name"]: lease
+                  for lease in self.store.list(LEASES, "kube-node-lease")}
+        marked = stale_nodes(self.store.list(NODES, None), leases, now, self.grace)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name in marked:
+            node = self.store.get(NODES, "", name)
+            conditions = node.setdefault("status", {}).get("conditions") or []
+            node["status"]["conditions"] = set_condition(
+                conditions, "Ready", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.",
+                stamp)
+            with contextlib.suppress(APIError):
+                self.store.update(NODES, "", name, node, subresource="status")
+        return marked

@@ -1,0 +1,271 @@
+"""Objects, resource versions and watches: the storage half of the API server.
+
+Plain dicts in, plain dicts out (always copies). Every write takes the next global
+resourceVersion and is appended to a bounded history that watches replay from; a watch asking
+for a version older than the history gets ``410 Gone``. An update that changes nothing is not a
+write (same resourceVersion, no event), as in kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime as dt
+import itertools
+import json
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulators.controlplane.errors import already_exists, bad_request, conflict, gone, not_found
+from simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
+
+Predicate = Callable[[dict[str, Any]], bool]
+DEFAULT_HISTORY = 10_000  # events kept for watch resumption (kube keeps far fewer)
+MAX_WATCH_BACKLOG = 100_000
+
+
+def now_rfc3339(clock: Callable[[], dt.datetime] | None = None) -> str:
+    moment = clock() if clock else dt.datetime.now(dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    resource_version: int
+    kind: str  # ADDED, MODIFIED, DELETED
+    key: tuple[str, str]
+    namespace: str
+    old: dict[str, Any] | None
+    new: dict[str, Any]
+
+
+@dataclass(eq=False)
+class Watcher:
+    key: tuple[str, str]
+    namespace: str | None
+    predicate: Predicate
+    queue: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+    closed: bool = False
+
+    def offer(self, event: StoredEvent) -> None:
+        """Translate a stored event into what this watcher sees, with selector transitions."""
+        if self.closed or event.key != self.key:
+            return
+        if self.namespace is not None and event.namespace != self.namespace:
+            return
+        was = event.old is not None and self.predicate(event.old)
+        now = event.kind != "DELETED" and self.predicate(event.new)
+        if event.kind == "DELETED":
+            kind = "DELETED" if self.predicate(event.new) else None
+        elif was and now:
+            kind = "MODIFIED"
+        elif now:
+            kind = "ADDED"
+        elif was:
+            kind = "DELETED"
+        else:
+            kind = None
+        if kind is None:
+            return
+        if self.queue.qsize() > MAX_WATCH_BACKLOG:
+            self.close()
+            return
+        self.queue.put_nowait({"type": kind, "object": event.new})
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.queue.put_nowait(None)
+
+
+class Store:
+    def __init__(self, history: int = DEFAULT_HISTORY,
+                 clock: Callable[[], dt.datetime] | None = None) -> None:
+        self._counter = itertools.count(1000)
+        self._rv = next(self._counter)
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {
+            t.key: {} for t in RESOURCE_TYPES}
+        self._history: deque[StoredEvent] = deque(maxlen=history)
+        self._watchers: set[Watcher] = set()
+        self._clock = clock
+        self.writes = 0
+
+    # --- versions ------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> str:
+        return str(self._rv)
+
+    @property
+    def oldest_watchable(self) -> int:
+        """The lowest resourceVersion a watch may start from."""
+        return self._history[0].resource_version - 1 if self._history else self._rv
+
+    def _bump(self) -> int:
+        self._rv = next(self._counter)
+        return self._rv
+
+    def _record(self, kind: str, resource_type: ResourceType, old: dict[str, Any] | None,
+                new: dict[str, Any]) -> None:
+        namespace = new.get("metadata", {}).get("namespace", "")
+        event = StoredEvent(int(new["metadata"]["resourceVersion"]), kind, resource_type.key,
+                            namespace, old, new)
+        self._history.append(event)
+        self.writes += 1
+        for watcher in list(self._watchers):
+            watcher.offer(event)
+            if watcher.closed:
+                self._watchers.discard(watcher)
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def _bucket(self, resource_type: ResourceType) -> dict[tuple[str, str], dict[str, Any]]:
+        return self._objects[resource_type.key]
+
+    def peek(self, resource_type: ResourceType, namespace: str, name: str) -> dict[str, Any] | None:
+        """The stored object itself (no copy) for in-process controllers that only read."""
+        return self._bucket(resource_type).get((namespace, name))
+
+    def get(self, resource_type: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        stored = self._bucket(resource_type).get((namespace, name))
+        if stored is None:
+            raise not_found(resource_type.plural, name, resource_type.group)
+        return copy.deepcopy(stored)
+
+    def list(self, resource_type: ResourceType, namespace: str | None,
+             predicate: Predicate | None = None) -> list[dict[str, Any]]:
+        items = [obj for (ns, _), obj in sorted(self._bucket(resource_type).items())
+                 if namespace is None or ns == namespace]
+        if predicate is not None:
+            items = [obj for obj in items if predicate(obj)]
+        return copy.deepcopy(items)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def create(self, resource_type: ResourceType, obj: dict[str, Any], *,
+               dry_run: bool = False) -> dict[str, Any]:
+        obj = copy.deepcopy(obj)
+        metadata = obj.setdefault("metadata", {})
+        namespace = metadata.get("namespace", "") if resource_type.namespaced else ""
+        name = metadata["name"]
+        bucket = self._bucket(resource_type)
+        if (namespace, name) in bucket:
+            raise already_exists(resource_type.plural, name, resource_type.group)
+        obj["apiVersion"], obj["kind"] = resource_type.api_version, resource_type.kind
+        metadata.pop("resourceVersion", None)
+        metadata.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(self._clock))
+        if "spec" in obj:
+            metadata["generation"] = 1
+        if dry_run:
+            metadata["resourceVersion"] = self.resource_version
+            return obj
+        metadata["resourceVersion"] = str(self._bump())
+        bucket[(namespace, name)] = obj
+        self._record("ADDED", resource_type, None, obj)
+        return copy.deepcopy(obj)
+
+    def update(self, resource_type: ResourceType, namespace: str, name: str,
+               obj: dict[str, Any], *, subresource: str | None = None,
+               dry_run: bool = False) -> dict[str, Any]:
+        bucket = self._bucket(resource_type)
+        existing = bucket.get((namespace, name))
+        if existing is None:
+            raise not_found(resource_type.plural, name, resource_type.group)
+        metadata = obj.get("metadata") or {}
+        if metadata.get("name") not in (None, name):
+            raise bad_request(f"the name of the object ({metadata.get('name')}) does not match the "
+                              f"name on the URL ({name})")
+        given_rv = metadata.get("resourceVersion")
+        if given_rv and str(given_rv) != existing["metadata"]["resourceVersion"]:
+            raise conflict(resource_type.plural, name, resource_type.group)
+        if subresource == "status":
+            updated = copy.deepcopy(existing)
+            if "status" in obj:
+                updated["status"] = copy.deepcopy(obj["status"])
+            else:
+                updated.pop("status", None)
+        else:
+            updated = copy.deepcopy(obj)
+            updated["apiVersion"], updated["kind"] = resource_type.api_version, resource_type.kind
+            keep = {k: existing["metadata"][k] for k in ("uid", "creationTimestamp", "generation",
+                                                         "namespace", "name")
+                    if k in existing["metadata"]}
+            updated["metadata"] = {**copy.deepcopy(metadata), **keep}
+            if resource_type.status_subresource:
+                if "status" in existing:
+                    updated["status"] = copy.deepcopy(existing["status"])
+                else:
+                    updated.pop("status", None)
+            if "spec" in updated and updated.get("spec") != existing.get("spec"):
+                updated["metadata"]["generation"] = existing["metadata"].get("generation", 0) + 1
+            elif "spec" in updated and "generation" not in updated["metadata"]:
+                updated["metadata"]["generation"] = 1
+        updated["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        if _same(updated, existing) or dry_run:
+            return copy.deepcopy(updated if dry_run else existing)
+        updated["metadata"]["resourceVersion"] = str(self._bump())
+        bucket[(namespace, name)] = updated
+        self._record("MODIFIED", resource_type, existing, updated)
+        return copy.deepcopy(updated)
+
+    def delete(self, resource_type: ResourceType, namespace: str, name: str, *,
+               dry_run: bool = False) -> dict[str, Any]:
+        bucket = self._bucket(resource_type)
+        existing = bucket.get((namespace, name))
+        if existing is None:
+            raise not_found(resource_type.plural, name, resource_type.group)
+        if dry_run:
+            return copy.deepcopy(existing)
+        if resource_type.plural == "namespaces" and resource_type.group == "":
+            for other in RESOURCE_TYPES:
+                if other.namespaced:
+                    for (ns, other_name) in list(self._bucket(other)):
+                        if ns == name:
+                            self.delete(other, ns, other_name)
+        del bucket[(namespace, name)]
+        deleted = copy.deepcopy(existing)
+        deleted["metadata"]["resourceVersion"] = str(self._bump())
+        self._record("DELETED", resource_type, existing, deleted)
+        return deleted
+
+    # --- watches --------------------------------------------------------------------------------
+
+    def watch(self, resource_type: ResourceType, namespace: str | None, since: str | None,
+              predicate: Predicate) -> Watcher:
+        """Start a watch; ``since`` None/""/"0" means "current state first, then changes"."""
+        watcher = Watcher(resource_type.key, namespace, predicate)
+        if since in (None, "", "0"):
+            for obj in self.list(resource_type, namespace, predicate):
+                watcher.queue.put_nowait({"type": "ADDED", "object": obj})
+        else:
+            try:
+                start = int(since)
+            except ValueError:
+                raise bad_request(f'invalid resource version "{since}"') from None
+            if start < self.oldest_watchable:
+                raise gone(f"too old resource version: {start} ({self.oldest_watchable})")
+            for event in self._history:
+                if event.resource_version > start:
+                    watcher.offer(event)
+        self._watchers.add(watcher)
+        return watcher
+
+    def stop_watch(self, watcher: Watcher) -> None:
+        self._watchers.discard(watcher)
+        watcher.close()
+
+    def close_all_watches(self) -> None:
+        for watcher in list(self._watchers):
+            self.stop_watch(watcher)
+
+    def compact(self) -> None:
+        """Forget the history (as etcd compaction does): older watches now get 410."""
+        self._history.clear()
+        self._bump()
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

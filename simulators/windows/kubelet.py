@@ -1,0 +1,208 @@
+"""The node's kubelet, as far as proxies are concerned: while the kubelet service runs it registers
+the Node, renews its Lease and reports Ready — over real HTTPS to the API server through the lab
+network, deciding proxy-or-direct with client-go's rules on the kubelet's own process
+environment and trusting only the cluster CA.
+
+So a NO_PROXY without the internal API host sends the kubelet into the MITM proxy, its TLS check
+fails, the lease goes stale and the node lifecycle controller marks the Node NotReady — as on a
+real cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.noproxy import CLIENTS
+from simulators.egress.client import EgressError, EgressSession, trust_context
+from simulators.network import LabNetwork
+from simulators.windows.certificates import pem_blocks
+from simulators.windows.environment import EnvironmentBlock
+from simulators.windows.machine import ProcessRecord, WindowsMachine
+
+KUBELET_VERSION = "v1.30.4"
+LEASE_NAMESPACE = "kube-node-lease"
+
+
+@dataclass
+class KubeletSettings:
+    api_url: str  # what the node's kubeconfig says, e.g. https://api-int.lab.example.com:6443
+    token: str
+    ca_pem: bytes
+    lease_interval: float = 10.0
+    status_interval: float = 10.0
+    lease_duration: int = 40
+
+
+class KubeletError(Exception):
+    pass
+
+
+@dataclass
+class KubeletState:
+    """What the lab can read about a simulated kubelet (real Windows offers no such view)."""
+
+    registered: bool = False
+    heartbeats: int = 0
+    failures: int = 0
+    last_error: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def _micro_time(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _seconds(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SimulatedKubelet:
+    def __init__(self, machine: WindowsMachine, address: str, network: LabNetwork | None,
+                 settings: KubeletSettings) -> None:
+        self.machine = machine
+        self.address = address
+        self.network = network
+        self.settings = settings
+        self.state = KubeletState()
+        self.name = machine.settings.hostname.lower()
+        self._task: asyncio.Task[None] | None = None
+        self._trust: ssl.SSLContext = trust_context(pem_blocks(settings.ca_pem))
+        self._ready_since: dt.datetime | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self, process: ProcessRecord) -> None:
+        self.stop()
+        self._ready_since = None
+        self.state.registered = False
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(EnvironmentBlock(process.environment)), name=f"kubelet {self.name}")
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _run(self, environment: Mapping[str, str]) -> None:
+        async with EgressSession(self.network, self.address, self._trust,
+                                 user_agent=f"kubelet/{KUBELET_VERSION} (windows/amd64)") as session:
+            next_status = 0.0
+            while True:
+                try:
+                    if not self.state.registered:
+                        await self._register(session, environment)
+                    await self._renew_lease(session, environment)
+                    if time.monotonic() >= next_status or self.state.failures:
+                        await self._post_status(session, environment)
+                        next_status = time.monotonic() + self.settings.status_interval
+                    self.state.heartbeats += 1
+                    self.state.failures = 0
+                    self.state.last_error = None
+                except (KubeletError, EgressError) as exc:
+                    with contextlib.suppress(Exception):
+                        await session.close()  # start over with fresh connections
+                    self.state.failures += 1
+                    self.state.last_error = str(exc)
+                    self.state.errors = [*self.state.errors, str(exc)][-20:]
+                    self._ready_since = None
+                await asyncio.sleep(self.settings.lease_interval)  # the kubelet's own period
+
+    async def _call(self, session: EgressSession, environment: Mapping[str, str], method: str,
+                    path: str, body: Any = None, content_type: str = "application/json"
+                    ) -> tuple[int, Any]:
+        url = self.settings.api_url.rstrip("/") + path
+        decision = CLIENTS["client-go"].decide(environment, url)
+        if decision.decision == "error":
+            raise KubeletError(decision.reason)
+        headers = [("Authorization", f"Bearer {self.settings.token}"), ("Accept", "application/json")]
+        payload = b""
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers.append(("Content-Type", content_type))
+        response = await session.request(method, url, proxy=decision.proxy, headers=headers, body=payload)
+        try:
+            parsed = json.loads(response.body) if response.body else None
+        except ValueError:
+            parsed = None
+        if response.status >= 500 or response.status in (401, 403):
+            raise KubeletError(f"{method} {path}: {response.status} {response.reason}")
+        return response.status, parsed
+
+    def _node(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.name, "labels": {
+                "kubernetes.io/os": "windows", "kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "windows", "beta.kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": self.name, "node.kubernetes.io/windows-build": "10.0.20348",
+                "node.openshift.io/os_id": "Windows", "node-role.kubernetes.io/worker": ""}},
+            "spec": {},
+            "status": self._status(),
+        }
+
+    def _status(self) -> dict[str, Any]:
+        now = self.machine.now()
+        if self._ready_since is None:
+            self._ready_since = now
+        boot = self.machine.current_boot
+        return {
+            "addresses": [{"type": "InternalIP", "address": self.address},
+                          {"type": "Hostname", "address": self.name}],
+            "nodeInfo": {"machineID": self.name, "systemUUID": self.name,
+                         "bootID": boot.boot_id if boot else "",
+                         "kernelVersion": "10.0.20348.2031",
+                         "osImage": self.machine.settings.os_caption,
+                         "containerRuntimeVersion": "containerd://1.7.0",
+                         "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+                         "operatingSystem": "windows", "architecture": "amd64"},
+            "capacity": {"cpu": "2", "memory": "8388608Ki", "pods": "250"},
+            "allocatable": {"cpu": "2", "memory": "8286208Ki", "pods": "250"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "kubelet is posting ready status",
+                            "lastHeartbeatTime": _seconds(now),
+                            "lastTransitionTime": _seconds(self._ready_since)}],
+        }
+
+    async def _register(self, session: EgressSession, environment: Mapping[str, str]) -> None:
+        status, _ = await self._call(session, environment, "GET", f"/api/v1/nodes/{self.name}")
+        if status == 404:
+            node = self._node()
+            status, body = await self._call(session, environment, "POST", "/api/v1/nodes", node)
+            if status not in (200, 201, 409):
+                raise KubeletError(f"registering node: {status} {body}")
+        self.state.registered = True
+
+    async def _renew_lease(self, session: EgressSession, environment: Mapping[str, str]) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{self.name}"
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": self.name, "namespace": LEASE_NAMESPACE},
+                 "spec": {"holderIdentity": self.name,
+                          "leaseDurationSeconds": self.settings.lease_duration,
+                          "renewTime": _micro_time(self.machine.now())}}
+        status, body = await self._call(session, environment, "PUT", path, lease)
+        if status == 404:
+            status, body = await self._call(session, environment, "POST",
+                                            f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases",
+                                            lease)
+        if status not in (200, 201):
+            raise KubeletError(f"renewing lease: {status} {body}")
+
+    async def _post_status(self, session: EgressSession, environment: Mapping[str, str]) -> None:
+        status, body = await self._call(session, environment, "PATCH", f"/api/v1/nodes/{self.name}/status",
+                                        {"status": self._status()},
+                                        content_type="application/merge-patch+json")
+        if status == 404:
+            self.state.registered = False
+            raise KubeletError(f"node {self.name} not found; registering again")
+        if status != 200:
+            raise KubeletError(f"updating node status: {status} {body}")

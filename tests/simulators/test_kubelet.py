@@ -1,0 +1,88 @@
+"""Simulated kubelets against the embedded control plane, through the lab network and the real
+proxy: Ready while they can reach the API, NotReady when the proxy settings send them into the
+MITM proxy (whose certificate they do not trust), Ready again when fixed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from kubernetes import client
+
+from harness.lab import Lab, LabSettings
+from simulators.windows.node import WindowsNode
+from tests.support import run_on, wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+KUBELET_KEY = r"HKLM:\SYSTEM\CurrentControlSet\Services\kubelet"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def lab() -> AsyncIterator[Lab]:
+    async with Lab(LabSettings(nodes=2, heartbeat=0.2, node_grace=1.5)) as running:
+        yield running
+
+
+async def ready(lab: Lab, node: WindowsNode) -> str | None:
+    try:
+        got = await lab.call(client.CoreV1Api(lab.api()).read_node, node.name)
+    except client.exceptions.ApiException:
+        return None
+    conditions: list[Any] = got.status.conditions or []
+    return next((c.status for c in conditions if c.type == "Ready"), None)
+
+
+async def set_kubelet_environment(lab: Lab, node: WindowsNode, entries: list[str]) -> None:
+    values = ",".join(f"'{e}'" for e in entries) or ""
+    assert lab.fleet is not None
+    result = await run_on(lab.fleet, node, f"New-ItemProperty -Path {KUBELET_KEY} -Name Environment "
+                                           f"-PropertyType MultiString -Value @({values}) -Force | Out-Null;"
+                                           "Restart-Service kubelet -Force")
+    assert result.exit_status == 0, result.stderr
+
+
+async def test_nodes_register_and_stay_ready(lab: Lab) -> None:
+    assert lab.fleet is not None
+    for node in lab.fleet.nodes:
+        await wait_until(lambda n=node: ready_is(lab, n, "True"), timeout=20,
+                         what=f"{node.name} Ready")
+    got = await lab.call(client.CoreV1Api(lab.api()).read_node, lab.fleet.nodes[0].name)
+    assert got.metadata.labels["kubernetes.io/os"] == "windows"
+    assert got.status.node_info.operating_system == "windows"
+    assert [a.address for a in got.status.addresses if a.type == "InternalIP"] == [lab.fleet.nodes[0].address]
+    lease = await lab.call(client.CoordinationV1Api(lab.api()).read_namespaced_lease,
+                           lab.fleet.nodes[0].name, "kube-node-lease")
+    assert lease.spec.holder_identity == lab.fleet.nodes[0].name
+
+
+async def ready_is(lab: Lab, node: WindowsNode, expected: str) -> bool:
+    return await ready(lab, node) == expected
+
+
+async def test_kubelet_forced_through_the_proxy_goes_not_ready_and_recovers(lab: Lab) -> None:
+    assert lab.fleet is not None and lab.control_plane is not None and lab.proxy is not None
+    node = lab.fleet.nodes[1]
+    await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready")
+    api_host = lab.control_plane.plan.api_internal_host
+    await set_kubelet_environment(lab, node, [f"HTTPS_PROXY={lab.proxy_url}", "NO_PROXY=.svc,.cluster.local"])
+    await wait_until(lambda: ready_is(lab, node, "Unknown"), timeout=20,
+                     what="NotReady")
+    assert node.kubelet is not None
+    assert "certificate" in (node.kubelet.state.last_error or "")
+    rejected = [f for f in lab.proxy.flows() if f["client"] == node.address and f["kind"] == "tls-failed"]
+    assert rejected and rejected[-1]["host"] == api_host
+    await set_kubelet_environment(lab, node, [f"HTTPS_PROXY={lab.proxy_url}", f"NO_PROXY=.svc,{api_host}"])
+    await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready again")
+
+
+async def test_a_stopped_kubelet_goes_not_ready(lab: Lab) -> None:
+    assert lab.fleet is not None
+    node = lab.fleet.nodes[0]
+    await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready")
+    assert (await run_on(lab.fleet, node, "Stop-Service kubelet -Force")).exit_status == 0
+    await wait_until(lambda: ready_is(lab, node, "Unknown"), timeout=20,
+                     what="NotReady")
+    assert (await run_on(lab.fleet, node, "Start-Service kube-proxy")).exit_status == 0  # starts kubelet too
+    await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready again")
