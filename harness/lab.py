@@ -22,6 +22,7 @@ from typing import Any
 import trustme
 from kubernetes import client, config
 
+from harness.process_limits import raise_open_file_limit
 from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from simulators.fleet import Fleet, FleetSettings
 from simulators.network import PROXY_NETWORK, LabNetwork
@@ -93,6 +94,7 @@ class Lab:
 
     async def start(self) -> None:
         tune_tls_buffers()
+        raise_open_file_limit()
         if self.settings.state_dir is None:
             self._temporary = tempfile.mkdtemp(prefix="proxyfleet-lab-")
             self.state_dir = Path(self._temporary)

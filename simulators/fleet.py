@@ -171,6 +171,16 @@ class Fleet:
         path.write_text(json.dumps(self.manifest(), indent=2) + "\n")
         known_hosts = "".join(f"[{n.address}]:{n.port} {n.host_key_openssh}\n" for n in self.nodes)
         (self.state_dir / "known_hosts").write_text(known_hosts)
+        # `kubectl create configmap windows-instances --from-file=DIR`: one key per address, WMCO's BYOH
+        # format (an env file cannot carry keys that start with a digit)
+        instances = self.state_dir / "windows-instances"
+        instances.mkdir(exist_ok=True)
+        wanted = {n.address: f"username={n.username}" for n in self.nodes}
+        for stale in instances.iterdir():
+            if stale.name not in wanted:
+                stale.unlink()
+        for address, value in wanted.items():
+            (instances / address).write_text(value)
         return path
 
     def ssh_command(self, node: WindowsNode) -> list[str]:

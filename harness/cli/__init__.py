@@ -7,6 +7,7 @@ import click
 from harness.cli.cluster import cluster
 from harness.cli.fleet import fleet
 from harness.cli.noproxy import noproxy
+from harness.cli.reconcile import reconcile
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,3 +19,4 @@ def main() -> None:
 main.add_command(cluster)
 main.add_command(fleet)
 main.add_command(noproxy)
+main.add_command(reconcile)

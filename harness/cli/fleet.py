@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 
 from harness.cli.running import wait_for_stop_signal
 from harness.kubeconfig import KubeconfigError, api_client, internal_api_url, loopback_address, read_access
+from harness.process_limits import raise_open_file_limit
 from simulators.fleet import Fleet, FleetError, FleetSettings
 from simulators.network import Endpoint, LabNetwork
 from simulators.windows.kubelet import KubeletSettings
@@ -29,6 +30,7 @@ def kubelet_settings(kubeconfig: Path, network: LabNetwork, heartbeat: float) ->
 
 
 async def _run(settings: FleetSettings) -> None:
+    raise_open_file_limit()
     fleet = Fleet(settings)
     await fleet.start()
     try:

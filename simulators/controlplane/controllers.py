@@ -101,14 +101,17 @@ class ProxyConfigController:
         self._wake.set()
 
     async def stop(self) -> None:
+        """Stop watching and reconciling (as scaling the operator to zero would); ``start`` resumes."""
         for watcher in self._watchers:
             self.store.stop_watch(watcher)
         for relay in self._relays:
             relay.cancel()
+        self._watchers, self._relays = [], []
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+            self._task = None
 
     async def _relay(self, watcher: Watcher) -> None:
         while await watcher.queue.get() is not None:

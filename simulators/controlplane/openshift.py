@@ -23,6 +23,8 @@ NO_PROXY_WILDCARD = "*"
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DOMAIN = re.compile(rf"^\.?{_LABEL}(\.{_LABEL})*\.?$")
 METADATA_PLATFORMS = {"AWS", "GCP", "Azure", "OpenStack"}
+# Go's net/url accepts exactly these in userinfo (RFC 3986 unreserved, sub-delims, ':', '%', '@').
+_USERINFO = re.compile(r"^[A-Za-z0-9\-._~!$&'()*+,;=:%@]*$")
 
 
 class ProxyConfigError(ValueError):
@@ -32,6 +34,12 @@ class ProxyConfigError(ValueError):
 
 
 def _validate_uri(field: str, value: str) -> str:
+    # CNO parses with Go's url.Parse, which refuses what Python's urlsplit silently strips or keeps.
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ProxyConfigError(f'invalid {field} URI: parse "{value!r}": net/url: invalid control character in URL')
+    authority = value.partition("://")[2].partition("/")[0]
+    if "@" in authority and not _USERINFO.match(authority.rpartition("@")[0]):
+        raise ProxyConfigError(f"invalid {field} URI: net/url: invalid userinfo")
     try:
         parts = urlsplit(value)
         port = parts.port

@@ -97,6 +97,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Secret", "secrets", "secret", True),
     ResourceType("", "v1", "Node", "nodes", "node", False, ("no",), True),
     ResourceType("", "v1", "Event", "events", "event", True, ("ev",)),
+    # Served (empty unless someone creates one) so `kubectl describe node` can list a node's pods.
+    ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), True, categories=("all",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("config.openshift.io", "v1", "Proxy", "proxies", "proxy", False, (), True,

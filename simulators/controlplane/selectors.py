@@ -20,6 +20,8 @@ FIELD_SELECTORS: dict[str, tuple[str, ...]] = {
                "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
                "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
     "nodes": ("spec.unschedulable",),
+    "pods": ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+             "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"),
     "namespaces": ("status.phase",),
     "secrets": ("type",),
 }

@@ -361,9 +361,15 @@ class APIServer:
         if request.content_length is not None and request.content_length > MAX_BODY:
             raise APIError(413, "RequestEntityTooLarge",
                            f"Request entity too large: limit is {MAX_BODY}")
-        raw = await request.content.read(MAX_BODY + 1)
-        if len(raw) > MAX_BODY:
-            raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
+        # read() returns what has arrived so far, not the whole body: loop until EOF
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := await request.content.read(65536):
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         try:
             body: Any = json.loads(raw)
             return body
@@ -503,6 +509,6 @@ class APIServer:
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
 
     async def close_watches(self) -> None:
-        self.store.close_all_watches()
+        """End every HTTP watch stream (as an API server restart would); in-process controllers keep theirs."""
         for task in list(self._watch_tasks):
             task.cancel()

@@ -257,10 +257,6 @@ class Store:
         self._watchers.discard(watcher)
         watcher.close()
 
-    def close_all_watches(self) -> None:
-        for watcher in list(self._watchers):
-            self.stop_watch(watcher)
-
     def compact(self) -> None:
         """Forget the history (as etcd compaction does): older watches now get 410."""
         self._history.clear()

@@ -78,6 +78,9 @@ class WindowsNode:
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
         self._sessions = 0
+        # What a reconciler costs this node: SSH connections accepted and exec requests served.
+        self.ssh_connections = 0
+        self.ssh_commands = 0
         self._flush_pending = False
         self.kubelet = (SimulatedKubelet(self.machine, config.address, config.network, config.kubelet)
                         if config.kubelet is not None else None)
@@ -198,6 +201,7 @@ class WindowsNode:
                               client=(peer[0], peer[1]) if peer else None,
                               server=(local[0], local[1]) if local else None)
             if process.command is not None:
+                self.ssh_commands += 1
                 await run_exec(process, session, self.commands)
             else:
                 await run_interactive(process, session, self.commands)

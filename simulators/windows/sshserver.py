@@ -24,6 +24,7 @@ class NodeSSHServer(asyncssh.SSHServer):
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self.connection = conn
         self.node.connections.add(conn)
+        self.node.ssh_connections += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.connection is not None:

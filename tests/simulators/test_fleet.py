@@ -27,12 +27,16 @@ async def test_manifest_describes_every_node(fleet: Fleet) -> None:
     assert [n["address"] for n in nodes] == ["127.10.0.1", "127.10.0.2"]
     assert all(n["username"] == "Administrator" and n["host_key"].startswith("ssh-ed25519 ") for n in nodes)
     assert nodes[0]["host_key"] != nodes[1]["host_key"]
+    instances = fleet.state_dir / "windows-instances"
+    assert {p.name: p.read_text() for p in instances.iterdir()} == {
+        "127.10.0.1": "username=Administrator", "127.10.0.2": "username=Administrator"}
 
 
 async def test_nodes_join_and_leave(fleet: Fleet) -> None:
     node = await fleet.add_node()
     assert node.name == "win-0003" and node.address == "127.10.0.3"
     assert (await run_on(fleet, node, "hostname")).stdout.strip() == "WIN-0003"
+    assert (node.ssh_connections, node.ssh_commands) == (1, 1)  # what benchmarks count round trips by
     await fleet.remove_node("win-0001")
     names = [n["name"] for n in json.loads((fleet.state_dir / "fleet.json").read_text())["nodes"]]
     assert names == ["win-0002", "win-0003"]

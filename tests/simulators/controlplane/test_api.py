@@ -16,6 +16,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from simulators.controlplane.cluster import ControlPlane
+from tests.support import wait_until
 
 
 def t(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -285,3 +286,28 @@ async def test_table_output(control_plane: ControlPlane) -> None:
     assert [c["name"] for c in table["columnDefinitions"]][:5] == ["Name", "Version", "Available",
                                                                    "Progressing", "Degraded"]
     assert table["rows"][0]["cells"][0] == "network"
+
+
+async def test_a_body_that_arrives_in_pieces_is_read_whole(control_plane: ControlPlane) -> None:
+    """kubectl's bodies can span several TLS records; the server must read to the end, not parse
+    the first piece (a bundle ConfigMap once failed with "Unterminated string")."""
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pieces"},
+                       "data": {"ca-bundle.crt": "x" * 5000}}).encode()
+    rest = threading.Event()
+
+    def pieces() -> Any:
+        yield body[:100]
+        rest.wait(30)  # until the server has started on the request
+        yield body[100:]
+
+    started = control_plane.server.stats.requests
+    reply = asyncio.create_task(raw(control_plane, "POST", "/api/v1/namespaces/default/configmaps",
+                                    pieces()))  # type: ignore[arg-type]
+    try:
+        await wait_until(lambda: control_plane.server.stats.requests > started or reply.done(),
+                         what="the server to start on the request")
+    finally:
+        rest.set()
+    code, created, _ = await reply
+    assert code == 201, created
+    assert len(created["data"]["ca-bundle.crt"]) == 5000

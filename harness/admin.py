@@ -1,0 +1,83 @@
+"""What a cluster administrator does, through the ``kubernetes`` client only: add Windows
+instances (BYOH), set or remove the cluster-wide proxy, publish a trusted CA bundle.
+
+The same calls work against a real cluster; every call runs in a thread so a lab sharing the
+event loop keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Iterable
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"
+PROXY = ("config.openshift.io", "v1", "proxies", "cluster")
+
+
+async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
+    return await asyncio.to_thread(function, *args, **kwargs)
+
+
+async def _upsert_configmap(api: client.ApiClient, namespace: str, name: str, data: dict[str, str],
+                            labels: dict[str, str] | None = None) -> None:
+    core = client.CoreV1Api(api)
+    body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, namespace=namespace, labels=labels),
+                              data=data)
+    try:
+        await _call(core.create_namespaced_config_map, namespace, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        await _call(core.replace_namespaced_config_map, name, namespace, body)
+
+
+async def set_ssh_key(api: client.ApiClient, private_key: bytes, namespace: str = OPERATOR_NAMESPACE) -> None:
+    core = client.CoreV1Api(api)
+    body = client.V1Secret(metadata=client.V1ObjectMeta(name="cloud-private-key", namespace=namespace),
+                           data={"private-key.pem": base64.b64encode(private_key).decode()})
+    try:
+        await _call(core.create_namespaced_secret, namespace, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        await _call(core.replace_namespaced_secret, "cloud-private-key", namespace, body)
+
+
+async def set_instances(api: client.ApiClient, instances: Iterable[tuple[str, str]],
+                        namespace: str = OPERATOR_NAMESPACE) -> None:
+    """windows-instances: ``address: username=<user>`` for each instance."""
+    await _upsert_configmap(api, namespace, "windows-instances",
+                            {address: f"username={user}" for address, user in instances})
+
+
+async def set_trusted_ca(api: client.ApiClient, bundle_pem: str, name: str = "corp-ca") -> None:
+    await _upsert_configmap(api, "openshift-config", name, {"ca-bundle.crt": bundle_pem})
+
+
+async def set_proxy(api: client.ApiClient, *, http_proxy: str = "", https_proxy: str = "",
+                    no_proxy: str = "", trusted_ca: str | None = None,
+                    readiness_endpoints: list[str] | None = None) -> None:
+    """Replace Proxy/cluster's spec (empty values unset the proxy)."""
+    custom = client.CustomObjectsApi(api)
+    current = await _call(custom.get_cluster_custom_object, *PROXY)
+    current["spec"] = {k: v for k, v in {"httpProxy": http_proxy, "httpsProxy": https_proxy,
+                                         "noProxy": no_proxy}.items() if v}
+    current["spec"]["trustedCA"] = {"name": trusted_ca or ""}
+    if readiness_endpoints:
+        current["spec"]["readinessEndpoints"] = readiness_endpoints
+    await _call(custom.replace_cluster_custom_object, *PROXY, current)
+
+
+async def proxy_status(api: client.ApiClient) -> dict[str, str]:
+    proxy = await _call(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY)
+    return dict(proxy.get("status") or {})
+
+
+async def nodes(api: client.ApiClient) -> list[dict[str, Any]]:
+    listed = await _call(client.CoreV1Api(api).list_node)
+    return [api.sanitize_for_serialization(item) for item in listed.items]  # type: ignore[no-untyped-call]

@@ -1,0 +1,52 @@
+"""``proxyfleet reconcile``: the reference reconciler against any cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import click
+
+from harness.cli.running import wait_for_stop_signal
+from harness.kubeconfig import KubeconfigError, api_client
+from harness.process_limits import raise_open_file_limit
+from harness.reconciler import VARIANTS, Reconciler, ReconcilerSettings
+from harness.reconciler.controller import OPERATOR_NAMESPACE
+
+
+async def _run(kubeconfig: Path, settings: ReconcilerSettings) -> None:
+    raise_open_file_limit()
+    reconciler = Reconciler(api_client(kubeconfig), settings)
+    await reconciler.start()
+    click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
+               f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}"
+               + (f", variant {settings.variant}" if settings.variant else "") + ")", err=True)
+    click.echo("watch progress: kubectl get nodes -L proxyfleet.io/proxy-state; press Ctrl-C to stop", err=True)
+    try:
+        await wait_for_stop_signal()
+    finally:
+        await reconciler.stop()
+
+
+@click.command()
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--namespace", default=OPERATOR_NAMESPACE, show_default=True,
+              help="Where windows-instances, cloud-private-key and trusted-ca live.")
+@click.option("--ssh-port", default=22, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--max-unavailable", default=1, show_default=True, type=click.IntRange(1, 10000),
+              help="How many nodes may be rebooting at once.")
+@click.option("--variant", type=click.Choice(sorted(VARIANTS)), help="A deliberately broken variant (self-test).")
+@click.option("--resync-seconds", default=60.0, show_default=True, type=float)
+@click.option("--verbose", "-v", is_flag=True)
+def reconcile(kubeconfig: Path, namespace: str, ssh_port: int, max_unavailable: int, variant: str | None,
+              resync_seconds: float, verbose: bool) -> None:
+    """Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s")
+    settings = ReconcilerSettings(namespace=namespace, ssh_port=ssh_port, max_unavailable=max_unavailable,
+                                  variant=None if variant == "correct" else variant,
+                                  resync_period=resync_seconds)
+    try:
+        asyncio.run(_run(kubeconfig, settings))
+    except KubeconfigError as exc:
+        raise click.ClickException(str(exc)) from exc

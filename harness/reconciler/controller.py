@@ -1,0 +1,460 @@
+"""The reconciler: keeps every Windows instance's proxy variables and trusted certificates equal to
+the cluster's, level-triggered and idempotent.
+
+Per node, one pass: compute the desired state from the cluster (``desired``), observe the node
+in one SSH round trip, apply the difference in one more, and if anything changed: cordon,
+``Restart-Computer -Force``, wait for SSH to go down and come back with a new boot, verify the
+variables at process scope and that the egress services restarted, uncordon. At most
+``max_unavailable`` nodes are in that window at once. Progress is recorded in Node annotations,
+so a restarted reconciler resumes without a second reboot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncssh
+from kubernetes import client
+
+from harness.noproxy import redact_text
+from harness.reconciler.applying import (
+    ConnectionPool,
+    NodeAddress,
+    NodeConnection,
+    NodeError,
+    Unreachable,
+    wait_for_new_boot,
+)
+from harness.reconciler.desired import (
+    DesiredState,
+    InvalidClusterInput,
+    ObservedState,
+    desired_state,
+    plan_changes,
+)
+from harness.reconciler.queueing import WorkQueue
+from harness.reconciler.reporting import (
+    APPLIED_PROXY,
+    CONFIG_HASH,
+    HOST_KEY,
+    MESSAGE,
+    REBOOT_PENDING,
+    STATE_LABEL,
+    TRUSTED_CA,
+    USERNAME,
+    ClusterWriter,
+)
+from harness.reconciler.scripts import (
+    BUNDLE_PATH,
+    CERT_DIR,
+    EGRESS_SERVICES,
+    apply_script,
+    observe_script,
+    verify_script,
+)
+from harness.reconciler.variants import variant as find_variant
+from harness.reconciler.watching import ClusterWatch
+from simulators.windows.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+
+log = logging.getLogger(__name__)
+OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"
+INSTANCES = "windows-instances"
+KEY_SECRET = "cloud-private-key"
+KEY_FIELD = "private-key.pem"
+
+
+@dataclass
+class ReconcilerSettings:
+    namespace: str = OPERATOR_NAMESPACE
+    ssh_port: int = 22
+    max_unavailable: int = 1
+    variant: str | None = None
+    workers: int = 64
+    resync_period: float = 60.0
+    reboot_timeout: float = 600.0
+    connect_timeout: float = 10.0
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+    # Related cluster changes arrive on separate watches (Proxy status, then the re-injected
+    # bundle); waiting this long after the first one lets them land together, so one change
+    # means one reboot.
+    settle_delay: float = 1.0
+
+
+@dataclass
+class NodeRecord:
+    """What the reconciler knows about one instance (also visible in annotations and Events)."""
+
+    state: str = "pending"
+    message: str = ""
+    failures: int = 0
+    reboots: int = 0
+    changes: int = 0
+    round_trips: list[int] = field(default_factory=list)  # SSH round trips per applied change
+    polls: int = 0  # connection attempts while waiting for the last new boot
+
+
+class VerificationFailed(NodeError):
+    reason = "VerificationFailed"
+
+
+def _observed(data: dict[str, Any]) -> ObservedState:
+    return ObservedState(
+        hostname=str(data.get("hostname") or ""),
+        environment={k: v for k, v in (data.get("environment") or {}).items()},
+        root_thumbprints=frozenset(str(t).upper() for t in data.get("root") or []),
+        imported_pem=str(data.get("imported") or ""),
+        bundle_sha256=data.get("bundle"),
+        boot_time=str(data.get("boot") or ""),
+        service_start_times=dict(data.get("services") or {}))
+
+
+class Reconciler:
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        self.api = api
+        self.settings = settings or ReconcilerSettings()
+        self.variant = find_variant(self.settings.variant)
+        self.writer = ClusterWriter(api, self.settings.namespace)
+        self.records: dict[str, NodeRecord] = {}
+        # A worker is held through a node's whole reboot: leave room for the others beyond maxUnavailable.
+        self.queue = WorkQueue(self._reconcile, max(self.settings.workers, 2 * self.settings.max_unavailable))
+        self._unavailable = asyncio.Semaphore(self.settings.max_unavailable)
+        self.watch: ClusterWatch | None = None
+        self._resync: asyncio.Task[None] | None = None
+        self._reported: set[str] = set()
+        self.rebooting: set[str] = set()
+        self.max_concurrent_reboots = 0
+        self.connections = ConnectionPool()
+        self._key_cache: tuple[str | None, asyncssh.SSHKey | None] = (None, None)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.watch = ClusterWatch(self.api, self.settings.namespace, self._on_change, loop)
+        self.watch.start()
+        self.queue.start()
+        self._resync = loop.create_task(self._resync_loop(), name="reconciler resync")
+
+    async def stop(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
+        if self._resync is not None:
+            self._resync.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._resync
+        await self.queue.stop()
+        await self.connections.close_all()
+
+    async def __aenter__(self) -> Reconciler:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _resync_loop(self) -> None:
+        assert self.watch is not None
+        await self.watch.synced.wait()
+        while True:
+            self.enqueue_all()
+            await asyncio.sleep(self.settings.resync_period)  # the periodic resync
+
+    # --- what to reconcile --------------------------------------------------------------------
+
+    def instances(self) -> dict[str, str]:
+        """windows-instances: address -> username (entries that do not parse are reported)."""
+        assert self.watch is not None
+        configmap = self.watch.cache.configmaps.get(INSTANCES) or {}
+        found: dict[str, str] = {}
+        for address, value in (configmap.get("data") or {}).items():
+            key, sep, username = str(value).partition("=")
+            if key.strip() != "username" or not sep or not username.strip():
+                self._report_once(None, "InvalidInstance",
+                                  f"windows-instances entry {address!r} must be 'username=<user>', "
+                                  f"got {value!r}", "Warning")
+                continue
+            found[address] = username.strip()
+        return found
+
+    def managed_addresses(self) -> set[str]:
+        """Instances plus nodes this reconciler configured earlier (to deconfigure if removed)."""
+        assert self.watch is not None
+        addresses = set(self.instances())
+        for node in self.watch.cache.nodes.values():
+            if CONFIG_HASH in (node["metadata"].get("annotations") or {}):
+                for entry in (node.get("status") or {}).get("addresses") or []:
+                    if entry.get("type") == "InternalIP":
+                        addresses.add(entry["address"])
+        return addresses
+
+    def enqueue_all(self, delay: float = 0.0) -> None:
+        for address in sorted(self.managed_addresses()):
+            if delay:
+                self.queue.add_after(address, delay)
+            else:
+                self.queue.add(address)
+
+    def _on_change(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+        if kind == "nodes":
+            if event in ("ADDED", "SYNCED"):
+                self.enqueue_all()  # a node joined: it may be an instance waiting for its Node
+            return
+        if kind in ("proxies", "configmaps"):
+            asyncio.get_running_loop().create_task(self._ensure_trusted_ca(), name="ensure trusted-ca")
+        self.enqueue_all(0.0 if event == "SYNCED" else self.settings.settle_delay)
+
+    async def _ensure_trusted_ca(self) -> None:
+        """While a proxy is configured, ``trusted-ca`` exists and carries the injection label."""
+        assert self.watch is not None
+        status = (self.watch.cache.proxy or {}).get("status") or {}
+        if not (status.get("httpProxy") or status.get("httpsProxy")) or len(self.watch.cache.synced) < 4:
+            return
+        with contextlib.suppress(Exception):
+            if await self.writer.ensure_trusted_ca(self.watch.cache.configmaps.get(TRUSTED_CA)):
+                await self.writer.event(None, "TrustedCARequested",
+                                        f"created or relabelled ConfigMap {TRUSTED_CA} for the cluster's "
+                                        "trusted CA bundle")
+
+    def _client_key(self) -> asyncssh.SSHKey | None:
+        assert self.watch is not None
+        secret = self.watch.cache.secrets.get(KEY_SECRET) or {}
+        data = (secret.get("data") or {}).get(KEY_FIELD)
+        if not data:
+            return None
+        if self._key_cache[0] != data:  # parse once per Secret change, not once per reconcile
+            try:
+                key: asyncssh.SSHKey | None = asyncssh.import_private_key(base64.b64decode(data))
+            except (ValueError, asyncssh.KeyImportError):
+                key = None
+            self._key_cache = (data, key)
+        return self._key_cache[1]
+
+    def _report_once(self, node: dict[str, Any] | None, reason: str, message: str, kind: str) -> None:
+        key = f"{(node or {}).get('metadata', {}).get('name', '')}|{reason}|{message}"
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        asyncio.get_running_loop().create_task(self.writer.event(node, reason, message, kind),
+                                               name=f"event {reason}")
+
+    # --- one node -----------------------------------------------------------------------------
+
+    def _backoff(self, record: NodeRecord) -> float:
+        record.failures += 1
+        return float(min(self.settings.backoff_base * 2 ** (record.failures - 1), self.settings.backoff_max))
+
+    async def _set_state(self, node: dict[str, Any] | None, record: NodeRecord, state: str, message: str,
+                         annotations: dict[str, str | None] | None = None) -> None:
+        record.state, record.message = state, redact_text(message)
+        if node is None:
+            return
+        values: dict[str, str | None] = {MESSAGE: record.message, **(annotations or {})}
+        with contextlib.suppress(Exception):
+            await self.writer.annotate(node["metadata"]["name"], values, {STATE_LABEL: state})
+
+    async def _reconcile(self, address: str) -> float | None:
+        assert self.watch is not None
+        # Decide nothing on a partial cache: without the Proxy, every node would look proxy-less.
+        await self.watch.synced.wait()
+        record = self.records.setdefault(address, NodeRecord())
+        instances = self.instances()
+        node = self.watch.cache.node_by_address(address)
+        annotations = dict((node or {}).get("metadata", {}).get("annotations") or {})
+        deconfigure = address not in instances
+        if deconfigure and CONFIG_HASH not in annotations:
+            await self.connections.discard(address)
+            return None
+        username = instances.get(address) or annotations.get(USERNAME) or "Administrator"
+        key = self._client_key()
+        if key is None:
+            self._report_once(node, "MissingSSHKey", f"Secret {KEY_SECRET} has no usable '{KEY_FIELD}'",
+                              "Warning")
+            await self._set_state(node, record, "failed", f"no SSH key in Secret {KEY_SECRET}")
+            return None
+        try:
+            desired = desired_state(None if deconfigure else self.watch.cache.proxy,
+                                    self.watch.cache.configmaps.get(TRUSTED_CA), self.variant)
+        except InvalidClusterInput as exc:
+            self._report_once(node, exc.reason, f"not applying the cluster's proxy settings: {exc}", "Warning")
+            await self._set_state(node, record, "failed", str(exc))
+            return None
+        proxied = any(desired.environment.values())
+        if proxied:
+            await self._ensure_trusted_ca()
+        if proxied and not desired.bundle_pem:
+            await self._set_state(node, record, "waiting", "waiting for the trusted CA bundle to be injected")
+            return self.settings.backoff_base
+        connection: NodeConnection | None = None
+        try:
+            connection = await self.connections.acquire(NodeAddress(address, self.settings.ssh_port, username),
+                                                        key, annotations.get(HOST_KEY), self.settings.connect_timeout)
+            if node is not None and HOST_KEY not in annotations and connection.host_key:
+                await self.writer.annotate(node["metadata"]["name"], {HOST_KEY: connection.host_key,
+                                                                      USERNAME: username})
+            connection = await self._converge(connection, node, annotations, desired, record, deconfigure)
+        except NodeError as exc:
+            if connection is not None:
+                await connection.close()
+            await self.connections.discard(address)
+            if exc.reason == "HostKeyMismatch":
+                self._report_once(node, exc.reason, str(exc), "Warning")
+            else:
+                await self.writer.event(node, exc.reason, str(exc), "Warning")
+            await self._set_state(node, record, "unreachable" if exc.reason == "NodeUnreachable" else "failed",
+                                  str(exc))
+            return self._backoff(record)
+        except BaseException:
+            if connection is not None:
+                await connection.close()
+            raise
+        if deconfigure:
+            await connection.close()
+        else:
+            self.connections.release(connection)
+        record.failures = 0
+        return None
+
+    def _known_certificates(self, desired: DesiredState, observed: ObservedState) -> dict[str, Certificate]:
+        known = {c.thumbprint: c for c in desired.certificates}
+        with contextlib.suppress(CertificateFormatError):
+            known.update({c.thumbprint: c for c in certificates_in_bundle(observed.imported_pem.encode())})
+        return known
+
+    async def _converge(self, connection: NodeConnection, node: dict[str, Any] | None,
+                        annotations: dict[str, str], desired: DesiredState, record: NodeRecord,
+                        deconfigure: bool) -> NodeConnection:
+        """Bring one node to ``desired``; returns the connection still in use (a new one after a reboot)."""
+        try:
+            observed = _observed(await connection.script(observe_script()))
+        except Unreachable:
+            if not connection.reused:
+                raise
+            await connection.close()  # the kept connection went stale (say, an out-of-band reboot)
+            await connection.connect()
+            observed = _observed(await connection.script(observe_script()))
+        pending = annotations.get(REBOOT_PENDING)
+        if pending:
+            # Resuming after a reconciler restart: never reboot a node that already rebooted.
+            if observed.boot_time != pending:
+                await self._verify_and_finish(node, connection, desired, record, observed.boot_time,
+                                              deconfigure)
+                return connection
+            return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
+                                                 deconfigure)
+        plan = plan_changes(desired, observed, self._known_certificates(desired, observed), self.variant)
+        files: dict[str, bytes] = {}
+        if plan.upload_bundle:
+            files[BUNDLE_PATH] = desired.bundle_pem.encode()
+        for certificate in plan.import_certificates:
+            files[f"{CERT_DIR}\\{certificate.thumbprint}.crt"] = certificate.pem().encode()
+        await connection.put_files(files)
+        if not plan.changes_node:
+            state = "deconfigured" if deconfigure else "configured"
+            labels = (node or {}).get("metadata", {}).get("labels") or {}
+            if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash()
+                    or labels.get(STATE_LABEL) != state or (not deconfigure and APPLIED_PROXY not in annotations)):
+                await self._record_done(node, record, desired, deconfigure, "already as desired")
+            elif record.state != state:
+                record.state, record.message = state, "already as desired"  # the cluster already says so
+            return connection
+        record.state, record.message = "applying", plan.summary()  # before the node changes
+        changed = await connection.script(apply_script(plan, unquoted=self.variant.unquoted_values))
+        record.changes += 1
+        if node is not None:
+            await self.writer.event(node, "ProxyConfigApplied", plan.summary())
+            await self._set_state(node, record, "applying", plan.summary(),
+                                  {REBOOT_PENDING: observed.boot_time, USERNAME: connection.target.username})
+        log.info("applied on %s: %s (%s)", connection.target.address, plan.summary(), changed)
+        if self.variant.no_reboot:
+            record.round_trips.append(connection.round_trips)
+            await self._record_done(node, record, desired, deconfigure, "applied (no reboot)")
+            return connection
+        return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record, deconfigure)
+
+    async def _reboot_and_verify(self, connection: NodeConnection, node: dict[str, Any] | None,
+                                 old_boot: str, desired: DesiredState, record: NodeRecord,
+                                 deconfigure: bool) -> NodeConnection:
+        """Cordon, restart, wait for a new boot, verify, uncordon; returns the post-boot connection."""
+        name = node["metadata"]["name"] if node is not None else connection.target.address
+        async with self._unavailable:
+            self.rebooting.add(name)
+            self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
+            try:
+                if node is not None:
+                    await self.writer.cordon(name, True)
+                    await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
+                    await self.writer.event(node, "RebootingNode", "cordoned; restarting so services pick up "
+                                                                   "the new environment")
+                await connection.request_reboot()
+                record.reboots += 1
+                before_reboot = connection.round_trips
+                pinned = connection.pinned_host_key or connection.host_key
+                polls = 0
+                if self.variant.early_reachability:
+                    new_boot = old_boot  # the bug: the node answers before it has gone down
+                    connection = NodeConnection(connection.target, connection.client_key, pinned,
+                                                self.settings.connect_timeout)
+                    await connection.connect()
+                else:
+                    connection, new_boot, polls = await wait_for_new_boot(
+                        connection.target, connection.client_key, pinned, old_boot, self.settings.reboot_timeout)
+                    connection.round_trips = 0  # its boot-time query is counted in polls
+                try:
+                    await self._verify_and_finish(node, connection, desired, record, new_boot, deconfigure,
+                                                  before_reboot, polls)
+                except BaseException:
+                    await connection.close()
+                    raise
+                return connection
+            finally:
+                self.rebooting.discard(name)
+
+    async def _verify_and_finish(self, node: dict[str, Any] | None, connection: NodeConnection,
+                                 desired: DesiredState, record: NodeRecord, boot: str,
+                                 deconfigure: bool, before_reboot: int | None = None, polls: int = 0) -> None:
+        """In a fresh session (a new exec channel: Windows builds its environment from the registry
+        for each one): the variables at process scope, and services started after ``boot``.
+
+        ``before_reboot`` (the round trips up to the restart) is recorded with the verification's
+        before the state says "configured", so whoever sees that state sees the whole change."""
+        verified = await connection.script(verify_script())
+        if before_reboot is not None:
+            # observe + apply + restart + verify; the polls only wait for the new boot
+            record.round_trips.append(before_reboot + connection.round_trips)
+            record.polls = polls
+        process_env = verified.get("environment") or {}
+        wrong = {k: v for k, v in desired.environment.items()
+                 if (process_env.get(k) or None) != v and not (v is None and self.variant.no_env_removal)}
+        if wrong:
+            raise VerificationFailed(f"after the reboot a fresh session sees {sorted(wrong)} differently "
+                                     "than the cluster wants")
+        if not self.variant.early_reachability:
+            services = verified.get("services") or {}
+            stale = [s for s in EGRESS_SERVICES if not services.get(s) or str(services[s]) < boot]
+            if stale:
+                raise VerificationFailed(f"services {stale} did not restart after the change")
+        if node is not None:
+            await self.writer.cordon(node["metadata"]["name"], False)
+        await self._record_done(node, record, desired, deconfigure, "configured and verified after reboot")
+
+    async def _record_done(self, node: dict[str, Any] | None, record: NodeRecord, desired: DesiredState,
+                           deconfigure: bool, message: str) -> None:
+        if deconfigure:
+            await self._set_state(node, record, "deconfigured", "proxy settings and certificates removed",
+                                  {CONFIG_HASH: None, REBOOT_PENDING: None, USERNAME: None, APPLIED_PROXY: None})
+            if node is not None:
+                await self.writer.event(node, "Deconfigured", "removed the proxy settings and the "
+                                                              "certificates this reconciler imported")
+            return
+        await self._set_state(node, record, "configured", message,
+                              {CONFIG_HASH: desired.config_hash(), REBOOT_PENDING: None,
+                               APPLIED_PROXY: desired.environment.get("HTTPS_PROXY") or "none"})
+        if node is not None and message != "already as desired":
+            await self.writer.event(node, "NodeConfigured", message)
+

@@ -1,0 +1,94 @@
+"""What the reconciler writes back to the cluster: Events, per-node annotations and a state
+label (``kubectl get nodes -L proxyfleet.io/proxy-state``), cordon/uncordon, and the trusted-ca
+ConfigMap it asks the cluster to fill. Never a credential: every message is redacted."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import secrets
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from harness.noproxy import redact_text
+
+PREFIX = "proxyfleet.io/"
+STATE_LABEL = PREFIX + "proxy-state"
+HOST_KEY = PREFIX + "ssh-host-key"
+CONFIG_HASH = PREFIX + "config-hash"
+REBOOT_PENDING = PREFIX + "reboot-pending"  # the boot time the reboot was requested in
+USERNAME = PREFIX + "username"
+MESSAGE = PREFIX + "message"
+APPLIED_PROXY = PREFIX + "https-proxy"  # the HTTPS_PROXY last verified on the node (redacted), or "none"
+INJECT_LABEL = "config.openshift.io/inject-trusted-cabundle"
+TRUSTED_CA = "trusted-ca"
+COMPONENT = "proxyfleet-reconciler"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+class ClusterWriter:
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.core = client.CoreV1Api(api)
+        self.namespace = namespace
+        self.events_written = 0
+
+    async def event(self, involved: dict[str, Any] | None, reason: str, message: str,
+                    kind: str = "Normal") -> None:
+        """An Event about a Node (or, without one, about the windows-instances ConfigMap)."""
+        if involved is not None and involved.get("kind", "Node") == "Node":
+            metadata = involved["metadata"]
+            reference = client.V1ObjectReference(kind="Node", name=metadata["name"], uid=metadata.get("uid"),
+                                                 api_version="v1")
+            namespace = "default"
+        else:
+            reference = client.V1ObjectReference(kind="ConfigMap", name="windows-instances",
+                                                 namespace=self.namespace, api_version="v1")
+            namespace = self.namespace
+        stamp = _now()
+        body = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(name=f"{reference.name}.{secrets.token_hex(8)}", namespace=namespace),
+            involved_object=reference, reason=reason, message=redact_text(message)[:1024], type=kind,
+            source=client.V1EventSource(component=COMPONENT), first_timestamp=stamp, last_timestamp=stamp,
+            count=1, reporting_component=COMPONENT)
+        try:
+            await asyncio.to_thread(self.core.create_namespaced_event, namespace, body)
+            self.events_written += 1
+        except ApiException:
+            pass  # events are best effort, as in client-go's recorder
+
+    async def annotate(self, node_name: str, annotations: dict[str, str | None],
+                       labels: dict[str, str | None] | None = None) -> None:
+        patch: dict[str, Any] = {"metadata": {"annotations": {k: (redact_text(v) if v else v)
+                                                              for k, v in annotations.items()}}}
+        if labels:
+            patch["metadata"]["labels"] = labels
+        try:
+            await asyncio.to_thread(self.core.patch_node, node_name, patch)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    async def cordon(self, node_name: str, unschedulable: bool) -> None:
+        await asyncio.to_thread(self.core.patch_node, node_name, {"spec": {"unschedulable": unschedulable}})
+
+    async def ensure_trusted_ca(self, existing: dict[str, Any] | None) -> bool:
+        """Create ``trusted-ca`` with the injection label, or restore a removed label."""
+        if existing is None:
+            body = client.V1ConfigMap(metadata=client.V1ObjectMeta(
+                name=TRUSTED_CA, namespace=self.namespace, labels={INJECT_LABEL: "true"}))
+            try:
+                await asyncio.to_thread(self.core.create_namespaced_config_map, self.namespace, body)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+            return True
+        if (existing.get("metadata", {}).get("labels") or {}).get(INJECT_LABEL) != "true":
+            await asyncio.to_thread(self.core.patch_namespaced_config_map, TRUSTED_CA, self.namespace,
+                                    {"metadata": {"labels": {INJECT_LABEL: "true"}}})
+            return True
+        return False

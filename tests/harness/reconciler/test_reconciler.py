@@ -1,0 +1,342 @@
+"""The reference reconciler against the embedded control plane and the simulated fleet: every
+workflow of DESIGN.md §1, reboots bounded by maxUnavailable, resync without changes, unreachable
+nodes, a restart mid-reboot, removal and deconfiguration, and injection attempts."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trustme
+from kubernetes import client
+
+from harness import admin
+from harness.lab import Lab, LabSettings
+from harness.reconciler import Reconciler, ReconcilerSettings
+from harness.reconciler.reporting import CONFIG_HASH, HOST_KEY, REBOOT_PENDING, STATE_LABEL
+from simulators.windows.certificates import Certificate
+from simulators.windows.node import WindowsNode
+from tests.support import wait_until
+
+PROXY_URL = "http://proxy.corp.internal:3128"
+
+
+@pytest.fixture
+async def lab() -> AsyncIterator[Lab]:
+    async with Lab(LabSettings(nodes=3, proxy=False, reboot_duration=0.3, shutdown_delay=0.15)) as running:
+        assert running.fleet is not None
+        await admin.set_ssh_key(running.api(), running.fleet.client_key_path.read_bytes())
+        yield running
+
+
+def reconciler(lab: Lab, **settings: Any) -> Reconciler:
+    assert lab.fleet is not None
+    options: dict[str, Any] = dict(ssh_port=lab.fleet.port, resync_period=2.0, max_unavailable=1, settle_delay=0.3,
+                                   reboot_timeout=30, backoff_base=0.2, backoff_max=1.0)
+    options.update(settings)
+    return Reconciler(lab.api(), ReconcilerSettings(**options))
+
+
+def nodes(lab: Lab) -> list[WindowsNode]:
+    assert lab.fleet is not None
+    return list(lab.fleet.nodes)
+
+
+async def add_instances(lab: Lab, members: list[WindowsNode]) -> None:
+    await admin.set_instances(lab.api(), [(n.address, "Administrator") for n in members])
+
+
+async def configure_proxy(lab: Lab, ca: trustme.CA, no_proxy: str = "registry.corp.internal",
+                          proxy: str = PROXY_URL) -> None:
+    """Set the proxy and wait until the control plane has published it in Proxy status."""
+    await admin.set_trusted_ca(lab.api(), ca.cert_pem.bytes().decode())
+    await admin.set_proxy(lab.api(), http_proxy=proxy, https_proxy=proxy, no_proxy=no_proxy, trusted_ca="corp-ca")
+
+    async def published() -> bool:
+        status = await admin.proxy_status(lab.api())
+        return status.get("httpsProxy") == proxy and f",{no_proxy}" in "," + status.get("noProxy", "")
+
+    await wait_until(published, what="Proxy status")
+
+
+def machine_env(node: WindowsNode) -> dict[str, str | None]:
+    values = node.machine.machine_environment()
+    return {k: values.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")}
+
+
+async def status_env(lab: Lab) -> dict[str, str | None]:
+    status = await admin.proxy_status(lab.api())
+    return {"HTTP_PROXY": status.get("httpProxy"), "HTTPS_PROXY": status.get("httpsProxy"),
+            "NO_PROXY": status.get("noProxy")}
+
+
+async def converged(lab: Lab, rec: Reconciler, members: list[WindowsNode], state: str = "configured") -> bool:
+    """Every member's machine env equals Proxy status and its record shows ``state``."""
+    wanted = await status_env(lab)
+    if state == "deconfigured":
+        wanted = dict.fromkeys(wanted)
+    for node in members:
+        record = rec.records.get(node.address)
+        if record is None or record.state != state or machine_env(node) != wanted:
+            return False
+    return True
+
+
+def thumbprint(ca: trustme.CA) -> str:
+    return Certificate.from_pem(ca.cert_pem.bytes()).thumbprint
+
+
+def boots(node: WindowsNode) -> int:
+    return len(node.machine.boots)
+
+
+async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
+    members = nodes(lab)
+    first_ca, second_ca = trustme.CA(), trustme.CA()
+    public = thumbprint(lab.public_ca)
+    await add_instances(lab, members)
+    async with reconciler(lab, max_unavailable=2) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="a proxy-less fleet")
+        assert all(boots(n) == 1 for n in members)  # nothing to change: no reboot
+
+        await configure_proxy(lab, first_ca)  # runtime add
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy on every node")
+        for node in members:
+            assert boots(node) == 2  # exactly one reboot for the change
+            roots = node.machine.stores.machine_root.certificates
+            assert thumbprint(first_ca) in roots and public in roots
+            environment = node.process_environment("containerd")
+            assert environment is not None and environment["HTTPS_PROXY"] == PROXY_URL
+        assert rec.max_concurrent_reboots <= 2
+        assert all(r.round_trips == [4] for r in rec.records.values()), rec.records
+
+        await admin.set_trusted_ca(lab.api(), second_ca.cert_pem.bytes().decode())  # rotation
+
+        async def rotated() -> bool:
+            return all(thumbprint(second_ca) in n.machine.stores.machine_root.certificates and
+                       thumbprint(first_ca) not in n.machine.stores.machine_root.certificates for n in members)
+
+        await wait_until(rotated, timeout=60, what="the CA rotation")
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="rotation settled")
+        assert all(public in n.machine.stores.machine_root.certificates for n in members)  # never touched
+
+        await configure_proxy(lab, second_ca, no_proxy=".corp", proxy="http://proxy2.corp.internal:8080")
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy change")
+        assert members[0].process_environment("kubelet")["HTTP_PROXY"] == "http://proxy2.corp.internal:8080"  # type: ignore[index]
+
+        reboots = [boots(n) for n in members]
+        await admin.set_proxy(lab.api())  # removal
+        await wait_until(lambda: _status_empty(lab), what="an empty Proxy status")
+        await wait_until(lambda: all(machine_env(n) == dict.fromkeys(machine_env(n)) for n in members),
+                         timeout=60, what="the variables removed")
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="removal settled")
+        for node, before in zip(members, reboots, strict=True):
+            assert boots(node) == before + 1
+            roots = node.machine.stores.machine_root.certificates
+            assert thumbprint(second_ca) not in roots and public in roots
+            assert "HTTPS_PROXY" not in (node.process_environment("containerd") or {})
+
+
+async def test_install_time_resync_and_max_unavailable(lab: Lab) -> None:
+    members = nodes(lab)
+    await configure_proxy(lab, trustme.CA())
+    await add_instances(lab, members)  # instances join a cluster that already has a proxy
+    async with reconciler(lab, max_unavailable=1) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="nodes joining configured")
+        assert rec.max_concurrent_reboots == 1
+        downtime = sorted((o.down_at, o.up_at) for n in members for o in n.outages)
+        for (_, up), (down, _) in itertools.pairwise(downtime):
+            assert up is not None and up <= down  # one node down at a time
+        reboots = [boots(n) for n in members]
+        connections = [n.ssh_connections for n in members]
+        commands = [n.ssh_commands for n in members]
+        processed = rec.queue.processed
+        await wait_until(lambda: rec.queue.processed >= processed + 2 * len(members), timeout=20,
+                         what="two resyncs")
+        assert [boots(n) for n in members] == reboots  # a resync changes nothing
+        assert [n.ssh_connections for n in members] == connections  # over the connection kept open
+        assert all(n.ssh_commands > before for n, before in zip(members, commands, strict=True))
+        for node in lab_nodes_objects(await admin.nodes(lab.api())):
+            annotations = node["metadata"]["annotations"]
+            assert annotations[CONFIG_HASH] and annotations[HOST_KEY].startswith("ssh-ed25519 ")
+            assert REBOOT_PENDING not in annotations and node["metadata"]["labels"][STATE_LABEL] == "configured"
+            assert not node["spec"].get("unschedulable")
+
+
+def lab_nodes_objects(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [n for n in items if n["metadata"]["name"].startswith("win-")]
+
+
+async def _status_empty(lab: Lab) -> bool:
+    return not (await admin.proxy_status(lab.api())).get("httpsProxy")
+
+
+async def _status_ready(lab: Lab) -> bool:
+    return bool((await admin.proxy_status(lab.api())).get("httpsProxy"))
+
+
+async def test_an_unreachable_node_converges_when_it_returns(lab: Lab) -> None:
+    members = nodes(lab)
+    await add_instances(lab, members)
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        outage = asyncio.create_task(members[2].power_cycle(down_for=3.0))
+        await wait_until(lambda: not members[2].is_listening, what="the node to drop off")
+        await configure_proxy(lab, trustme.CA())
+        await wait_until(lambda: converged(lab, rec, members[:2]), timeout=60, what="the reachable nodes")
+        assert rec.records[members[2].address].state in ("unreachable", "pending", "configured")
+        await outage
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the returning node")
+
+
+async def test_a_restart_mid_reboot_does_not_reboot_twice(lab: Lab) -> None:
+    members = nodes(lab)[:1]
+    await add_instances(lab, members)
+    node = members[0]
+    node.config.reboot_duration = 2.0
+    await configure_proxy(lab, trustme.CA())
+    first = reconciler(lab)
+    await first.start()
+    await wait_until(lambda: not node.is_listening and boots(node) == 1, timeout=30, what="the reboot to start")
+    await first.stop()  # the reconciler dies while the node reboots
+    assert lab_nodes_objects(await admin.nodes(lab.api()))[0]["metadata"]["annotations"][REBOOT_PENDING]
+    async with reconciler(lab) as second:
+        await wait_until(lambda: converged(lab, second, members), timeout=60, what="the resumed reconcile")
+        assert boots(node) == 2  # the reboot that was in flight, and no second one
+        assert second.records[node.address].reboots == 0
+
+
+async def test_deconfigure_when_an_instance_is_removed(lab: Lab) -> None:
+    members = nodes(lab)
+    ca = trustme.CA()
+    await add_instances(lab, members)
+    await configure_proxy(lab, ca)
+    async with reconciler(lab, max_unavailable=3) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="configured")
+        await add_instances(lab, members[:2])
+        removed = members[2]
+        await wait_until(lambda: rec.records[removed.address].state == "deconfigured", timeout=60,
+                         what="deconfiguration")
+        assert machine_env(removed) == dict.fromkeys(machine_env(removed))
+        assert thumbprint(ca) not in removed.machine.stores.machine_root.certificates
+        assert thumbprint(lab.public_ca) in removed.machine.stores.machine_root.certificates
+        assert machine_env(members[0])["HTTPS_PROXY"] == PROXY_URL
+
+
+async def test_host_key_mismatch_is_refused(lab: Lab) -> None:
+    members = nodes(lab)[:1]
+    await add_instances(lab, members)
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="first contact")
+    name = members[0].name
+    await asyncio.to_thread(client.CoreV1Api(lab.api()).patch_node, name, {"metadata": {"annotations": {
+        HOST_KEY: nodes(lab)[1].host_key_openssh}}})  # as if the instance had been replaced
+    await configure_proxy(lab, trustme.CA())
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: rec.records.get(members[0].address) is not None and
+                         rec.records[members[0].address].state == "failed", timeout=30, what="refusal")
+        assert "pinned on first contact" in rec.records[members[0].address].message
+        assert machine_env(members[0])["HTTPS_PROXY"] is None
+        events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
+        assert any(e.reason == "HostKeyMismatch" and e.type == "Warning" for e in events.items)
+
+
+async def test_metacharacters_in_proxy_values_are_stored_verbatim(lab: Lab) -> None:
+    """Quotes, ``$( )`` and ``;`` survive Go's url.Parse (so CNO accepts them) and must reach the node
+    as data; if the reconciler ever interpolated them into PowerShell the node would reboot again."""
+    members = nodes(lab)[:1]
+    node = members[0]
+    await add_instances(lab, members)
+    nasty = "http://o'brien:p$(Restart-Computer)';x@proxy.corp.internal:3128"
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        await admin.set_trusted_ca(lab.api(), trustme.CA().cert_pem.bytes().decode())
+        await admin.set_proxy(lab.api(), http_proxy=nasty, https_proxy=nasty, no_proxy=".corp", trusted_ca="corp-ca")
+        await wait_until(lambda: _status_ready(lab), what="a status")
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the verbatim values")
+        assert machine_env(node)["HTTPS_PROXY"] == nasty
+        assert node.process_environment("containerd")["HTTP_PROXY"] == nasty  # type: ignore[index]
+        assert boots(node) == 2  # the one reboot for the change; the $( ) never ran
+
+
+async def test_the_unquoted_values_variant_executes_what_it_is_given(lab: Lab) -> None:
+    """The check above can fail: the broken variant lets ``$(Restart-Computer)`` run on the node."""
+    members = nodes(lab)[:1]
+    node = members[0]
+    await add_instances(lab, members)
+    nasty = "http://o'brien:p$(Restart-Computer)';x@proxy.corp.internal:3128"
+    async with reconciler(lab, variant="unquoted-values") as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        await admin.set_trusted_ca(lab.api(), trustme.CA().cert_pem.bytes().decode())
+        await admin.set_proxy(lab.api(), http_proxy=nasty, https_proxy=nasty, no_proxy=".corp", trusted_ca="corp-ca")
+        await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] is not None, timeout=60, what="a value written")
+        assert machine_env(node)["HTTPS_PROXY"] != nasty  # the subexpression was evaluated, not stored
+
+
+async def test_values_the_control_plane_would_refuse_are_stored_verbatim_or_refused(lab: Lab) -> None:
+    """The reconciler does not rely on CNO's validation: with the operator scaled down, status is
+    written by hand with quotes, backticks, ``$( )``, ``;`` and a newline."""
+    members = nodes(lab)[:1]
+    node = members[0]
+    await add_instances(lab, members)
+    assert lab.control_plane is not None
+    custom = client.CustomObjectsApi(lab.api())
+    await configure_proxy(lab, trustme.CA())
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy with its bundle")
+        await lab.control_plane.proxy_controller.stop()  # status is now whatever is written to it
+        nasty = 'http://us"er:p`a$(Restart-Computer -Force)@proxy.corp.internal:3128'
+        nasty_no_proxy = "a.corp;$(Restart-Computer),`b.corp,'c.corp'"
+        await asyncio.to_thread(custom.patch_cluster_custom_object_status, *admin.PROXY,
+                                {"status": {"httpsProxy": nasty, "noProxy": nasty_no_proxy}})
+        await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] == nasty, timeout=60, what="the verbatim value")
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the change settled")
+        assert machine_env(node)["NO_PROXY"] == nasty_no_proxy
+        assert boots(node) == 3  # one reboot per change; nothing executed
+        await asyncio.to_thread(custom.patch_cluster_custom_object_status, *admin.PROXY,
+                                {"status": {"httpsProxy": "http://proxy.corp:3128\nRestart-Computer -Force"}})
+        await wait_until(lambda: rec.records[node.address].state == "failed", timeout=30, what="refusal")
+        assert "control characters" in rec.records[node.address].message
+        assert machine_env(node)["HTTPS_PROXY"] == nasty and boots(node) == 3  # nothing applied
+        events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
+        assert any(e.reason == "UnsafeValue" and e.type == "Warning" for e in events.items)
+
+
+async def test_trusted_ca_is_requested_and_restored(lab: Lab) -> None:
+    await add_instances(lab, nodes(lab)[:1])
+    core = client.CoreV1Api(lab.api())
+    namespace = admin.OPERATOR_NAMESPACE
+
+    async def labelled() -> bool:
+        try:
+            configmap = await asyncio.to_thread(core.read_namespaced_config_map, "trusted-ca", namespace)
+        except client.exceptions.ApiException:
+            return False
+        return (configmap.metadata.labels or {}).get("config.openshift.io/inject-trusted-cabundle") == "true"
+
+    async with reconciler(lab):
+        await configure_proxy(lab, trustme.CA())
+        await wait_until(labelled, timeout=30, what="trusted-ca created")
+        await asyncio.to_thread(core.delete_namespaced_config_map, "trusted-ca", namespace)
+        await wait_until(labelled, timeout=30, what="trusted-ca re-created")
+        await asyncio.to_thread(core.patch_namespaced_config_map, "trusted-ca", namespace,
+                                {"metadata": {"labels": {"config.openshift.io/inject-trusted-cabundle": None}}})
+        await wait_until(labelled, timeout=30, what="the label restored")
+
+
+async def test_watches_survive_410(lab: Lab) -> None:
+    members = nodes(lab)[:1]
+    await add_instances(lab, members)
+    assert lab.control_plane is not None
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        assert rec.watch is not None
+        relists = rec.watch.relists
+        lab.control_plane.store.compact()
+        await lab.control_plane.server.close_watches()  # drop every watch; resuming now gets 410
+        await wait_until(lambda: rec.watch is not None and rec.watch.relists > relists, timeout=30, what="re-list")
+        await configure_proxy(lab, trustme.CA())
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="changes after the re-list")
