@@ -39,7 +39,10 @@ TLS_READ_BUFFER = 64 * 1024
 
 
 def tune_tls_buffers() -> None:
+    """Shrink asyncio's per-connection TLS read buffer (see TLS_READ_BUFFER)."""
     asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
+
+
 PROXY_HOST = "proxy.corp.internal"
 PROXY_PORT = 3128
 

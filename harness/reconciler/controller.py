@@ -21,15 +21,10 @@ from typing import Any
 import asyncssh
 from kubernetes import client
 
+from harness.contract import EGRESS_SERVICES
+from harness.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable
 from harness.noproxy import redact_text
-from harness.reconciler.applying import (
-    ConnectionPool,
-    NodeAddress,
-    NodeConnection,
-    NodeError,
-    Unreachable,
-    wait_for_new_boot,
-)
+from harness.reconciler.applying import ConnectionPool, wait_for_new_boot
 from harness.reconciler.desired import (
     DesiredState,
     InvalidClusterInput,
@@ -52,7 +47,6 @@ from harness.reconciler.reporting import (
 from harness.reconciler.scripts import (
     BUNDLE_PATH,
     CERT_DIR,
-    EGRESS_SERVICES,
     apply_script,
     observe_script,
     verify_script,

@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.contract import PROXY_VARIABLES
 from harness.reconciler.variants import CORRECT, Variant
 from simulators.windows.certificates import Certificate, CertificateFormatError, certificates_in_bundle
 
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 BUNDLE_KEY = "ca-bundle.crt"
 
 

@@ -11,17 +11,15 @@ from __future__ import annotations
 import base64
 import re
 
-from harness.reconciler.desired import PROXY_VARIABLES, ChangePlan
+from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from harness.nodessh import BOOT_SCRIPT
+from harness.reconciler.desired import ChangePlan
 from simulators.windows.certificates import Certificate
 
-EGRESS_SERVICES = ("containerd", "kubelet", "kube-proxy", "hybrid-overlay-node", "windows_exporter",
-                   "windows-instance-config-daemon")
 BUNDLE_PATH = r"C:\k\ca-bundle.crt"
 RECORD_PATH = r"C:\k\imported-certs.pem"
 CERT_DIR = r"C:\k\certs"
 _THUMBPRINT = re.compile(r"^[0-9A-F]{40}$")
-BOOT_SCRIPT = "(Get-CimInstance -ClassName Win32_OperatingSystem).LastBootUpTime.ToUniversalTime().ToString('o')"
-REBOOT_COMMAND = "Restart-Computer -Force"
 
 
 def _literal(text: str) -> str:
@@ -38,12 +36,6 @@ def _thumbprint(value: str) -> str:
 
 def _record(certificates: list[Certificate]) -> str:
     return "".join(c.pem() for c in certificates)
-
-
-def encoded_command(script: str) -> str:
-    """An exec command line that runs ``script`` in a fresh Windows PowerShell."""
-    encoded = base64.b64encode(script.encode("utf-16-le")).decode("ascii")
-    return f"powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand {encoded}"
 
 
 def _services_block() -> str:

@@ -5,6 +5,7 @@
 * ``FlowLog``: one JSON line per CONNECT, request and failed client TLS handshake — client
   address (the node), CONNECT target, scheme, method, host, path, status, whether the TLS was
   intercepted, error. Never headers, never credentials.
+* ``StreamFile``: every finished flow in a mitmproxy dump file, readable while the proxy runs.
 * ``Faults``: switchable at run time over a control socket: refuse connections, 502 for some
   hosts, slow responses.
 """
@@ -15,6 +16,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import fnmatch
+import io
 import json
 import os
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any
 
 from mitmproxy import ctx, http
 from mitmproxy.connection import Client
+from mitmproxy.io import FlowWriter
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.tls import TlsData
 
@@ -219,4 +222,48 @@ class Faults:
 
 
 # Order matters: faults and resolution decide before the log records the outcome.
-addons = [Faults(), LabResolution(), FlowLog()]
+class StreamFile:
+    """Every finished HTTP flow appended to a mitmproxy dump file (``mitmweb --rfile`` opens it).
+
+    mitmproxy's own ``save_stream_file`` buffers until exit, so a running lab's file would look
+    empty; each flow here is serialised whole and written with one unbuffered write, with the proxy
+    password mitmproxy's proxyauth addon keeps in the flow's metadata masked.
+    """
+
+    def __init__(self) -> None:
+        self._handle: Any = None
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("lab_stream_file", str, "", "Path of the mitmproxy dump file, written flow by flow.")
+
+    def configure(self, updated: set[str]) -> None:
+        if "lab_stream_file" in updated and ctx.options.lab_stream_file:
+            if self._handle is not None:
+                self._handle.close()
+            self._handle = open(ctx.options.lab_stream_file, "ab", buffering=0)  # noqa: SIM115 - kept open
+
+    def done(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def _save(self, flow: http.HTTPFlow) -> None:
+        if self._handle is None:
+            return
+        # proxyauth keeps the client's (user, password) in the flow's metadata; never persist it.
+        saved = flow.copy()  # type: ignore[no-untyped-call]
+        if "proxyauth" in saved.metadata:
+            saved.metadata["proxyauth"] = (saved.metadata["proxyauth"][0], "***")
+        saved.request.headers.pop("Proxy-Authorization", None)
+        buffer = io.BytesIO()
+        FlowWriter(buffer).add(saved)  # type: ignore[no-untyped-call]
+        self._handle.write(buffer.getvalue())
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._save(flow)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self._save(flow)
+
+
+addons = [Faults(), LabResolution(), FlowLog(), StreamFile()]

@@ -119,7 +119,7 @@ class ProxyServer:
             "confdir": str(self.confdir),
             "connect_addr": self.settings.egress_address,
             "ssl_verify_upstream_trusted_ca": str(self.directory / "upstream-trust.pem"),
-            "save_stream_file": str(self.stream_path),
+            "lab_stream_file": str(self.stream_path),
             "flow_log": str(self.flow_log_path),
             "lab_table": str(self.table_path),
             "control_socket": str(self.control_path),

@@ -66,13 +66,20 @@ async def lab(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Traffic
         await origins.stop()
 
 
+async def trust_the_mitm_ca(lab: TrafficLab, node: WindowsNode) -> None:
+    """Import the proxy's MITM CA into the node's Root store (idempotent).
+
+    Each test that needs it does this itself: xdist may run any test of this module first, on a fresh lab."""
+    node.machine.filesystem.write_bytes(r"C:\k\mitm.crt", lab.proxy.mitm_ca_pem)
+    result = await run_on(lab.fleet, node, r"Import-Certificate C:\k\mitm.crt -CertStoreLocation Cert:\LocalMachine\Root")
+    assert result.exit_status == 0, result.stderr
+
+
 async def configure_containerd(lab: TrafficLab, node: WindowsNode, *, proxy: str | None,
                                no_proxy: str = "", trust_mitm: bool) -> None:
     """Give containerd a proxy through its own Environment value and restart it."""
-    machine = node.machine
     if trust_mitm:
-        machine.filesystem.write_bytes(r"C:\k\mitm.crt", lab.proxy.mitm_ca_pem)
-        await run_on(lab.fleet, node, r"Import-Certificate C:\k\mitm.crt -CertStoreLocation Cert:\LocalMachine\Root")
+        await trust_the_mitm_ca(lab, node)
     entries = [f"HTTPS_PROXY={proxy}", f"HTTP_PROXY={proxy}"] if proxy else []
     if no_proxy:
         entries.append(f"NO_PROXY={no_proxy}")
@@ -140,6 +147,7 @@ async def test_unknown_destinations_fail_like_dns_without_traffic(lab: TrafficLa
     await configure_containerd(lab, lab.fleet.nodes[2], proxy=None, trust_mitm=False)
     direct = await run_on(lab.fleet, lab.fleet.nodes[2], "crictl pull nothere.example.org/x:1")
     assert "dial tcp: lookup nothere.example.org: no such host" in direct.stderr
+    await configure_containerd(lab, lab.fleet.nodes[0], proxy=lab.proxy_url, trust_mitm=True)
     proxied = await run_on(lab.fleet, lab.fleet.nodes[0], "crictl pull nothere.example.org/x:1")
     assert 'Head \\"https://nothere.example.org/v2/x/manifests/1\\": Bad Gateway' in proxied.stderr
     node = lab.fleet.nodes[0]
@@ -151,8 +159,7 @@ async def test_unknown_destinations_fail_like_dns_without_traffic(lab: TrafficLa
 
 async def test_curl_uses_the_session_environment_and_curl_rules(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[3]
-    node.machine.filesystem.write_bytes(r"C:\k\mitm.crt", lab.proxy.mitm_ca_pem)
-    await run_on(lab.fleet, node, r"Import-Certificate C:\k\mitm.crt -CertStoreLocation Cert:\LocalMachine\Root")
+    await trust_the_mitm_ca(lab, node)
     ok = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS -v https://www.example.com/")
     assert ok.stdout.strip() == "hello from www.example.com", ok.stderr
     assert "* Uses proxy env variable https_proxy ==" in ok.stderr  # names are case-insensitive on Windows
@@ -175,6 +182,7 @@ async def test_invoke_web_request_ignores_proxy_variables(lab: TrafficLab) -> No
 
 async def test_fault_modes(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[0]
+    await trust_the_mitm_ca(lab, node)
     command = f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/"
     try:
         await lab.proxy.set_faults(bad_gateway=["www.example.*"])
@@ -190,6 +198,7 @@ async def test_fault_modes(lab: TrafficLab) -> None:
 
 async def test_proxy_down_and_back(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[0]
+    await configure_containerd(lab, node, proxy=lab.proxy_url, trust_mitm=True)
     await lab.proxy.go_down()
     try:
         result = await run_on(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
@@ -203,6 +212,11 @@ async def test_proxy_down_and_back(lab: TrafficLab) -> None:
 async def test_flow_log_and_stream_file_carry_no_credentials(lab: TrafficLab, tmp_path: Path) -> None:
     from mitmproxy.io import FlowReader
 
+    node = lab.fleet.nodes[3]
+    await trust_the_mitm_ca(lab, node)
+    fetched = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/")
+    assert fetched.exit_status == 0, fetched.stderr
+    await wait_until(lambda: any(f["host"] == "www.example.com" for f in lab.proxy.flows()), what="the flow log")
     with lab.proxy.stream_path.open("rb") as handle:
         flows = list(FlowReader(handle).stream())
     assert flows, "the stream file opens with mitmproxy's reader (mitmweb --rfile)"
@@ -220,6 +234,7 @@ async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
         lab.network.add("auth-proxy.corp.internal", secured.port, secured.endpoint, "proxy")
         secured.publish_table()
         node = lab.fleet.nodes[0]
+        await trust_the_mitm_ca(lab, node)
         base = f"http://auth-proxy.corp.internal:{secured.port}"
         denied = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{base}'; curl.exe -sS https://www.example.com/")
         assert "curl: (56) CONNECT tunnel failed, response 407" in denied.stderr
@@ -229,6 +244,11 @@ async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
         assert "s3cret" not in allowed.stderr  # the -v trace redacts the proxy URL
         log = secured.flow_log_path.read_text()
         assert "s3cret" not in log and "407" in log
+        import base64
+
+        dump = secured.stream_path.read_bytes()
+        assert b"www.example.com" in dump  # the dump file has the flow, but not the Basic credentials
+        assert b"s3cret" not in dump and base64.b64encode(b"fleet:s3cret") not in dump
     assert not secured.running
 
 

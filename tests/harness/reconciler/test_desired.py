@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import trustme
 
+from harness.nodessh import encoded_command
 from harness.reconciler.desired import InvalidClusterInput, ObservedState, desired_state, plan_changes
-from harness.reconciler.scripts import apply_script, encoded_command, observe_script
+from harness.reconciler.scripts import apply_script, observe_script
 from harness.reconciler.variants import VARIANTS, variant
 from simulators.windows.certificates import Certificate
 from simulators.windows.machine import WindowsMachine
