@@ -10,19 +10,28 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
+import contextlib
 import logging
+import os
+import shlex
 import shutil
+import signal
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import trustme
+import yaml
 from kubernetes import client, config
 
+from harness import admin
+from harness.kubeconfig import api_client
 from harness.process_limits import raise_open_file_limit
+from harness.reconciler import Reconciler, ReconcilerSettings
 from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from simulators.fleet import Fleet, FleetSettings
 from simulators.network import PROXY_NETWORK, LabNetwork
@@ -45,6 +54,21 @@ def tune_tls_buffers() -> None:
 
 PROXY_HOST = "proxy.corp.internal"
 PROXY_PORT = 3128
+# A second corporate proxy, with credentials full of characters that are code in PowerShell:
+# a proxy URL change moves nodes to it, and the values must arrive byte for byte.
+PROXY2_HOST = "proxy2.corp.internal"
+PROXY2_PORT = 8080
+PROXY2_AUTH = "o'brien:pa$(x)"
+RECONCILER_STOP_GRACE = 10.0
+
+
+# Destinations the lab's nodes reach directly when a proxy is set: the intranet registry by name
+# and by IP, and the corporate domain.
+DEFAULT_NO_PROXY = "registry.corp.internal,10.0.5.20,intranet.corp.internal"
+
+
+class LabError(RuntimeError):
+    """The lab cannot start as asked."""
 
 
 @dataclass
@@ -61,6 +85,15 @@ class LabSettings:
     node_grace: float = 4.0  # lifecycle controller: silent longer than this -> NotReady
     restart_reads_current_environment: bool = False
     keep: bool = False  # keep the state directory
+    second_proxy: bool = False  # PROXY2_HOST with PROXY2_AUTH
+    install_proxy: bool = False  # generate an install-config with the lab proxy and its CA
+    # The reconciler the lab runs: a variant name ("correct" or a broken one), or None for none.
+    reconciler: str | None = None
+    # An external reconciler instead: a command line with {kubeconfig}, {ssh_port}, {namespace}
+    # and {max_unavailable} placeholders, started after the fleet and stopped (SIGTERM) first.
+    reconciler_command: str | None = None
+    max_unavailable: int = 0  # 0: half the nodes (at least one)
+    settle_delay: float = 0.3
 
 
 @dataclass
@@ -78,6 +111,8 @@ class Lab:
         self.proxy: ProxyServer | None = None
         self.fleet: Fleet | None = None
         self._temporary: str | None = None
+        self.proxy2: ProxyServer | None = None
+        self.reconciler: Reconciler | None = None
         self._stack: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         self._api: client.ApiClient | None = None
 
@@ -105,6 +140,8 @@ class Lab:
             self.state_dir = self.settings.state_dir
             self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "public-ca.crt").write_bytes(self.public_ca.cert_pem.bytes())
+        if self.settings.install_proxy and self.settings.install_config is None:
+            self.settings.install_config = self._install_config_with_proxy()
         proxy_listen = self.network.allocate(PROXY_NETWORK)
         proxy_egress = self.network.allocate(PROXY_NETWORK)
 
@@ -128,6 +165,18 @@ class Lab:
             self._stack.append(("proxy", self.proxy.stop))
             self.network.add(PROXY_HOST, PROXY_PORT, self.proxy.endpoint, "proxy")
             self.proxy.publish_table()
+            if self.settings.second_proxy:
+                self.proxy2 = ProxyServer(ProxySettings(
+                    self.state_dir / "proxy2", self.network, self.public_ca.cert_pem.bytes(),
+                    listen_address=self.network.allocate(PROXY_NETWORK), egress_address=proxy_egress,
+                    auth=PROXY2_AUTH, mitm_ca=self.proxy.mitm_ca))
+                await self.proxy2.start()
+                self._stack.append(("second proxy", self.proxy2.stop))
+                self.network.add(PROXY2_HOST, PROXY2_PORT, self.proxy2.endpoint, "proxy")
+                self.proxy2.publish_table()
+                self.proxy.publish_table()
+        # Without a proxy in the cluster the network lets nodes out directly.
+        self.origins.internet_open = not self.settings.install_proxy
 
         kubelet = KubeletSettings(api_url=self.control_plane.internal_url,
                                   token=self.control_plane.node_token, ca_pem=self.control_plane.ca_pem,
@@ -142,6 +191,11 @@ class Lab:
             lab_network=self.network, kubelet=kubelet))
         await self.fleet.start()
         self._stack.append(("fleet", self.fleet.stop))
+        await admin.set_ssh_key(self.api(), self.fleet.client_key_path.read_bytes())
+        if self.settings.reconciler_command:
+            await self._start_external_reconciler(self.settings.reconciler_command)
+        elif self.settings.reconciler:
+            await self._start_reconciler(self.settings.reconciler)
 
     async def stop(self) -> None:
         while self._stack:
@@ -156,6 +210,82 @@ class Lab:
         if self._temporary and not self.settings.keep:
             shutil.rmtree(self._temporary, ignore_errors=True)
 
+    @property
+    def max_unavailable(self) -> int:
+        return self.settings.max_unavailable or max(1, self.settings.nodes // 2)
+
+    async def _start_reconciler(self, variant: str) -> None:
+        assert self.fleet is not None
+        settings = ReconcilerSettings(
+            ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
+            variant=None if variant == "correct" else variant, settle_delay=self.settings.settle_delay,
+            resync_period=10.0, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0)
+        reconciler = Reconciler(api_client(self.kubeconfig), settings)  # its own connection pool
+        await reconciler.start()
+        self.reconciler = reconciler
+        self._stack.append(("reconciler", reconciler.stop))
+
+    async def _start_external_reconciler(self, template: str) -> None:
+        assert self.fleet is not None
+        try:
+            command = shlex.split(template.format(kubeconfig=self.kubeconfig, ssh_port=self.fleet.port,
+                                                  namespace=admin.OPERATOR_NAMESPACE,
+                                                  max_unavailable=self.max_unavailable))
+        except (KeyError, IndexError, ValueError) as exc:
+            raise LabError(f"the reconciler command {template!r} is malformed: {exc}") from None
+        output = (self.state_dir / "reconciler.log").open("ab")
+        try:
+            process = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.DEVNULL,
+                                                           stdout=output, stderr=output, start_new_session=True)
+        except OSError as exc:
+            raise LabError(f"cannot start the reconciler {command[0]!r}: {exc}") from None
+        finally:
+            output.close()
+
+        async def stop() -> None:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    async with asyncio.timeout(RECONCILER_STOP_GRACE):
+                        await process.wait()
+                except TimeoutError:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, signal.SIGKILL)
+                    await process.wait()
+
+        self._stack.append(("external reconciler", stop))
+
+    def _install_config_with_proxy(self) -> str:
+        """An install-config that sets the lab proxy and trusts its (pre-generated) MITM CA."""
+        if self.settings.mitm_ca is None:
+            self.settings.mitm_ca = trustme.CA(organization_name="proxyfleet corporate proxy",
+                                               key_type=trustme.KeyType.RSA)
+        url = f"http://{PROXY_HOST}:{PROXY_PORT}"
+        return yaml.safe_dump({
+            "apiVersion": "v1", "baseDomain": "example.com", "metadata": {"name": "lab"},
+            "proxy": {"httpProxy": url, "httpsProxy": url, "noProxy": DEFAULT_NO_PROXY},
+            "additionalTrustBundle": self.settings.mitm_ca.cert_pem.bytes().decode(),
+            "additionalTrustBundlePolicy": "Proxyonly"})
+
+    def proxy_server(self, url: str | None) -> ProxyServer | None:
+        """The lab proxy a proxy URL (as in Proxy status) points at, if any."""
+        if not url:
+            return None
+        host = (urlsplit(url).hostname or "").lower()
+        if host == PROXY_HOST:
+            return self.proxy
+        if host == PROXY2_HOST:
+            return self.proxy2
+        return None
+
+    async def rotate_proxy_ca(self, server: ProxyServer, new_ca: trustme.CA) -> None:
+        """Restart one proxy with a new MITM CA on the same address and port (the corporate
+        proxy's CA rotation); flows logged so far are kept."""
+        await server.stop()
+        server.mitm_ca = new_ca
+        await server.start()
+
     # --- conveniences ---------------------------------------------------------------------------
 
     @property
@@ -168,6 +298,11 @@ class Lab:
         if self._api is None:
             self._api = config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
         return self._api
+
+    @property
+    def proxy2_url(self) -> str:
+        """The second proxy's URL, credentials included (they contain PowerShell metacharacters)."""
+        return f"http://{PROXY2_AUTH}@{PROXY2_HOST}:{PROXY2_PORT}"
 
     @property
     def proxy_url(self) -> str:

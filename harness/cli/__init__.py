@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from harness.cli.cluster import cluster
+from harness.cli.conformance import conformance
 from harness.cli.fleet import fleet
 from harness.cli.noproxy import noproxy
 from harness.cli.reconcile import reconcile
@@ -17,6 +18,7 @@ def main() -> None:
 
 
 main.add_command(cluster)
+main.add_command(conformance)
 main.add_command(fleet)
 main.add_command(noproxy)
 main.add_command(reconcile)

@@ -23,8 +23,9 @@ def redact_url(url: str | None) -> str | None:
 
 
 def redact_text(text: str) -> str:
-    """Redact every ``scheme://user:password@`` in free text (log lines, messages)."""
-    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^@/\s'\"]+@", r"\1***:***@", text)
+    """Redact every ``scheme://user:password@`` in free text (log lines, messages). Userinfo may
+    hold ``'``, ``$``, ``(`` and ``)`` (RFC 3986 sub-delims); whitespace, ``"``, ``/`` and ``@`` end it."""
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^@/\s\"]+@", r"\1***:***@", text)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ class Origins:
 
     servers: list[OriginServer] = field(default_factory=list)
     images: dict[str, Image] = field(default_factory=dict)  # "host/repo:tag" -> image
+    # The corporate egress firewall: closed, internet origins accept only the proxy's egress
+    # address; open (a network without a proxy), they accept any lab address.
+    internet_open: bool = False
 
     def server(self, host: str) -> OriginServer:
         for server in self.servers:
@@ -63,7 +66,7 @@ async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress
     origins = Origins()
 
     def only_proxy(source: str) -> bool:
-        return source == proxy_egress
+        return source == proxy_egress or (origins.internet_open and is_loopback(source))
 
     def loopback(source: str) -> bool:
         return is_loopback(source)

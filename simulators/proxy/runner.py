@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,9 @@ def _kill_leftovers() -> None:
     for pgid in list(_LIVE):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+
+
+UNIX_SOCKET_PATH_LIMIT = 100
 
 
 class ProxyError(RuntimeError):
@@ -74,6 +78,9 @@ class ProxyServer:
         self.stream_path = self.directory / "flows.mitm"
         self.table_path = self.directory / "lab-table.json"
         self.control_path = self.directory / "control.sock"
+        if len(str(self.control_path.resolve())) > UNIX_SOCKET_PATH_LIMIT:
+            # AF_UNIX paths are limited to 108 bytes; a deep state directory gets a short socket dir.
+            self.control_path = Path(tempfile.mkdtemp(prefix="proxyfleet-")) / "control.sock"
         self.port = settings.port
         self.started_seconds: float | None = None
         self._process: asyncio.subprocess.Process | None = None
@@ -102,6 +109,7 @@ class ProxyServer:
 
     def _prepare(self) -> None:
         self.confdir.mkdir(parents=True, exist_ok=True)
+        self.control_path.parent.mkdir(parents=True, exist_ok=True)
         ca_file = self.confdir / "mitmproxy-ca.pem"
         ca_file.write_bytes(self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
         ca_file.chmod(0o600)
@@ -200,6 +208,9 @@ class ProxyServer:
         _LIVE.discard(process.pid)
         with contextlib.suppress(FileNotFoundError):
             self.control_path.unlink()
+        if self.control_path.parent != self.directory:
+            with contextlib.suppress(OSError):
+                self.control_path.parent.rmdir()  # the short socket directory; made again on start
 
     async def __aenter__(self) -> ProxyServer:
         await self.start()

@@ -1,0 +1,178 @@
+"""``proxyfleet conformance``: the scenario suites on the embedded lab, with progress, a summary
+table and reports; exit status 0 only if every check passed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import scenarios
+from harness.conformance.report import write_html, write_json, write_junit
+from harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+from harness.noproxy import redact_text
+from harness.pytest_plugin import PROPERTY
+from harness.reconciler import VARIANTS
+
+WORKFLOWS = ("install-time", "runtime-add", "change", "remove", "baseline", "join-after-change", "deconfigure")
+SCENARIO_DIR = Path(scenarios.__file__).parent
+INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+
+
+class Collector:
+    """Turns pytest's reports (from xdist workers too) into ``ScenarioResult``s, with progress."""
+
+    def __init__(self, run: ConformanceRun, progress: Progress) -> None:
+        self.run = run
+        self.progress = progress
+        self.task = progress.add_task("starting labs", total=None)
+        self._outcomes: dict[str, dict[str, Any]] = {}
+
+    def _set_total(self, total: int) -> None:
+        self.progress.update(self.task, total=total)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not hasattr(session.config, "workerinput") and session.items:
+            self._set_total(len(session.items))
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._set_total(len(ids))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        state = self._outcomes.setdefault(report.nodeid, {"status": "passed", "error": "", "duration": 0.0})
+        state["duration"] += report.duration
+        if report.failed:
+            state["status"] = "failed"
+            if not state["error"]:
+                state["error"] = str(report.longreprtext)[-4000:]
+        elif report.skipped and state["status"] == "passed":
+            state["status"] = "skipped"
+            longrepr = report.longrepr
+            state["error"] = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        for name, value in report.user_properties:
+            if name == PROPERTY:
+                state["data"] = json.loads(str(value))
+        if report.when == "teardown":
+            self._finish(report.nodeid, state)
+
+    def _finish(self, nodeid: str, state: dict[str, Any]) -> None:
+        data = state.get("data") or {}
+        checks = [CheckResult.from_json(c) for c in data.get("checks", [])]
+        status = state["status"]
+        # A scenario whose checks all passed but which raised anyway (a step broke) keeps its error.
+        error = "" if status == "passed" or (status == "failed" and any(c.status == "failed" for c in checks)
+                                              and "conformance check(s) failed" in state["error"]) else state["error"]
+        scenario = ScenarioResult(name=data.get("name") or nodeid.split("::")[-1], workflow=data.get("workflow", "?"),
+                                  status=status, checks=checks, duration_s=state["duration"],
+                                  error=redact_text(error), timeline=data.get("timeline", []),
+                                  flows=data.get("flows", {}), violations=data.get("violations", []))
+        self.run.scenarios.append(scenario)
+        failed = len(scenario.failures())
+        self.progress.console.print(
+            f"[{'green' if status == 'passed' else 'yellow' if status == 'skipped' else 'red'}]{status:7}[/] "
+            f"{scenario.workflow:18} {scenario.name}" + (f"  ({failed} failed check(s))" if failed else ""))
+        self.progress.update(self.task, advance=1, description=f"{len(self.run.scenarios)} scenario(s) done")
+
+
+def _summary_table(run: ConformanceRun) -> Table:
+    table = Table(title=f"proxyfleet conformance: {run.nodes} node(s), reconciler {run.variant}, "
+                        f"{run.duration_s:.1f}s")
+    for column in ("workflow", "scenario", "status", "checks", "failed checks (first)"):
+        table.add_column(column, overflow="fold")
+    for scenario in sorted(run.scenarios, key=lambda s: WORKFLOWS.index(s.workflow) if s.workflow in WORKFLOWS else 99):
+        failures = scenario.failures()
+        first = sorted({f.check for f in failures})
+        colour = {"passed": "green", "failed": "red", "skipped": "yellow"}[scenario.status]
+        last_error_line = scenario.error.strip().splitlines()[-1][:120] if scenario.error.strip() else ""
+        detail = ", ".join(first) if first else last_error_line
+        table.add_row(scenario.workflow, scenario.name, f"[{colour}]{scenario.status}[/]",
+                      f"{len(scenario.checks) - len(failures)}/{len(scenario.checks)}", detail)
+    return table
+
+
+def _collect_flows(state_dir: Path, target: Path) -> int:
+    """Concatenate every proxy's mitmproxy dump (the format is a stream of flows)."""
+    count = 0
+    with target.open("wb") as out:
+        for dump in sorted(state_dir.glob("*/proxy*/flows.mitm")):
+            out.write(dump.read_bytes())
+            count += 1
+    return count
+
+
+@click.command()
+@click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
+@click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS),
+              help="Only these workflows (repeatable; default all).")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the JSON report here.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here.")
+@click.option("--flows", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every proxy flow of the run here (open with mitmweb --rfile).")
+@click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)),
+              help="The built-in reconciler, or a deliberately broken one (self-test).")
+@click.option("--reconciler-command", help="Judge this external reconciler instead; {kubeconfig}, {ssh_port}, "
+                                           "{namespace} and {max_unavailable} are filled in.")
+@click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep every lab's state (kubeconfig, flows, node disks) under this directory.")
+@click.option("--converge-timeout", default=60.0, show_default=True, type=click.FloatRange(1, 3600),
+              help="Seconds each step may take to converge.")
+@click.option("--workers", default=0, type=click.IntRange(0, 64),
+              help="Scenario labs run in parallel (default: one per CPU, at least 2).")
+def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
+                html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
+                keep: Path | None, converge_timeout: float, workers: int) -> None:
+    """Run the conformance scenarios on the embedded lab and judge the reconciler."""
+    started = time.monotonic()
+    run = ConformanceRun(nodes=nodes, variant="external" if reconciler_command else variant)
+    scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
+    state_dir = keep.resolve() if keep else scratch / "labs"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    ini = scratch / "pytest.ini"
+    ini.write_text(INI)
+    selected = len(workflows) or len(WORKFLOWS)
+    parallel = workers or min(selected, max(2, os.cpu_count() or 1))
+    args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
+            "-p", "no:terminal", "-n", str(parallel) if selected > 1 else "0",
+            f"--proxyfleet-nodes={nodes}", f"--proxyfleet-variant={variant}",
+            f"--proxyfleet-converge-timeout={converge_timeout}", f"--proxyfleet-state-dir={state_dir}"]
+    if reconciler_command:
+        args.append(f"--proxyfleet-reconciler-command={reconciler_command}")
+    for workflow in workflows:
+        args.append(f"--proxyfleet-workflow={workflow}")
+    console = Console(stderr=True)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            collector = Collector(run, progress)
+            code = pytest.main(args, plugins=[collector])
+        run.duration_s = time.monotonic() - started
+        if code not in (0, 1) or not run.scenarios:
+            console.print(f"[red]the scenarios did not run (pytest exit code {int(code)})[/]")
+        console.print(_summary_table(run))
+        for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+            if path is not None:
+                writer(run, path)
+                console.print(f"wrote {path}")
+        if flows is not None:
+            count = _collect_flows(state_dir, flows)
+            console.print(f"wrote {flows} ({count} proxy dump(s)); open with: mitmweb --rfile {flows}")
+        if keep:
+            console.print(f"kept every lab's state under {state_dir}")
+        passed = run.passed and code == 0
+        console.print("[green]PASSED[/]" if passed else "[red]FAILED[/]")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    sys.exit(0 if passed else 1)

@@ -1,0 +1,493 @@
+"""Driving a scenario and judging the nodes after each step, reconciler-agnostic.
+
+A scenario acts only as a cluster administrator would (``set_proxy``, ``set_trusted_ca``,
+``add_instances`` …, all through the ``kubernetes`` client) and, around each action, ``step``:
+
+1. marks the evidence (proxy flow logs, origin access logs, firewall violations, boots, outages);
+2. runs the action and waits until the cluster has published it (Proxy status follows the spec,
+   the merged trusted bundle holds exactly the user CA);
+3. waits, with a deadline, until every node shows the cluster's settings over SSH, its egress
+   services restarted if its settings changed, its Node is Ready and schedulable — and that this
+   holds for a quiet period (so a no-op step gives a reconciler time to do something wrong);
+4. runs every check on every node and records a ``CheckResult`` (node, check, expected, observed).
+
+Evidence a real cluster would not offer (a service's process environment, the lab's boot and
+outage records) comes from the lab; everything else from SSH, the proxies' flow logs and the
+origins' access logs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client
+
+from harness import admin
+from harness.conformance.cordons import CordonTimeline
+from harness.conformance.expectations import (
+    Expected,
+    Route,
+    certificates_of,
+    expected_from_cluster,
+    status_matches_spec,
+)
+from harness.conformance.probe import NodeProbe, NodeState
+from harness.conformance.results import CheckResult, Status
+from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from harness.lab import Lab
+from harness.nodessh import NodeError
+from harness.noproxy import redact_text, redact_url
+from simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
+from simulators.windows.node import WindowsNode
+
+log = logging.getLogger(__name__)
+INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
+INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
+UNCONFIGURED = Expected(dict.fromkeys(PROXY_VARIABLES), {}, {})
+PROBE_CONCURRENCY = 64
+
+
+def _env_text(environment: dict[str, str | None]) -> str:
+    return ", ".join(f"{k}={repr(redact_url(v)) if v is not None else 'unset'}" for k, v in environment.items())
+
+
+@dataclass
+class Step:
+    """One administrator action and what the nodes showed after it."""
+
+    name: str
+    started: dt.datetime
+    members: list[str]  # node addresses judged as configured instances
+    deconfigured: list[str]
+    boots: dict[str, int]
+    outages: dict[str, int]
+    violations: int
+    before: dict[str, Expected]
+    expected: Expected = UNCONFIGURED
+    converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action
+    results: list[CheckResult] = field(default_factory=list)
+
+
+class Conformance:
+    """One scenario against one lab. ``await start()`` first, ``await close()`` at the end."""
+
+    def __init__(self, lab: Lab, scenario: str = "", converge_timeout: float = 60.0, quiet: float = 1.0) -> None:
+        assert lab.fleet is not None and lab.fleet.client_key is not None
+        self.lab = lab
+        self.scenario = scenario
+        self.converge_timeout = converge_timeout
+        self.quiet = quiet
+        self.api: client.ApiClient = lab.api()
+        self.probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
+        self.cordons = CordonTimeline(self.api)
+        self.instances: list[str] = []
+        self.steps: list[Step] = []
+        self.baseline_roots: dict[str, frozenset[str]] = {}
+        self._targets: dict[str, Expected] = {}  # what each node should hold now
+        self._user_ca: set[str] = set()
+        self._old_user_ca: set[str] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> list[WindowsNode]:
+        assert self.lab.fleet is not None
+        return list(self.lab.fleet.nodes)
+
+    def node(self, address: str) -> WindowsNode:
+        assert self.lab.fleet is not None
+        return self.lab.fleet.node(address)
+
+    async def start(self) -> None:
+        """Record each node's out-of-the-box Root store and start watching cordons."""
+        states = await asyncio.gather(*(self._observe_retrying(n.address) for n in self.nodes))
+        self.baseline_roots = {n.address: s.root for n, s in zip(self.nodes, states, strict=True)}
+        for node in self.nodes:
+            self._targets[node.address] = UNCONFIGURED
+        if self.lab.settings.install_proxy and self.lab.settings.mitm_ca is not None:
+            self._user_ca = set(certificates_of(self.lab.settings.mitm_ca.cert_pem.bytes()))
+        self.cordons.start()
+
+    async def close(self) -> None:
+        self.cordons.stop()
+        await self.probe.close()
+
+    async def _observe_retrying(self, address: str, within: float = 30.0) -> NodeState:
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                return await self.probe.observe(address)
+            except NodeError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
+    @property
+    def results(self) -> list[CheckResult]:
+        return [r for s in self.steps for r in s.results]
+
+    def failures(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+    def assert_passed(self) -> None:
+        """Fail the scenario (pytest) with every failed check, one per line."""
+        failures = self.failures()
+        if failures:
+            lines = "\n".join(f"  {f.describe()}" for f in failures[:50])
+            more = f"\n  … and {len(failures) - 50} more" if len(failures) > 50 else ""
+            raise AssertionError(f"{len(failures)} conformance check(s) failed:\n{lines}{more}")
+
+    def timeline(self) -> list[dict[str, Any]]:
+        return [{"step": s.name, "converged_s": {a: round(t, 3) for a, t in sorted(s.converged.items())},
+                 "nodes": len(s.members) + len(s.deconfigured)} for s in self.steps]
+
+    # --- what an administrator does (cluster API only) --------------------------------------------
+
+    async def add_instances(self, nodes: Iterable[WindowsNode]) -> None:
+        for node in nodes:
+            if node.address not in self.instances:
+                self.instances.append(node.address)
+        await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances])
+
+    async def remove_instances(self, nodes: Iterable[WindowsNode]) -> None:
+        gone = {n.address for n in nodes}
+        self.instances = [a for a in self.instances if a not in gone]
+        await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances])
+
+    async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
+        bundle = b"".join(pems)
+        self._old_user_ca |= self._user_ca
+        self._user_ca = set(certificates_of(bundle))
+        await admin.set_trusted_ca(self.api, bundle.decode(), name)
+
+    async def set_proxy(self, url: str = "", no_proxy: str = "", trusted_ca: str | None = "corp-ca",
+                        internet_open: bool | None = None) -> None:
+        """Set (or with no URL remove) the cluster-wide proxy. The corporate firewall follows: with
+        a proxy, internet origins accept only the proxy; without, anyone (unless told otherwise)."""
+        assert self.lab.origins is not None
+        await admin.set_proxy(self.api, http_proxy=url, https_proxy=url, no_proxy=no_proxy,
+                              trusted_ca=trusted_ca if url or trusted_ca else None)
+        if not url:
+            self._old_user_ca |= self._user_ca
+            if not trusted_ca:
+                self._user_ca = set()
+        self.lab.origins.internet_open = not url if internet_open is None else internet_open
+
+    # --- a step ----------------------------------------------------------------------------------
+
+    def _mark(self, name: str, deconfigured: list[str]) -> Step:
+        assert self.lab.origins is not None
+        return Step(name=name, started=dt.datetime.now(dt.UTC), members=[],
+                    deconfigured=deconfigured,
+                    boots={n.address: len(n.boots) for n in self.nodes},
+                    outages={n.address: len(n.outages) for n in self.nodes},
+                    violations=len(self.lab.origins.violations()),
+                    before=dict(self._targets))
+
+    async def step(self, name: str, action: Callable[[], Awaitable[None]] | None = None,
+                   deconfigure: Iterable[WindowsNode] = ()) -> list[CheckResult]:
+        """Run ``action``, wait for convergence, check every instance (and every node removed in
+        this step, for its clean-up). Returns the results (also kept in ``results``)."""
+        removed = [n.address for n in deconfigure]
+        step = self._mark(name, removed)
+        self.steps.append(step)
+        if action is not None:
+            await action()
+        step.members = list(self.instances)
+        step.expected = await self._published()
+        for address in step.members:
+            self._targets[address] = step.expected
+        for address in removed:
+            self._targets[address] = UNCONFIGURED
+        problems = await self._converge(step)
+        await self._verify(step, problems)
+        return step.results
+
+    async def _published(self, within: float = 30.0) -> Expected:
+        """The cluster's node target once Proxy status and the merged bundle reflect the last change."""
+        deadline = time.monotonic() + within
+        while True:
+            expected = await expected_from_cluster(self.api)
+            bundle = set(expected.bundle)
+            caught_up = status_matches_spec(expected) and (
+                not expected.configured
+                or (self._user_ca <= bundle and not ((self._old_user_ca - self._user_ca) & bundle)))
+            if caught_up:
+                return expected
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the cluster did not publish the change within {within}s "
+                                     f"(Proxy status: {_env_text(expected.environment)})")
+            await asyncio.sleep(0.1)
+
+    def _changed(self, step: Step, address: str) -> bool:
+        before = step.before.get(address, UNCONFIGURED)
+        after = self._targets[address]
+        return before.node_target() != after.node_target()
+
+    def _expected_root(self, address: str) -> frozenset[str]:
+        return self.baseline_roots[address] | frozenset(self._targets[address].bundle)
+
+    async def _node_objects(self) -> dict[str, dict[str, Any]]:
+        """Node objects by InternalIP."""
+        found: dict[str, dict[str, Any]] = {}
+        for node in await admin.nodes(self.api):
+            for address in (node.get("status") or {}).get("addresses") or []:
+                if address.get("type") == "InternalIP":
+                    found[address["address"]] = node
+        return found
+
+    def _state_problem(self, step: Step, address: str, state: NodeState) -> str | None:
+        target = self._targets[address]
+        if state.environment != target.environment:
+            return "registry-env"
+        if state.root != self._expected_root(address):
+            return "certificates"
+        if address in step.members and self._changed(step, address):
+            stale = [s for s, t in state.services.items() if t is None or t < step.started]
+            if stale:
+                return "services-restarted"
+        return None
+
+    async def _converge(self, step: Step) -> dict[str, str]:
+        """Wait until every node of the step holds its target (for ``quiet`` seconds); returns the
+        reason each node that never did was still off at the deadline."""
+        addresses = step.members + step.deconfigured
+        started = time.monotonic()
+        deadline = started + self.converge_timeout
+        semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
+        problems: dict[str, str] = {}
+        all_good_since: float | None = None
+
+        async def look(address: str) -> str | None:
+            async with semaphore:
+                try:
+                    state = await self.probe.observe(address)
+                except NodeError as exc:
+                    return f"unreachable ({exc})"
+            return self._state_problem(step, address, state)
+
+        while True:
+            results = await asyncio.gather(*(look(a) for a in addresses))
+            nodes = await self._node_objects() if step.members else {}
+            problems = {}
+            for address, problem in zip(addresses, results, strict=True):
+                if problem is None and address in step.members:
+                    problem = _node_problem(nodes.get(address))
+                if problem is None:
+                    step.converged.setdefault(address, time.monotonic() - started)
+                else:
+                    problems[address] = problem
+                    step.converged.pop(address, None)
+            now = time.monotonic()
+            if not problems:
+                all_good_since = all_good_since or now
+                if now - all_good_since >= self.quiet and not self._anyone_down():
+                    return {}
+            else:
+                all_good_since = None
+            if now > deadline:
+                return problems
+            await asyncio.sleep(0.2)
+
+    def _anyone_down(self) -> bool:
+        return any(not n.is_listening for n in self.nodes)
+
+    # --- checks ----------------------------------------------------------------------------------
+
+    async def _verify(self, step: Step, problems: dict[str, str]) -> None:
+        assert self.lab.origins is not None
+        evidence_marks = self._evidence_marks()
+        nodes = await self._node_objects()
+        await asyncio.gather(*(self._verify_node(step, a, problems.get(a), nodes.get(a), evidence_marks)
+                               for a in step.members + step.deconfigured))
+
+    def _evidence_marks(self) -> dict[str, int]:
+        assert self.lab.origins is not None
+        marks = {f"proxy:{id(p)}": len(p.flows()) for p in self._proxies()}
+        for host in (INTERNET_REGISTRY, INTRANET_REGISTRY):
+            marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
+        return marks
+
+    def _proxies(self) -> list[Any]:
+        return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
+
+    def _flows_since(self, marks: dict[str, int], client_address: str, host: str | None = None,
+                     since: dt.datetime | None = None, proxies: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Flow-log records from one node (to ``host``), after the marks or after ``since``."""
+        found = []
+        for proxy in self._proxies() if proxies is None else proxies:
+            flows = proxy.flows()
+            if since is None:
+                flows = flows[marks.get(f"proxy:{id(proxy)}", 0):]
+            else:
+                flows = [f for f in flows if dt.datetime.fromisoformat(str(f["time"])) >= since]
+            found += [f for f in flows if f["client"] == client_address and (host is None or f["host"] == host)]
+        return found
+
+    async def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
+                           marks: dict[str, int]) -> None:
+        def record(check: str, ok: bool, expected: str, observed: str) -> None:
+            status: Status = "passed" if ok else "failed"
+            step.results.append(CheckResult(address, check, status, expected, observed, step.name))
+
+        target = self._targets[address]
+        changed = self._changed(step, address)
+        configured_member = address in step.members
+        seconds = step.converged.get(address)
+        record("converged", problem is None, f"settled within {self.converge_timeout:g}s",
+               f"settled after {seconds:.2f}s" if problem is None and seconds is not None
+               else f"still off at the deadline: {problem}")
+        try:
+            state = await self.probe.observe(address)
+        except NodeError as exc:
+            for check in ("registry-env", "certificates"):
+                record(check, False, "a readable node", f"unreachable: {exc}")
+            return
+        record("registry-env", state.environment == target.environment, _env_text(target.environment),
+               _env_text(state.environment))
+        wanted = self._expected_root(address)
+        missing, extra = wanted - state.root, state.root - wanted
+        record("certificates", not missing and not extra,
+               f"baseline + {len(target.bundle)} bundle certificate(s)",
+               "exactly those" if not missing and not extra else
+               "; ".join(filter(None, [f"missing {self._names(missing, target)}" if missing else "",
+                                       f"unexpected {self._names(extra, step.before.get(address))}" if extra else ""])))
+        if not configured_member:
+            return  # a deconfigured instance: only its clean-up is judged
+        self._check_services(step, address, state, changed, record)
+        self._check_service_environment(address, target, record)
+        await self._check_pull(step, address, target, INTERNET_IMAGE, "pull-internet", marks, record)
+        await self._check_pull(step, address, target, INTRANET_IMAGE, "pull-intranet", marks, record)
+        self._check_node_ready(step, address, node_object, record)
+        self._check_firewall(step, address, record)
+        self._check_reboots(step, address, changed, record)
+        self._check_drained(step, address, record)
+
+    def _names(self, thumbprints: Iterable[str], expected: Expected | None) -> str:
+        subjects = {**(expected.bundle if expected else {}), **{t: s for e in self._targets.values()
+                                                               for t, s in e.bundle.items()}}
+        return ", ".join(f"{subjects.get(t, 'certificate')} ({t[:12]}…)" for t in sorted(thumbprints))
+
+    def _check_services(self, step: Step, address: str, state: NodeState, changed: bool,
+                        record: Callable[[str, bool, str, str], None]) -> None:
+        started = step.started.isoformat(timespec="milliseconds")
+        if changed:
+            stale = [s for s, t in state.services.items() if t is None or t < step.started]
+            record("services-restarted", not stale, f"every egress service started after {started}",
+                   "all restarted" if not stale else
+                   "not restarted: " + ", ".join(f"{s} (started {_when(state.services[s])})" for s in stale))
+        else:
+            restarted = [s for s, t in state.services.items() if t is not None and t >= step.started]
+            record("services-restarted", not restarted, "no restart (nothing changed on this node)",
+                   "none restarted" if not restarted else "restarted: " + ", ".join(restarted))
+
+    def _check_service_environment(self, address: str, target: Expected,
+                                   record: Callable[[str, bool, str, str], None]) -> None:
+        node = self.node(address)
+        wrong = []
+        for service in EGRESS_SERVICES:
+            environment = node.process_environment(service)
+            if environment is None:
+                wrong.append(f"{service} not running")
+                continue
+            seen = {k: environment.get(k) for k in PROXY_VARIABLES}
+            if seen != target.environment:
+                wrong.append(f"{service}: {_env_text(seen)}")
+        record("service-environment", not wrong, _env_text(target.environment),
+               "every service" if not wrong else "; ".join(wrong[:3]))
+
+    async def _check_pull(self, step: Step, address: str, target: Expected, image: str, check: str,
+                          marks: dict[str, int], record: Callable[[str, bool, str, str], None]) -> None:
+        assert self.lab.origins is not None
+        host = image.split("/", 1)[0]
+        route: Route = target.route(f"https://{host}/v2/")
+        result = await self.probe.pull(address, image)
+        flows = self._flows_since(marks, address, host)
+        seen_from_node = [r for r in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]
+                          if r.source == address]
+        if route.proxy is not None:
+            server = self.lab.proxy_server(route.proxy)
+            through = self._flows_since(marks, address, host, proxies=[server] if server else [])
+            via = [f for f in through if f["kind"] == "request" and f["intercepted"] and f["status"] == 200]
+            tls_failed = [f for f in through if f["kind"] == "tls-failed"]
+            elsewhere = len(flows) - len(through)
+            ok = result.ok and bool(via) and not seen_from_node and not elsewhere
+            observed = ("through the proxy, MITM certificate trusted" if ok else
+                        f"pull {'succeeded' if result.ok else 'failed'} "
+                        f"({redact_text(_last_line(result.output))}); {len(via)} intercepted request(s) "
+                        f"through that proxy, {elsewhere} flow(s) through another; "
+                        f"{len(tls_failed)} rejected MITM handshake(s); "
+                        f"{len(seen_from_node)} direct connection(s) at the origin")
+            record(check, ok, f"{image} {route.describe()} (origin sees only the proxy)", observed)
+        else:
+            ok = result.ok and bool(seen_from_node) and not flows
+            observed = ("direct, the origin saw the node" if ok else
+                        f"pull {'succeeded' if result.ok else 'failed'} ({redact_text(_last_line(result.output))}); "
+                        f"{len(flows)} proxy flow(s) from the node; origin saw the node {len(seen_from_node)} time(s)")
+            record(check, ok, f"{image} direct (no proxy flow, origin sees the node)", observed)
+
+    def _check_node_ready(self, step: Step, address: str, node: dict[str, Any] | None,
+                          record: Callable[[str, bool, str, str], None]) -> None:
+        problem = _node_problem(node)
+        assert self.lab.control_plane is not None
+        plan = self.lab.control_plane.plan
+        api_host = plan.api_internal_host
+        api_flows = [f for f in self._flows_since({}, address, since=step.started)
+                     if f.get("host") in (plan.api_internal_host, plan.api_host)]
+        ok = problem is None and not api_flows
+        record("node-ready", ok, f"Ready, schedulable, no kubelet traffic to {api_host} through a proxy",
+               "Ready" if ok else (problem or f"{len(api_flows)} API request(s) went through the proxy"))
+
+    def _check_firewall(self, step: Step, address: str, record: Callable[[str, bool, str, str], None]) -> None:
+        assert self.lab.origins is not None
+        refused = [v for v in self.lab.origins.violations()[step.violations:] if v.source == address]
+        record("firewall", not refused, "no direct connection refused by the egress firewall",
+               "none" if not refused else
+               f"{len(refused)} refused: " + ", ".join(sorted({v.origin for v in refused})))
+
+    def _check_reboots(self, step: Step, address: str, changed: bool,
+                       record: Callable[[str, bool, str, str], None]) -> None:
+        reboots = len(self.node(address).boots) - step.boots[address]
+        limit = 1 if changed else 0
+        record("reboots", reboots <= limit, f"at most {limit} (settings {'changed' if changed else 'unchanged'})",
+               str(reboots))
+
+    def _check_drained(self, step: Step, address: str, record: Callable[[str, bool, str, str], None]) -> None:
+        outages = [o for o in self.node(address).outages[step.outages[address]:] if o.up_at is not None]
+        if not outages:
+            record("drained-while-down", True, "cordoned for every reboot", "no reboot")
+            return
+        verdicts = [self.cordons.cordoned_through(address, o.down_at, o.up_at) for o in outages if o.up_at]
+        bad = [text for ok, text in verdicts if not ok]
+        record("drained-while-down", not bad, "cordoned for every reboot",
+               f"cordoned for all {len(outages)} reboot(s)" if not bad else "; ".join(bad))
+
+
+def _node_problem(node: dict[str, Any] | None) -> str | None:
+    if node is None:
+        return "no Node object"
+    conditions = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+    ready = conditions.get("Ready") or {}
+    if ready.get("status") != "True":
+        return f"Node not Ready ({ready.get('reason', 'no Ready condition')})"
+    if (node.get("spec") or {}).get("unschedulable"):
+        return "Node cordoned"
+    return None
+
+
+def _when(moment: dt.datetime | None) -> str:
+    return moment.isoformat(timespec="milliseconds") if moment else "never"
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][-240:] if lines else ""  # the tail of an error names its cause
+
+
+__all__ = ["INTERNET_IMAGE", "INTRANET_IMAGE", "Conformance", "Step", "redact_url"]

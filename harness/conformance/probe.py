@@ -1,0 +1,115 @@
+"""Reading a node the way an administrator would: over SSH, one PowerShell round trip for its
+proxy variables, Root store, boot time and egress services, and ``crictl pull`` for real traffic.
+
+Connections are kept per node and reopened after a reboot; the host key is pinned on first contact.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import asyncssh
+
+from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from harness.nodessh import BOOT_SCRIPT, NodeAddress, NodeConnection, NodeError
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """One observation of a node."""
+
+    environment: dict[str, str | None]
+    root: frozenset[str]
+    boot: dt.datetime
+    services: dict[str, dt.datetime | None]  # egress service -> process start time (None: not running)
+
+
+@dataclass(frozen=True)
+class PullResult:
+    ok: bool
+    output: str
+
+
+def _time(text: object) -> dt.datetime | None:
+    if not text:
+        return None
+    value = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def probe_script() -> str:
+    variables = ",".join(f"'{n}'" for n in PROXY_VARIABLES)
+    services = ",".join(f"'{n}'" for n in EGRESS_SERVICES)
+    return ("$ErrorActionPreference = 'Stop'\n"
+            "$environment = [ordered]@{}\n"
+            f"foreach ($name in @({variables})) {{ "
+            "$environment[$name] = [Environment]::GetEnvironmentVariable($name, 'Machine') }\n"
+            "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | ForEach-Object { $_.Thumbprint })\n"
+            f"$boot = {BOOT_SCRIPT}\n"
+            "$services = [ordered]@{}\n"
+            f"foreach ($name in @({services})) {{\n"
+            "  $process = Get-Process -Name $name -ErrorAction SilentlyContinue\n"
+            "  if ($process) { $services[$name] = $process.StartTime.ToUniversalTime().ToString('o') }\n"
+            "  else { $services[$name] = $null }\n"
+            "}\n"
+            "[ordered]@{ environment = $environment; root = $root; boot = $boot; services = $services } "
+            "| ConvertTo-Json -Compress -Depth 4\n")
+
+
+class NodeProbe:
+    """SSH access to every node of a lab or cluster, for observation only."""
+
+    def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator") -> None:
+        self.client_key = client_key
+        self.port = port
+        self.username = username
+        self._connections: dict[str, NodeConnection] = {}
+        self._host_keys: dict[str, str] = {}
+
+    def _connection(self, address: str) -> NodeConnection:
+        connection = self._connections.get(address)
+        if connection is None:
+            connection = NodeConnection(NodeAddress(address, self.port, self.username), self.client_key,
+                                        self._host_keys.get(address), connect_timeout=5.0)
+            self._connections[address] = connection
+        return connection
+
+    async def _run_script(self, address: str) -> object:
+        connection = self._connection(address)
+        try:
+            result = await connection.script(probe_script(), limit=20)
+        except NodeError:
+            self._connections.pop(address, None)
+            raise
+        if connection.host_key and address not in self._host_keys:
+            self._host_keys[address] = connection.host_key
+        return result
+
+    async def observe(self, address: str) -> NodeState:
+        """One round trip; raises ``NodeError`` when the node cannot be read (e.g. rebooting)."""
+        data = await self._run_script(address)
+        if not isinstance(data, dict):
+            raise NodeError(f"{address} answered the probe with {data!r}")
+        environment = {name: (data.get("environment") or {}).get(name) for name in PROXY_VARIABLES}
+        root = data.get("root") or []
+        boot = _time(data.get("boot"))
+        assert boot is not None
+        services = {name: _time((data.get("services") or {}).get(name)) for name in EGRESS_SERVICES}
+        return NodeState(environment, frozenset(str(t).upper() for t in root), boot, services)
+
+    async def pull(self, address: str, image: str) -> PullResult:
+        """``crictl pull`` on the node: containerd's own environment decides the route."""
+        connection = self._connection(address)
+        try:
+            result = await connection.run(f"crictl pull {image}", limit=60)
+        except NodeError as exc:
+            self._connections.pop(address, None)
+            return PullResult(False, str(exc))
+        text = (str(result.stdout or "") + str(result.stderr or "")).strip()
+        return PullResult(result.exit_status == 0, text)
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()
+        self._connections.clear()

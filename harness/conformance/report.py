@@ -1,0 +1,210 @@
+"""A conformance run as JSON (machines), JUnit XML (CI) and one self-contained HTML page (people).
+
+JSON schema (``--json``)::
+
+    {"summary": {"passed": int, "failed": int, "skipped": int},   # scenarios
+     "duration_s": float, "nodes": int, "variant": str,
+     "scenarios": [{"name": str, "workflow": str, "status": "passed"|"failed"|"skipped",
+                    "duration_s": float, "error": str (only when the scenario broke outside its checks),
+                    "checks": [{"node": str, "check": str, "status": str, "expected": str,
+                                "observed": str, "step": str}],
+                    "timeline": [{"step": str, "nodes": int, "converged_s": {node: seconds}}],
+                    "flows": {"<proxy> <kind> <host> <status>": {"count": int}},
+                    "violations": [{"time", "origin", "source", "source_port"}]}]}
+
+Every text is redacted again on the way out: no proxy credentials in any report.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from harness.conformance.results import CHECK_FAMILIES, CheckResult, ConformanceRun, ScenarioResult
+from harness.noproxy import redact_text
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json(run: ConformanceRun, path: Path) -> None:
+    path.write_text(json.dumps(_clean(run.as_json()), indent=2) + "\n")
+
+
+def _families(scenario: ScenarioResult) -> list[str]:
+    present = {c.check for c in scenario.checks}
+    return [f for f in CHECK_FAMILIES if f in present] + sorted(present - set(CHECK_FAMILIES))
+
+
+def write_junit(run: ConformanceRun, path: Path) -> None:
+    """One testcase per scenario x check family (plus one for a scenario that broke outside its checks)."""
+    cases: list[ET.Element] = []
+    failures = skipped = 0
+    for scenario in run.scenarios:
+        classname = f"proxyfleet.{scenario.workflow}"
+        if scenario.error or scenario.status == "skipped" or not scenario.checks:
+            case = ET.Element("testcase", classname=classname, name=f"{scenario.name} [scenario]",
+                              time=f"{scenario.duration_s:.3f}")
+            if scenario.status == "skipped":
+                ET.SubElement(case, "skipped", message=redact_text(scenario.error or "skipped"))
+                skipped += 1
+            elif scenario.status == "failed":
+                ET.SubElement(case, "failure", message="the scenario failed outside its checks").text = \
+                    redact_text(scenario.error or "no checks were recorded")
+                failures += 1
+            cases.append(case)
+        for family in _families(scenario):
+            checks = [c for c in scenario.checks if c.check == family]
+            bad = [c for c in checks if c.status == "failed"]
+            case = ET.Element("testcase", classname=classname, name=f"{scenario.name} [{family}]", time="0")
+            if bad:
+                failures += 1
+                failure = ET.SubElement(case, "failure",
+                                        message=redact_text(f"{len(bad)} of {len(checks)} {family} check(s) failed"))
+                failure.text = "\n".join(redact_text(c.describe()) for c in bad)
+            cases.append(case)
+    suite = ET.Element("testsuite", name="proxyfleet conformance", tests=str(len(cases)), failures=str(failures),
+                       errors="0", skipped=str(skipped), time=f"{run.duration_s:.3f}")
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="nodes", value=str(run.nodes))
+    ET.SubElement(properties, "property", name="variant", value=run.variant)
+    suite.extend(cases)
+    root = ET.Element("testsuites", name="proxyfleet")
+    root.append(suite)
+    ET.indent(root)
+    path.write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}h3{font-size:1em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+th{background:#f3f3f3}.pass{background:#e5f5e5}.fail{background:#fbe1e1}.skip{background:#eee}
+td.cell{text-align:center;font-weight:bold}.small{font-size:.85em;color:#555}
+.badge{padding:.1em .5em;border-radius:.3em;color:#fff}.badge.pass{background:#2a7d2a}.badge.fail{background:#b22}
+.badge.skip{background:#888}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(redact_text(str(value)))
+
+
+def _matrix(scenario: ScenarioResult) -> str:
+    families = _families(scenario)
+    nodes = sorted({c.node for c in scenario.checks})
+    by_key: dict[tuple[str, str], list[CheckResult]] = {}
+    for check in scenario.checks:
+        by_key.setdefault((check.node, check.check), []).append(check)
+    rows = ["<tr><th>node</th>" + "".join(f'<th title="{_e(CHECK_FAMILIES.get(f, f))}">{_e(f)}</th>'
+                                         for f in families) + "</tr>"]
+    for node in nodes:
+        cells = []
+        for family in families:
+            checks = by_key.get((node, family), [])
+            if not checks:
+                cells.append('<td class="cell skip">&ndash;</td>')
+                continue
+            bad = [c for c in checks if c.status == "failed"]
+            tip = "\n".join(f"{c.step}: {c.status}: expected {c.expected}; observed {c.observed}" for c in checks)
+            mark = "✗" if bad else "✓"
+            cells.append(f'<td class="cell {"fail" if bad else "pass"}" title="{_e(tip)}">{mark}'
+                         f'{f" {len(bad)}" if bad else ""}</td>')
+        rows.append(f"<tr><td>{_e(node)}</td>{''.join(cells)}</tr>")
+    return "<table>" + "".join(rows) + "</table>"
+
+
+def _failures(scenario: ScenarioResult) -> str:
+    bad = scenario.failures()
+    if not bad:
+        return ""
+    rows = "".join(f"<tr><td>{_e(c.node)}</td><td>{_e(c.step)}</td><td>{_e(c.check)}</td>"
+                   f"<td>{_e(c.expected)}</td><td>{_e(c.observed)}</td></tr>" for c in bad[:200])
+    return ("<h3>Failed checks</h3><table><tr><th>node</th><th>step</th><th>check</th><th>expected</th>"
+            f"<th>observed</th></tr>{rows}</table>")
+
+
+def _timeline_svg(scenario: ScenarioResult) -> str:
+    """Nodes converged over time, one line per step."""
+    steps = [s for s in scenario.timeline if s.get("converged_s")]
+    if not steps:
+        return ""
+    longest = max(max(s["converged_s"].values()) for s in steps) or 1.0
+    most = max(s["nodes"] for s in steps) or 1
+    width, height, pad = 640, 220, 40
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    lines, legend = [], []
+    for index, step in enumerate(steps):
+        times = sorted(step["converged_s"].values())
+        points: list[tuple[float, float]] = [(pad, height - pad)]
+        for count, seconds in enumerate(times, start=1):
+            x = pad + (width - 2 * pad) * seconds / longest
+            points.append((x, points[-1][1]))
+            points.append((x, height - pad - (height - 2 * pad) * count / most))
+        colour = colours[index % len(colours)]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{path}"/>')
+        legend.append(f'<span style="color:{colour}">■</span> {_e(step["step"])} '
+                      f'({len(times)}/{step["nodes"]} in {times[-1]:.2f}s)')
+    axes = (f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#444"/>'
+            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#444"/>'
+            f'<text x="{width - pad}" y="{height - pad + 16}" text-anchor="end" font-size="11">{longest:.1f}s</text>'
+            f'<text x="{pad - 4}" y="{pad + 4}" text-anchor="end" font-size="11">{most}</text>'
+            f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle" font-size="11">'
+            "seconds after the change</text>")
+    return (f'<h3>Rollout timeline (nodes converged)</h3><svg width="{width}" height="{height}" '
+            f'role="img" aria-label="nodes converged over time">{axes}{"".join(lines)}</svg>'
+            f'<div class="small">{"<br>".join(legend)}</div>')
+
+
+def _flows(scenario: ScenarioResult) -> str:
+    if not scenario.flows:
+        return "<h3>Proxy flows</h3><p class=small>none</p>"
+    rows = "".join(f"<tr><td>{_e(key)}</td><td>{value['count']}</td></tr>"
+                   for key, value in sorted(scenario.flows.items()))
+    return f"<h3>Proxy flows</h3><table><tr><th>proxy kind host status</th><th>count</th></tr>{rows}</table>"
+
+
+def _violations(scenario: ScenarioResult) -> str:
+    if not scenario.violations:
+        return "<h3>Firewall violations</h3><p class=small>none</p>"
+    rows = "".join(f"<tr><td>{_e(v.get('time'))}</td><td>{_e(v.get('source'))}</td><td>{_e(v.get('origin'))}</td></tr>"
+                   for v in scenario.violations[:200])
+    return f"<h3>Firewall violations</h3><table><tr><th>time</th><th>node</th><th>origin</th></tr>{rows}</table>"
+
+
+def render_html(run: ConformanceRun) -> str:
+    summary = run.summary()
+    verdict = "pass" if run.passed else "fail"
+    overview = "".join(
+        f'<tr><td><a href="#{_e(s.name)}">{_e(s.name)}</a></td><td>{_e(s.workflow)}</td>'
+        f'<td><span class="badge {"pass" if s.status == "passed" else "skip" if s.status == "skipped" else "fail"}">'
+        f"{_e(s.status)}</span></td><td>{len(s.failures())}/{len(s.checks)}</td><td>{s.duration_s:.1f}s</td></tr>"
+        for s in run.scenarios)
+    sections = []
+    for s in run.scenarios:
+        error = f"<pre>{_e(s.error)}</pre>" if s.error else ""
+        sections.append(f'<h2 id="{_e(s.name)}">{_e(s.workflow)}: {_e(s.name)}</h2>{error}'
+                        f"<h3>Node &times; check</h3>{_matrix(s)}{_failures(s)}{_timeline_svg(s)}{_flows(s)}"
+                        f"{_violations(s)}")
+    return ("<!doctype html><html><head><meta charset=utf-8><title>proxyfleet conformance</title>"
+            f"<style>{_STYLE}</style></head><body><h1>proxyfleet conformance "
+            f'<span class="badge {verdict}">{"PASSED" if run.passed else "FAILED"}</span></h1>'
+            f"<p>{run.nodes} node(s) per lab, reconciler {_e(run.variant)}, {run.duration_s:.1f}s; scenarios: "
+            f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped.</p>"
+            "<table><tr><th>scenario</th><th>workflow</th><th>status</th><th>failed checks</th>"
+            f"<th>duration</th></tr>{overview}</table>{''.join(sections)}</body></html>\n")
+
+
+def write_html(run: ConformanceRun, path: Path) -> None:
+    path.write_text(render_html(run))

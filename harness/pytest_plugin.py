@@ -1,0 +1,124 @@
+"""The proxyfleet pytest plugin (entry point ``pytest11``): the embedded lab and the conformance
+judge as fixtures, so a scenario is a few lines::
+
+    @pytest.mark.workflow("runtime-add")
+    async def test_my_case(conformance):
+        await conformance.step("join", lambda: conformance.add_instances(conformance.nodes))
+        ...
+        conformance.assert_passed()
+
+Options: ``--proxyfleet-nodes``, ``--proxyfleet-variant`` (the built-in reconciler, or a broken
+one), ``--proxyfleet-reconciler-command`` (an external reconciler instead), ``--proxyfleet-converge-timeout``,
+``--proxyfleet-state-dir`` (keep each lab's files there). ``@pytest.mark.lab(...)`` passes
+``LabSettings`` fields to one scenario's lab. Each scenario's checks travel in the test report's
+``user_properties`` under ``proxyfleet`` (JSON), also from xdist workers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from harness.conformance.judge import Conformance
+from harness.lab import Lab, LabSettings
+
+PROPERTY = "proxyfleet"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("proxyfleet", "proxyfleet conformance lab")
+    group.addoption("--proxyfleet-nodes", type=int, default=3, help="Windows nodes per scenario lab (default 3).")
+    group.addoption("--proxyfleet-variant", default="correct",
+                    help="The built-in reconciler: 'correct' or a deliberately broken variant.")
+    group.addoption("--proxyfleet-reconciler-command", default=None,
+                    help="Run this external reconciler instead ({kubeconfig}, {ssh_port}, {namespace}, "
+                         "{max_unavailable} are filled in).")
+    group.addoption("--proxyfleet-converge-timeout", type=float, default=60.0,
+                    help="Seconds a step may take to converge (default 60).")
+    group.addoption("--proxyfleet-workflow", action="append", default=[],
+                    help="Run only scenarios of this workflow (repeatable).")
+    group.addoption("--proxyfleet-state-dir", default=None, type=Path,
+                    help="Keep each scenario lab's files (kubeconfig, flows, node disks) under this directory.")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "workflow(name): the proxyfleet workflow a scenario belongs to")
+    config.addinivalue_line("markers", "lab(**settings): LabSettings fields for this scenario's lab")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = set(config.getoption("--proxyfleet-workflow"))
+    if not wanted:
+        return
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("workflow")
+        (keep if marker and marker.args and marker.args[0] in wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
+    config = request.config
+    overrides: dict[str, object] = {}
+    marker = request.node.get_closest_marker("lab")
+    if marker is not None:
+        overrides.update(marker.kwargs)
+    state_root: Path | None = config.getoption("--proxyfleet-state-dir")
+    state_dir = None
+    if state_root is not None:
+        state_dir = state_root / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    settings: dict[str, Any] = dict(nodes=config.getoption("--proxyfleet-nodes"), state_dir=state_dir,
+                    reconciler=config.getoption("--proxyfleet-variant"),
+                    reconciler_command=config.getoption("--proxyfleet-reconciler-command"),
+                    second_proxy=False, reboot_duration=0.3, shutdown_delay=0.1)
+    settings.update(overrides)
+    return LabSettings(**settings)
+
+
+@pytest_asyncio.fixture
+async def proxyfleet_lab(request: pytest.FixtureRequest) -> AsyncIterator[Lab]:
+    """A running lab (control plane, origins, proxies, fleet, reconciler) for one scenario."""
+    async with Lab(_lab_settings(request)) as lab:
+        yield lab
+
+
+@pytest_asyncio.fixture
+async def conformance(request: pytest.FixtureRequest, proxyfleet_lab: Lab) -> AsyncIterator[Conformance]:
+    """The judge for one scenario; its results are attached to the test report."""
+    marker = request.node.get_closest_marker("workflow")
+    workflow = str(marker.args[0]) if marker and marker.args else "custom"
+    judge = Conformance(proxyfleet_lab, scenario=request.node.name,
+                        converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"), quiet=0.5)
+    await judge.start()
+    try:
+        yield judge
+    finally:
+        request.node.user_properties.append((PROPERTY, json.dumps({
+            "name": request.node.name, "workflow": workflow, "nodes": len(judge.nodes),
+            "checks": [c.as_json() for c in judge.results], "timeline": judge.timeline(),
+            "flows": _flow_summary(proxyfleet_lab), "violations": _violations(proxyfleet_lab)})))
+        await judge.close()
+
+
+def _flow_summary(lab: Lab) -> dict[str, dict[str, int]]:
+    summary: dict[str, dict[str, int]] = {}
+    for name, proxy in (("proxy", lab.proxy), ("proxy2", lab.proxy2)):
+        if proxy is None:
+            continue
+        for flow in proxy.flows():
+            key = f"{name} {flow['kind']} {flow['host']} {flow['status']}"
+            summary.setdefault(key, {"count": 0})["count"] += 1
+    return summary
+
+
+def _violations(lab: Lab) -> list[dict[str, object]]:
+    return [v.as_json() for v in lab.origins.violations()] if lab.origins else []

@@ -1,0 +1,30 @@
+"""Administrator actions the scenarios share, each one ``Conformance.step``."""
+
+from __future__ import annotations
+
+from harness.conformance import CheckResult, Conformance
+from harness.lab import DEFAULT_NO_PROXY
+from simulators.windows.node import WindowsNode
+
+
+async def join(conformance: Conformance, nodes: list[WindowsNode] | None = None,
+               name: str = "instances join") -> list[CheckResult]:
+    """Add instances to windows-instances (all nodes by default)."""
+    members = conformance.nodes if nodes is None else nodes
+    return await conformance.step(name, lambda: conformance.add_instances(members))
+
+
+async def add_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PROXY) -> list[CheckResult]:
+    """Runtime add: publish the proxy's CA as the trusted bundle, then set the proxy."""
+    lab = conformance.lab
+
+    async def action() -> None:
+        await conformance.set_trusted_ca([lab.mitm_ca_pem])
+        await conformance.set_proxy(lab.proxy_url, no_proxy)
+
+    return await conformance.step("proxy added", action)
+
+
+async def change_proxy(conformance: Conformance, url: str, no_proxy: str = DEFAULT_NO_PROXY,
+                       name: str = "proxy changed") -> list[CheckResult]:
+    return await conformance.step(name, lambda: conformance.set_proxy(url, no_proxy))

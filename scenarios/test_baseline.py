@@ -1,0 +1,14 @@
+"""The non-proxied baseline: without a proxy everything works and nothing proxy-related appears,
+also after the reconciler has had time to resync."""
+
+import pytest
+
+from harness.conformance import Conformance
+from scenarios.actions import join
+
+
+@pytest.mark.workflow("baseline")
+async def test_no_proxy_nothing_changes(conformance: Conformance) -> None:
+    await join(conformance)
+    await conformance.step("nothing changes")
+    conformance.assert_passed()

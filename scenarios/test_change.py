@@ -1,0 +1,41 @@
+"""Workflow 3a: the proxy changes at runtime — its URL (to a proxy whose credentials are
+PowerShell code), a destination moving out of and back into NO_PROXY, and a CA rotation in which
+the proxy switches to a new MITM CA between adding the new and removing the old certificate."""
+
+import pytest
+import trustme
+
+from harness.conformance import Conformance
+from scenarios.actions import add_proxy, change_proxy, join
+
+ONLY_INTRANET_SITE = "intranet.corp.internal"
+
+
+@pytest.mark.workflow("change")
+@pytest.mark.lab(second_proxy=True)
+async def test_proxy_url_and_noproxy_change_at_runtime(conformance: Conformance) -> None:
+    lab = conformance.lab
+    assert lab.proxy2 is not None
+    await join(conformance)
+    await add_proxy(conformance)
+    await change_proxy(conformance, lab.proxy2_url, name="proxy URL changed (credentials with $(…) and ')")
+    # registry.corp.internal leaves NO_PROXY: its pulls must now go through the proxy, then back.
+    await change_proxy(conformance, lab.proxy2_url, ONLY_INTRANET_SITE, name="intranet registry leaves NO_PROXY")
+    await change_proxy(conformance, lab.proxy2_url, name="intranet registry back in NO_PROXY")
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("change")
+async def test_proxy_ca_rotation_at_runtime(conformance: Conformance) -> None:
+    lab = conformance.lab
+    assert lab.proxy is not None
+    await join(conformance)
+    await add_proxy(conformance)
+    old_ca = lab.mitm_ca_pem
+    new_ca = trustme.CA(organization_name="proxyfleet corporate proxy 2027", key_type=trustme.KeyType.RSA)
+    await conformance.step("new proxy CA added to the bundle",
+                           lambda: conformance.set_trusted_ca([old_ca, new_ca.cert_pem.bytes()]))
+    await lab.rotate_proxy_ca(lab.proxy, new_ca)  # the proxy now signs with the new CA
+    await conformance.step("old proxy CA removed from the bundle",
+                           lambda: conformance.set_trusted_ca([new_ca.cert_pem.bytes()]))
+    conformance.assert_passed()

@@ -1,0 +1,32 @@
+"""Instances joining after a change get the current settings; an instance removed from
+windows-instances is cleaned (its variables and the certificates it was given removed)."""
+
+import pytest
+
+from harness.conformance import Conformance
+from scenarios.actions import add_proxy, change_proxy, join
+
+
+@pytest.mark.workflow("join-after-change")
+@pytest.mark.lab(second_proxy=True)
+async def test_an_instance_added_after_a_change_gets_the_current_settings(conformance: Conformance) -> None:
+    if len(conformance.nodes) < 2:
+        pytest.skip("needs at least two nodes")
+    *first, late = conformance.nodes
+    await join(conformance, first)
+    await add_proxy(conformance)
+    await change_proxy(conformance, conformance.lab.proxy2_url)
+    await join(conformance, [late], name="a new instance joins")
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("deconfigure")
+async def test_an_instance_removed_from_windows_instances_is_cleaned(conformance: Conformance) -> None:
+    if len(conformance.nodes) < 2:
+        pytest.skip("needs at least two nodes")
+    await join(conformance)
+    await add_proxy(conformance)
+    leaving = conformance.nodes[-1]
+    await conformance.step("an instance is removed", lambda: conformance.remove_instances([leaving]),
+                           deconfigure=[leaving])
+    conformance.assert_passed()

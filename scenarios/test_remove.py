@@ -1,0 +1,16 @@
+"""Workflow 3b: the proxy is removed, then the trusted CA: egress is direct again and nothing
+is left behind; removing the CA of a proxy that is already gone changes nothing on the nodes."""
+
+import pytest
+
+from harness.conformance import Conformance
+from scenarios.actions import add_proxy, join
+
+
+@pytest.mark.workflow("remove")
+async def test_proxy_then_trusted_ca_removed(conformance: Conformance) -> None:
+    await join(conformance)
+    await add_proxy(conformance)
+    await conformance.step("proxy removed", lambda: conformance.set_proxy("", trusted_ca="corp-ca"))
+    await conformance.step("trustedCA removed", lambda: conformance.set_proxy("", trusted_ca=None))
+    conformance.assert_passed()
