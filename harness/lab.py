@@ -34,7 +34,7 @@ from harness.process_limits import raise_open_file_limit
 from harness.reconciler import Reconciler, ReconcilerSettings
 from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from simulators.fleet import Fleet, FleetSettings
-from simulators.network import PROXY_NETWORK, LabNetwork
+from simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
 from simulators.origins.catalog import Origins, start_origins
 from simulators.pki import new_public_ca
 from simulators.proxy.runner import ProxyServer, ProxySettings
@@ -71,6 +71,24 @@ class LabError(RuntimeError):
     """The lab cannot start as asked."""
 
 
+def customer_settings(install_config: str | None, targets: list[tuple[str, int, str | None]]) -> dict[str, Any]:
+    """``LabSettings`` fields that put a customer's settings on the lab: their proxy (host, port,
+    credentials) names resolve to the lab proxy, which asks for their credentials; an install-config
+    with a proxy also trusts the lab proxy's (pre-generated) MITM CA, since that proxy intercepts."""
+    auths = {t[2] for t in targets if t[2]}
+    overrides: dict[str, Any] = {"proxy_aliases": [(t[0], int(t[1])) for t in targets],
+                                 "proxy_auth": next(iter(auths)) if auths else None}
+    if install_config:
+        config = yaml.safe_load(install_config)
+        if config.get("proxy"):
+            mitm = trustme.CA(organization_name="proxyfleet corporate proxy", key_type=trustme.KeyType.RSA)
+            bundle = (config.get("additionalTrustBundle") or "").rstrip("\n")
+            config["additionalTrustBundle"] = (bundle + "\n" if bundle else "") + mitm.cert_pem.bytes().decode()
+            overrides.update(mitm_ca=mitm, install_proxy=True)
+        overrides["install_config"] = yaml.safe_dump(config)
+    return overrides
+
+
 @dataclass
 class LabSettings:
     nodes: int = 3
@@ -93,6 +111,8 @@ class LabSettings:
     # and {max_unavailable} placeholders, started after the fleet and stopped (SIGTERM) first.
     reconciler_command: str | None = None
     max_unavailable: int = 0  # 0: half the nodes (at least one)
+    # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
+    proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
 
 
@@ -164,6 +184,8 @@ class Lab:
             await self.proxy.start()
             self._stack.append(("proxy", self.proxy.stop))
             self.network.add(PROXY_HOST, PROXY_PORT, self.proxy.endpoint, "proxy")
+            for host, port in self.settings.proxy_aliases:
+                self.network.add(host, port, self.proxy.endpoint, "proxy")
             self.proxy.publish_table()
             if self.settings.second_proxy:
                 self.proxy2 = ProxyServer(ProxySettings(
@@ -191,6 +213,11 @@ class Lab:
             lab_network=self.network, kubelet=kubelet))
         await self.fleet.start()
         self._stack.append(("fleet", self.fleet.stop))
+        control_plane = self.control_plane
+        for node in self.fleet.nodes:
+            # Was the Node cordoned as the machine went down and as it came back (exact, for the
+            # conformance check "drained-while-down")?
+            node.outage_observer = lambda n: control_plane.node_unschedulable(n.name)
         await admin.set_ssh_key(self.api(), self.fleet.client_key_path.read_bytes())
         if self.settings.reconciler_command:
             await self._start_external_reconciler(self.settings.reconciler_command)
@@ -269,14 +296,17 @@ class Lab:
             "additionalTrustBundlePolicy": "Proxyonly"})
 
     def proxy_server(self, url: str | None) -> ProxyServer | None:
-        """The lab proxy a proxy URL (as in Proxy status) points at, if any."""
+        """The lab proxy a proxy URL (as in Proxy status) reaches through the lab table, if any."""
         if not url:
             return None
-        host = (urlsplit(url).hostname or "").lower()
-        if host == PROXY_HOST:
-            return self.proxy
-        if host == PROXY2_HOST:
-            return self.proxy2
+        parts = urlsplit(url)
+        try:
+            route = self.network.resolve(parts.hostname or "", parts.port or 80)
+        except NetworkError:
+            return None
+        for server in (self.proxy, self.proxy2):
+            if server is not None and server.endpoint == route.endpoint:
+                return server
         return None
 
     async def rotate_proxy_ca(self, server: ProxyServer, new_ca: trustme.CA) -> None:

@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 
 from harness.conformance.judge import Conformance
-from harness.lab import Lab, LabSettings
+from harness.lab import Lab, LabSettings, customer_settings
 
 PROPERTY = "proxyfleet"
 
@@ -43,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Seconds a step may take to converge (default 60).")
     group.addoption("--proxyfleet-workflow", action="append", default=[],
                     help="Run only scenarios of this workflow (repeatable).")
+    group.addoption("--proxyfleet-repro", default=None, type=Path,
+                    help="Run the 'repro' scenario with a customer's settings (JSON written by proxyfleet repro).")
     group.addoption("--proxyfleet-state-dir", default=None, type=Path,
                     help="Keep each scenario lab's files (kubeconfig, flows, node disks) under this directory.")
 
@@ -53,14 +55,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanted = set(config.getoption("--proxyfleet-workflow"))
-    if not wanted:
-        return
+    # The repro scenario runs only for `proxyfleet repro`, and then alone.
+    wanted = {"repro"} if config.getoption("--proxyfleet-repro") else set(config.getoption("--proxyfleet-workflow"))
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
         marker = item.get_closest_marker("workflow")
-        (keep if marker and marker.args and marker.args[0] in wanted else drop).append(item)
+        workflow = marker.args[0] if marker and marker.args else None
+        if workflow is None:
+            keep.append(item)  # not a proxyfleet scenario: not ours to filter
+        elif (workflow in wanted) if wanted else workflow != "repro":
+            keep.append(item)
+        else:
+            drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -81,7 +88,28 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
                     reconciler_command=config.getoption("--proxyfleet-reconciler-command"),
                     second_proxy=False, reboot_duration=0.3, shutdown_delay=0.1)
     settings.update(overrides)
+    repro = _repro_spec(config)
+    if repro is not None:
+        settings.update(customer_settings(repro.get("install_config"),
+                                          [tuple(t) for t in repro.get("targets", [])]))
     return LabSettings(**settings)
+
+
+def _repro_spec(config: pytest.Config) -> dict[str, Any] | None:
+    path: Path | None = config.getoption("--proxyfleet-repro")
+    if path is None:
+        return None
+    spec: dict[str, Any] = json.loads(path.read_text())
+    return spec
+
+
+@pytest.fixture
+def proxyfleet_repro(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The customer's settings for the repro scenario (skips without ``--proxyfleet-repro``)."""
+    spec = _repro_spec(request.config)
+    if spec is None:
+        pytest.skip("only with proxyfleet repro")
+    return spec
 
 
 @pytest_asyncio.fixture

@@ -11,6 +11,8 @@ from simulators.windows.certificates import Certificate
 from simulators.windows.machine import WindowsMachine
 from tests.support import new_machine
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def machine(tmp_path: Path) -> WindowsMachine:

@@ -9,6 +9,8 @@ from harness.cli.conformance import conformance
 from harness.cli.fleet import fleet
 from harness.cli.noproxy import noproxy
 from harness.cli.reconcile import reconcile
+from harness.cli.repro import repro
+from harness.cli.up import up
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,3 +24,5 @@ main.add_command(conformance)
 main.add_command(fleet)
 main.add_command(noproxy)
 main.add_command(reconcile)
+main.add_command(repro)
+main.add_command(up)

@@ -9,6 +9,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ class Collector:
         self.progress.update(self.task, advance=1, description=f"{len(self.run.scenarios)} scenario(s) done")
 
 
-def _summary_table(run: ConformanceRun) -> Table:
+def summary_table(run: ConformanceRun) -> Table:
     table = Table(title=f"proxyfleet conformance: {run.nodes} node(s), reconciler {run.variant}, "
                         f"{run.duration_s:.1f}s")
     for column in ("workflow", "scenario", "status", "checks", "failed checks (first)"):
@@ -111,68 +112,116 @@ def _collect_flows(state_dir: Path, target: Path) -> int:
     return count
 
 
+@dataclass
+class RunOptions:
+    """One run of the scenario suites."""
+
+    nodes: int
+    variant: str = "correct"
+    workflows: tuple[str, ...] = ()
+    reconciler_command: str | None = None
+    converge_timeout: float = 60.0
+    workers: int = 0
+    keep: Path | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    run: ConformanceRun
+    pytest_code: int
+    state_dir: Path
+
+    @property
+    def passed(self) -> bool:
+        return self.run.passed and self.pytest_code == 0
+
+
+def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected: int) -> RunOutcome:
+    """Run the scenarios in-process (xdist workers when more than one), collecting results."""
+    started = time.monotonic()
+    run = ConformanceRun(nodes=options.nodes,
+                         variant="external" if options.reconciler_command else options.variant)
+    state_dir = options.keep.resolve() if options.keep else scratch / "labs"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    ini = scratch / "pytest.ini"
+    ini.write_text(INI)
+    parallel = options.workers or min(selected, max(2, os.cpu_count() or 1))
+    args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
+            "-p", "no:terminal", "-n", str(parallel) if selected > 1 else "0",
+            f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
+            f"--proxyfleet-converge-timeout={options.converge_timeout}", f"--proxyfleet-state-dir={state_dir}",
+            *options.extra_args]
+    if options.reconciler_command:
+        args.append(f"--proxyfleet-reconciler-command={options.reconciler_command}")
+    for workflow in options.workflows:
+        args.append(f"--proxyfleet-workflow={workflow}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        collector = Collector(run, progress)
+        code = int(pytest.main(args, plugins=[collector]))
+    run.duration_s = time.monotonic() - started
+    if code not in (0, 1) or not run.scenarios:
+        console.print(f"[red]the scenarios did not run (pytest exit code {code})[/]")
+    return RunOutcome(run, code, state_dir)
+
+
+def write_reports(outcome: RunOutcome, console: Console, json_path: Path | None, junit: Path | None,
+                  html: Path | None, flows: Path | None) -> None:
+    for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+        if path is not None:
+            writer(outcome.run, path)
+            console.print(f"wrote {path}")
+    if flows is not None:
+        count = _collect_flows(outcome.state_dir, flows)
+        console.print(f"wrote {flows} ({count} proxy dump(s)); open with: mitmweb --rfile {flows}")
+
+
+def report_options(function: Any) -> Any:
+    """The report options ``conformance`` and ``repro`` share."""
+    for option in reversed([
+        click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write the JSON report here."),
+        click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here."),
+        click.option("--flows", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Write every proxy flow of the run here (open with mitmweb --rfile)."),
+        click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
+                     help="Keep every lab's state (kubeconfig, flows, node disks) under this directory."),
+        click.option("--converge-timeout", default=60.0, show_default=True, type=click.FloatRange(1, 3600),
+                     help="Seconds each step may take to converge."),
+    ]):
+        function = option(function)
+    return function
+
+
 @click.command()
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS),
               help="Only these workflows (repeatable; default all).")
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the JSON report here.")
-@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here.")
-@click.option("--flows", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write every proxy flow of the run here (open with mitmweb --rfile).")
+@report_options
 @click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)),
               help="The built-in reconciler, or a deliberately broken one (self-test).")
 @click.option("--reconciler-command", help="Judge this external reconciler instead; {kubeconfig}, {ssh_port}, "
                                            "{namespace} and {max_unavailable} are filled in.")
-@click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
-              help="Keep every lab's state (kubeconfig, flows, node disks) under this directory.")
-@click.option("--converge-timeout", default=60.0, show_default=True, type=click.FloatRange(1, 3600),
-              help="Seconds each step may take to converge.")
 @click.option("--workers", default=0, type=click.IntRange(0, 64),
               help="Scenario labs run in parallel (default: one per CPU, at least 2).")
 def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 keep: Path | None, converge_timeout: float, workers: int) -> None:
     """Run the conformance scenarios on the embedded lab and judge the reconciler."""
-    started = time.monotonic()
-    run = ConformanceRun(nodes=nodes, variant="external" if reconciler_command else variant)
-    scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
-    state_dir = keep.resolve() if keep else scratch / "labs"
-    state_dir.mkdir(parents=True, exist_ok=True)
-    ini = scratch / "pytest.ini"
-    ini.write_text(INI)
-    selected = len(workflows) or len(WORKFLOWS)
-    parallel = workers or min(selected, max(2, os.cpu_count() or 1))
-    args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
-            "-p", "no:terminal", "-n", str(parallel) if selected > 1 else "0",
-            f"--proxyfleet-nodes={nodes}", f"--proxyfleet-variant={variant}",
-            f"--proxyfleet-converge-timeout={converge_timeout}", f"--proxyfleet-state-dir={state_dir}"]
-    if reconciler_command:
-        args.append(f"--proxyfleet-reconciler-command={reconciler_command}")
-    for workflow in workflows:
-        args.append(f"--proxyfleet-workflow={workflow}")
     console = Console(stderr=True)
+    scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
-            collector = Collector(run, progress)
-            code = pytest.main(args, plugins=[collector])
-        run.duration_s = time.monotonic() - started
-        if code not in (0, 1) or not run.scenarios:
-            console.print(f"[red]the scenarios did not run (pytest exit code {int(code)})[/]")
-        console.print(_summary_table(run))
-        for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
-            if path is not None:
-                writer(run, path)
-                console.print(f"wrote {path}")
-        if flows is not None:
-            count = _collect_flows(state_dir, flows)
-            console.print(f"wrote {flows} ({count} proxy dump(s)); open with: mitmweb --rfile {flows}")
+        options = RunOptions(nodes=nodes, variant=variant, workflows=workflows,
+                             reconciler_command=reconciler_command, converge_timeout=converge_timeout,
+                             workers=workers, keep=keep)
+        outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
+        console.print(summary_table(outcome.run))
+        write_reports(outcome, console, json_path, junit, html, flows)
         if keep:
-            console.print(f"kept every lab's state under {state_dir}")
-        passed = run.passed and code == 0
-        console.print("[green]PASSED[/]" if passed else "[red]FAILED[/]")
+            console.print(f"kept every lab's state under {outcome.state_dir}")
+        console.print("[green]PASSED[/]" if outcome.passed else "[red]FAILED[/]")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    sys.exit(0 if passed else 1)
+    sys.exit(0 if outcome.passed else 1)

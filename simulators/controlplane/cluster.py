@@ -14,7 +14,8 @@ import trustme
 import yaml
 from aiohttp import web
 
-from simulators.controlplane.controllers import NodeLifecycleController, ProxyConfigController
+from simulators.controlplane.controllers import NODES, NodeLifecycleController, ProxyConfigController
+from simulators.controlplane.errors import APIError
 from simulators.controlplane.install import InstallPlan, load_install_config, plan
 from simulators.controlplane.resources import RESOURCE_TYPES
 from simulators.controlplane.server import APIServer
@@ -57,6 +58,15 @@ class ControlPlane:
         self.node_controller = NodeLifecycleController(self.store, settings.node_grace,
                                                        settings.node_monitor_period)
         self._runner: web.AppRunner | None = None
+
+    def node_unschedulable(self, name: str) -> bool | None:
+        """Whether Node ``name`` is cordoned right now (None: no such Node). Lab evidence, read
+        from the store directly so it is exact at the instant it is asked."""
+        try:
+            node = self.store.get(NODES, "", name)
+        except APIError:
+            return None
+        return bool((node.get("spec") or {}).get("unschedulable"))
 
     @property
     def url(self) -> str:

@@ -53,10 +53,13 @@ class NodeConfig:
 
 @dataclass
 class Outage:
-    """One interval in which the node's SSH server refused connections."""
+    """One interval in which the node's SSH server refused connections. ``at_down``/``at_up`` hold
+    what the node's observer (the lab: "was the Node cordoned?") saw at each edge."""
 
     down_at: dt.datetime
     up_at: dt.datetime | None = None
+    at_down: Any = None
+    at_up: Any = None
 
 
 class WindowsNode:
@@ -75,6 +78,8 @@ class WindowsNode:
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
         self.connections: set[asyncssh.SSHServerConnection] = set()
         self.outages: list[Outage] = []
+        # Called with the node as it goes down and comes back; the result is kept on the Outage.
+        self.outage_observer: Callable[[WindowsNode], Any] | None = None
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
         self._sessions = 0
@@ -136,6 +141,7 @@ class WindowsNode:
             keepalive_interval=0)
         if self.outages and self.outages[-1].up_at is None:
             self.outages[-1].up_at = self.machine.now()
+            self.outages[-1].at_up = self._observe_edge()
 
     async def _go_down(self) -> None:
         if self._acceptor is not None:
@@ -145,7 +151,16 @@ class WindowsNode:
         for connection in list(self.connections):
             connection.abort()
         self.connections.clear()
-        self.outages.append(Outage(self.machine.now()))
+        self.outages.append(Outage(self.machine.now(), at_down=self._observe_edge()))
+
+    def _observe_edge(self) -> Any:
+        observer = self.outage_observer
+        if observer is None:
+            return None
+        try:
+            return observer(self)
+        except Exception:  # evidence only: never let an observer break a reboot
+            return None
 
     async def stop(self) -> None:
         """Stop serving (power off); safe to call more than once."""

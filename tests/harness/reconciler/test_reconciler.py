@@ -240,8 +240,12 @@ async def test_host_key_mismatch_is_refused(lab: Lab) -> None:
                          rec.records[members[0].address].state == "failed", timeout=30, what="refusal")
         assert "pinned on first contact" in rec.records[members[0].address].message
         assert machine_env(members[0])["HTTPS_PROXY"] is None
-        events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
-        assert any(e.reason == "HostKeyMismatch" and e.type == "Warning" for e in events.items)
+
+        async def warned() -> bool:  # the Event is written just after the record turns "failed"
+            events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
+            return any(e.reason == "HostKeyMismatch" and e.type == "Warning" for e in events.items)
+
+        await wait_until(warned, what="a HostKeyMismatch Warning event")
 
 
 async def test_metacharacters_in_proxy_values_are_stored_verbatim(lab: Lab) -> None:
@@ -301,8 +305,12 @@ async def test_values_the_control_plane_would_refuse_are_stored_verbatim_or_refu
         await wait_until(lambda: rec.records[node.address].state == "failed", timeout=30, what="refusal")
         assert "control characters" in rec.records[node.address].message
         assert machine_env(node)["HTTPS_PROXY"] == nasty and boots(node) == 3  # nothing applied
-        events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
-        assert any(e.reason == "UnsafeValue" and e.type == "Warning" for e in events.items)
+
+        async def warned() -> bool:  # the Event is written just after the record turns "failed"
+            events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
+            return any(e.reason == "UnsafeValue" and e.type == "Warning" for e in events.items)
+
+        await wait_until(warned, what="an UnsafeValue Warning event")
 
 
 async def test_trusted_ca_is_requested_and_restored(lab: Lab) -> None:

@@ -1,0 +1,129 @@
+"""``proxyfleet repro``: a customer's Proxy object, CA bundle and install-config on the lab.
+
+Their proxy host names resolve to the lab proxy (with their credentials), their CA bundle is the
+trusted CA with the lab proxy's MITM CA appended (the lab proxy intercepts TLS with its own CA),
+``readinessEndpoints`` are dropped (they name the customer's endpoints). The suites then judge the
+nodes, and every path is explained by the per-client NO_PROXY decision behind it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
+from harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
+from harness.conformance.results import ConformanceRun
+from harness.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
+from harness.noproxy import CLIENTS, redact_url
+from harness.reconciler import VARIANTS
+
+# The clients whose reading of the variables matters on a Windows node, and who they are there.
+EXPLAINED_CLIENTS = {"go": "containerd", "client-go": "kubelet", "curl": "curl.exe", "dotnet": ".NET/PowerShell 7",
+                     "winhttp": "WinHTTP"}
+
+
+class BadInput(click.ClickException):
+    """One clear line and exit status 2: the command's input is wrong, nothing was started."""
+
+    exit_code = 2
+
+
+def _destinations(api_internal_host: str) -> dict[str, str]:
+    return {
+        "internet registry": f"https://{INTERNET_IMAGE.split('/', 1)[0]}/v2/",
+        "intranet registry": f"https://{INTRANET_IMAGE.split('/', 1)[0]}/v2/",
+        "intranet registry by IP": "https://10.0.5.20/v2/",
+        "internal API (kubelet)": f"https://{api_internal_host}:6443/api",
+    }
+
+
+def explain_paths(run: ConformanceRun, console: Console) -> None:
+    """For the environment nodes were given, each lab destination's route per client; the reasons
+    are printed for every row where clients disagree or a check on that path failed."""
+    for scenario in run.scenarios:
+        steps = [s for s in scenario.timeline if s.get("environment")]
+        if not steps:
+            continue
+        environment = {k: v for k, v in steps[-1]["environment"].items() if v}
+        failed = {c.check for c in scenario.failures()}
+        table = Table(title=f"{scenario.name}: routes under the nodes' environment (noproxy explain)")
+        table.add_column("destination")
+        for client, who in EXPLAINED_CLIENTS.items():
+            table.add_column(f"{client}\n({who})")
+        table.add_column("check")
+        notes: list[str] = []
+        for label, url in _destinations("api-int.lab.example.com").items():
+            decisions = [CLIENTS[c].decide(environment, url) for c in EXPLAINED_CLIENTS]
+            disagree = len({d.decision for d in decisions}) > 1
+            check = {"internet registry": "pull-internet", "intranet registry": "pull-intranet",
+                     "internal API (kubelet)": "node-ready"}.get(label, "")
+            broken = check in failed
+            style = "red" if broken else "yellow" if disagree else ""
+            name = f"[{style}]{label}[/]" if style else label
+            table.add_row(name, *[d.decision for d in decisions], f"[red]FAILED {check}[/]" if broken else check)
+            if disagree or broken:
+                notes.append(f"{label} ({url}):")
+                notes += [f"  {client:9} {d.decision}{' via ' + str(redact_url(d.proxy)) if d.proxy else ''}: "
+                          f"{d.reason}" for client, d in zip(EXPLAINED_CLIENTS, decisions, strict=True)]
+        console.print(table)
+        for note in notes:
+            console.print(note, highlight=False)
+        console.print("explore: proxyfleet noproxy explain --client all --env NO_PROXY=… URL", highlight=False)
+
+
+@click.command()
+@click.option("--proxy", "proxy_file", required=True, type=click.Path(path_type=Path),
+              help="The customer's Proxy object (oc get proxy cluster -o yaml).")
+@click.option("--ca-bundle", type=click.Path(path_type=Path), help="The customer's trusted CA bundle (PEM).")
+@click.option("--install-config", type=click.Path(path_type=Path), help="The customer's install-config.yaml.")
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000))
+@click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)))
+@click.option("--reconciler-command", help="Reproduce with this external reconciler instead.")
+@report_options
+def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None, nodes: int, variant: str,
+          reconciler_command: str | None, junit: Path | None, json_path: Path | None, html: Path | None,
+          flows: Path | None, keep: Path | None, converge_timeout: float) -> None:
+    """Reproduce a customer's proxy settings on the lab and explain every failing path."""
+    try:
+        proxy = read_proxy(proxy_file)
+        bundle = read_ca_bundle(ca_bundle) if ca_bundle else b""
+        config_text = read_install_config(install_config) if install_config else None
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
+    console = Console(stderr=True)
+    for warning in proxy.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    targets = proxy.targets()
+    console.print("customer proxy → lab proxy: " + ", ".join(f"{t.host}:{t.port}" for t in targets)
+                  + ("; the bundle gets the lab's MITM CA appended" if bundle else
+                     "; no --ca-bundle: nodes trust only the lab's MITM CA"))
+    scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-repro-"))
+    try:
+        spec_path = scratch / "repro.json"
+        spec_path.write_text(json.dumps({
+            "proxy": {k: proxy.spec.get(k, "") for k in ("httpProxy", "httpsProxy", "noProxy")},
+            "bundle": bundle.decode(), "install_config": config_text,
+            "targets": [[t.host, t.port, t.auth] for t in targets]}))
+        spec_path.chmod(0o600)  # it holds the customer's proxy credentials
+        options = RunOptions(nodes=nodes, variant=variant, reconciler_command=reconciler_command,
+                             converge_timeout=converge_timeout, keep=keep,
+                             extra_args=[f"--proxyfleet-repro={spec_path}"])
+        outcome = run_scenarios(options, scratch, console, selected=1)
+        console.print(summary_table(outcome.run))
+        explain_paths(outcome.run, console)
+        for scenario in outcome.run.scenarios:
+            for failure in scenario.failures()[:20]:
+                console.print(f"[red]✗[/] {failure.describe()}")
+        write_reports(outcome, console, json_path, junit, html, flows)
+        console.print("[green]PASSED[/]" if outcome.passed else "[red]FAILED[/]")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    sys.exit(0 if outcome.passed else 1)

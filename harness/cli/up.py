@@ -1,0 +1,93 @@
+"""``proxyfleet up``: the whole lab in the foreground for a person to explore until Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+
+import click
+import yaml
+
+from harness import admin
+from harness.cli.repro import BadInput
+from harness.cli.running import wait_for_stop_signal
+from harness.inputs import CustomerProxy, InputError, read_install_config
+from harness.lab import PROXY2_HOST, PROXY2_PORT, PROXY_HOST, PROXY_PORT, Lab, LabSettings, customer_settings
+from harness.reconciler import VARIANTS
+
+READY_LINE = "lab ready; press Ctrl-C to stop"
+
+
+def describe(lab: Lab) -> list[str]:
+    """What a person needs to use the running lab."""
+    assert lab.fleet is not None and lab.proxy is not None and lab.control_plane is not None
+    (lab.state_dir / "proxy-ca.crt").write_bytes(lab.mitm_ca_pem)
+    node = lab.fleet.nodes[0]
+    flows = lab.proxy.stream_path
+    origins = ", ".join(lab.network.names("internet") + lab.network.names("intranet"))
+    lines = [
+        f"state:       {lab.state_dir}",
+        f"kubeconfig:  {lab.kubeconfig}",
+        f"  try:       KUBECONFIG={lab.kubeconfig} kubectl get nodes -L proxyfleet.io/proxy-state",
+        f"             KUBECONFIG={lab.kubeconfig} kubectl patch proxy cluster --type merge "
+        f"-p '{{\"spec\":{{\"httpProxy\":\"http://{PROXY_HOST}:{PROXY_PORT}\","
+        f"\"httpsProxy\":\"http://{PROXY_HOST}:{PROXY_PORT}\"}}}}'",
+        f"proxy:       http://{PROXY_HOST}:{PROXY_PORT} (the lab's mitmdump, {lab.proxy.endpoint.address}:"
+        f"{lab.proxy.endpoint.port})",
+        f"proxy CA:    {lab.state_dir / 'proxy-ca.crt'} (its MITM CA; put it in a trustedCA ConfigMap)",
+    ]
+    if lab.proxy2 is not None:
+        lines.append(f"proxy 2:     http://***:***@{PROXY2_HOST}:{PROXY2_PORT} (credentials in {lab.state_dir}/"
+                     "proxy2-url.txt)")
+        (lab.state_dir / "proxy2-url.txt").write_text(lab.proxy2_url + "\n")
+        (lab.state_dir / "proxy2-url.txt").chmod(0o600)
+    lines += [
+        f"ssh:         {shlex.join(lab.fleet.ssh_command(node))}",
+        f"nodes:       {len(lab.fleet.nodes)} ({lab.fleet.nodes[0].address} … {lab.fleet.nodes[-1].address}, "
+        f"port {lab.fleet.port}); manifest {lab.fleet.write_manifest()}",
+        f"flows:       {lab.proxy.flow_log_path} (JSON lines)",
+        f"             mitmweb --rfile {flows}",
+        f"origins:     {origins}",
+        f"reconciler:  {lab.settings.reconciler or 'none (run your own against the kubeconfig)'}",
+    ]
+    return lines
+
+
+async def _run(settings: LabSettings) -> None:
+    async with Lab(settings) as lab:
+        assert lab.fleet is not None
+        await admin.set_instances(lab.api(), [(n.address, n.username) for n in lab.fleet.nodes])
+        for line in describe(lab):
+            click.echo(line)
+        click.echo(READY_LINE, err=True)
+        await wait_for_stop_signal()
+    click.echo("lab stopped", err=True)
+
+
+@click.command()
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000))
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the lab's files here (default: a temporary directory, removed at exit).")
+@click.option("--install-config", type=click.Path(path_type=Path),
+              help="Create the cluster from this install-config.yaml (proxy, additionalTrustBundle, networks).")
+@click.option("--reconciler", default="correct", show_default=True, type=click.Choice([*sorted(VARIANTS), "none"]),
+              help="The built-in reconciler (or a broken variant), or none to run your own.")
+def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconciler: str) -> None:
+    """Bring up the whole lab (cluster, proxies, origins, fleet, reconciler) until Ctrl-C."""
+    try:
+        config_text = read_install_config(install_config) if install_config else None
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
+    if state_dir is not None and state_dir.exists() and not state_dir.is_dir():
+        raise BadInput(f"--state-dir {state_dir}: exists and is not a directory")
+    targets: list[tuple[str, int, str | None]] = []
+    if config_text:
+        proxy = (yaml.safe_load(config_text) or {}).get("proxy") or {}
+        targets = [(t.host, t.port, t.auth) for t in CustomerProxy(dict(proxy)).targets()]
+    settings = LabSettings(nodes=nodes, state_dir=state_dir.resolve() if state_dir else None,
+                           second_proxy=True,
+                           reconciler=None if reconciler == "none" else reconciler,
+                           reboot_duration=1.0, shutdown_delay=0.3, heartbeat=2.0, node_grace=40.0,
+                           **customer_settings(config_text, targets))
+    asyncio.run(_run(settings))

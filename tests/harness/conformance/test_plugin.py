@@ -1,0 +1,50 @@
+"""The pytest plugin (entry point ``pytest11``): a user's own scenario in a few lines, with the lab
+and judge as fixtures, and its checks carried in the test report."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+USER_SCENARIO = '''
+import pytest
+from harness.lab import DEFAULT_NO_PROXY
+
+
+@pytest.mark.workflow("my-workflow")
+async def test_my_proxy(conformance):
+    lab = conformance.lab
+    await conformance.step("join", lambda: conformance.add_instances(conformance.nodes))
+
+    async def add():
+        await conformance.set_trusted_ca([lab.mitm_ca_pem])
+        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY)
+
+    results = await conformance.step("proxy added", add)
+    assert {r.check for r in results} >= {"registry-env", "pull-internet", "reboots"}
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("my-workflow")
+async def test_a_wrong_expectation_fails(conformance):
+    await conformance.step("join", lambda: conformance.add_instances(conformance.nodes))
+    lab = conformance.lab
+    lab.origins.internet_open = False  # the network now demands a proxy the cluster does not have
+    await conformance.step("firewall closed")
+    conformance.assert_passed()
+'''
+
+
+@pytest.mark.slow
+def test_a_user_scenario_runs_with_the_plugin_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=USER_SCENARIO)
+    result = pytester.runpytest_subprocess("--proxyfleet-nodes=1", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
+                                           "-o", "asyncio_default_fixture_loop_scope=function", "--junitxml=out.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*127.10.0.1: pull-internet after 'firewall closed'*"])
+    cases = {c.get("name"): c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")}
+    properties = {p.get("name"): p.get("value") for p in cases["test_my_proxy"].iter("property")}
+    data = json.loads(properties["proxyfleet"] or "{}")
+    assert data["workflow"] == "my-workflow" and data["nodes"] == 1
+    assert {c["check"] for c in data["checks"]} >= {"registry-env", "certificates", "pull-internet", "node-ready"}
+    assert all(c["status"] == "passed" for c in data["checks"])

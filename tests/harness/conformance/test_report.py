@@ -1,0 +1,69 @@
+"""The reports: the documented JSON schema, one JUnit testcase per scenario x check family, an
+HTML page with the matrix, timeline, flows and violations — and never a proxy credential."""
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.conformance.report import render_html, write_json, write_junit
+from harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+
+SECRET = "http://o'brien:pa$(x)@proxy2.corp.internal:8080"
+
+
+def _run() -> ConformanceRun:
+    good = ScenarioResult("test_ok", "runtime-add", "passed", [
+        CheckResult("127.10.0.1", "registry-env", "passed", "HTTPS_PROXY=x", "HTTPS_PROXY=x", "proxy added"),
+        CheckResult("127.10.0.1", "reboots", "passed", "at most 1", "1", "proxy added"),
+    ], duration_s=3.0, timeline=[{"step": "proxy added", "nodes": 2, "converged_s": {"127.10.0.1": 1.5,
+                                                                                     "127.10.0.2": 2.5}}],
+        flows={"proxy request quay.io 200": {"count": 4}})
+    bad = ScenarioResult("test_bad", "change", "failed", [
+        CheckResult("127.10.0.1", "registry-env", "failed", f"HTTPS_PROXY={SECRET}", "HTTPS_PROXY=unset", "url"),
+        CheckResult("127.10.0.2", "registry-env", "passed", "a", "a", "url"),
+        CheckResult("127.10.0.1", "firewall", "failed", "none", "1 refused: internet-registry", "url"),
+    ], duration_s=5.0, violations=[{"time": "t", "origin": "internet-registry", "source": "127.10.0.1",
+                                    "source_port": 1}])
+    skipped = ScenarioResult("test_skip", "deconfigure", "skipped", [], error="needs at least two nodes")
+    return ConformanceRun(nodes=2, variant="correct", scenarios=[good, bad, skipped], duration_s=9.0)
+
+
+def test_json_follows_the_documented_schema_without_credentials(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    write_json(_run(), path)
+    text = path.read_text()
+    assert "pa$(x)" not in text and "o'brien" not in text
+    data = json.loads(text)
+    assert data["summary"] == {"passed": 1, "failed": 1, "skipped": 1}
+    assert {"duration_s", "nodes", "scenarios"} <= set(data)
+    scenario = data["scenarios"][1]
+    assert {"name", "workflow", "status", "checks"} <= set(scenario)
+    assert set(scenario["checks"][0]) >= {"node", "check", "status", "expected", "observed"}
+    assert scenario["checks"][0]["expected"] == "HTTPS_PROXY=http://***:***@proxy2.corp.internal:8080"
+
+
+def test_junit_has_one_testcase_per_scenario_and_check_family(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    write_junit(_run(), path)
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    names = [case.get("name") for case in suite.iter("testcase")]
+    assert names == ["test_ok [registry-env]", "test_ok [reboots]", "test_bad [registry-env]",
+                     "test_bad [firewall]", "test_skip [scenario]"]
+    failed = {case.get("name"): case.find("failure") for case in suite.iter("testcase")}
+    assert failed["test_ok [reboots]"] is None
+    failure = failed["test_bad [registry-env]"]
+    assert failure is not None and failure.get("message") == "1 of 2 registry-env check(s) failed"
+    assert "127.10.0.1: registry-env after 'url'" in (failure.text or "")
+    assert suite.get("failures") == "2" and suite.get("skipped") == "1"
+    assert b"pa$(x)" not in path.read_bytes()
+
+
+def test_html_shows_matrix_timeline_flows_and_violations() -> None:
+    page = render_html(_run())
+    assert "pa$(x)" not in page and "o&#x27;brien" not in page
+    assert "FAILED" in page
+    assert page.count('class="cell fail"') == 2 and 'class="cell pass"' in page
+    assert "<svg" in page and "2/2 in 2.50s" in page  # rollout timeline: both nodes, last at 2.5 s
+    assert "proxy request quay.io 200" in page
+    assert "internet-registry" in page and "Firewall violations" in page

@@ -1,0 +1,73 @@
+"""The self-test: `proxyfleet conformance` passes with the reference reconciler and fails, naming
+the right check, with every deliberately broken one. A suite that cannot fail is worthless."""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.conformance.results import CHECK_FAMILIES
+from harness.reconciler import VARIANTS
+
+# variant -> (the workflow that exposes it, the check that must name it)
+CATCHES = {
+    "semicolon-noproxy": ("runtime-add", "registry-env"),
+    "no-reboot": ("runtime-add", "services-restarted"),
+    "early-reachability": ("runtime-add", "drained-while-down"),
+    "no-cert-import": ("runtime-add", "certificates"),
+    "no-cert-removal": ("remove", "certificates"),
+    "no-env-removal": ("remove", "registry-env"),
+    "unquoted-values": ("change", "registry-env"),
+}
+
+
+def conformance(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+    report = tmp_path / "r.json"
+    result = subprocess.run([sys.executable, "-m", "harness", "conformance", "--json", str(report), *args],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert report.exists(), result.stderr[-3000:]
+    return result, json.loads(report.read_text())
+
+
+def test_every_broken_variant_has_a_catch() -> None:
+    assert set(CATCHES) == set(VARIANTS) - {"correct"}
+
+
+@pytest.mark.slow
+def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: Path) -> None:
+    result, report = conformance(tmp_path, "--nodes", "10", "--junit", "r.xml", "--html", "r.html")
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert report["summary"] == {"passed": 8, "failed": 0, "skipped": 0}
+    scenarios = report["scenarios"]
+    assert isinstance(scenarios, list)
+    assert {s["workflow"] for s in scenarios} == {"install-time", "runtime-add", "change", "remove", "baseline",
+                                                  "join-after-change", "deconfigure"}
+    for scenario in scenarios:
+        checks = scenario["checks"]
+        assert checks and all(c["status"] == "passed" for c in checks)
+        assert len({c["node"] for c in checks}) == 10  # every node judged
+    seen = {c["check"] for s in scenarios for c in s["checks"]}
+    assert seen == set(CHECK_FAMILIES)
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "0" and int(suite.get("tests", "0")) > 50
+    assert "PASSED" in (tmp_path / "r.html").read_text()
+    assert "PASSED" in result.stderr
+    print(f"10-node conformance run: {report['duration_s']} s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(CATCHES))
+def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, variant: str) -> None:
+    workflow, check = CATCHES[variant]
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", workflow, "--variant", variant,
+                                 "--converge-timeout", "5")
+    assert result.returncode == 1, result.stderr[-3000:]
+    summary = report["summary"]
+    assert isinstance(summary, dict) and summary["failed"] >= 1
+    failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
+    assert check in failed, failed
+    assert check in result.stderr  # the summary table names it too
+    assert "FAILED" in result.stderr
