@@ -2,9 +2,20 @@
 and judge as fixtures, and its checks carried in the test report."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+
+README = Path(__file__).parents[3] / "README.md"
+
+
+def readme_scenario() -> str:
+    section = README.read_text().split("### Writing a scenario", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block, "the README shows a scenario"
+    return block.group(1)
 
 USER_SCENARIO = '''
 import pytest
@@ -36,11 +47,11 @@ async def test_a_wrong_expectation_fails(conformance):
 
 
 @pytest.mark.slow
-def test_a_user_scenario_runs_with_the_plugin_fixtures(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_user=USER_SCENARIO)
+def test_user_scenarios_and_the_readme_example_run_with_the_plugin_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=USER_SCENARIO, test_readme=readme_scenario())
     result = pytester.runpytest_subprocess("--proxyfleet-nodes=1", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
                                            "-o", "asyncio_default_fixture_loop_scope=function", "--junitxml=out.xml")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=1)  # the README's scenario passes as written
     result.stdout.fnmatch_lines(["*127.10.0.1: pull-internet after 'firewall closed'*"])
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")}
     properties = {p.get("name"): p.get("value") for p in cases["test_my_proxy"].iter("property")}

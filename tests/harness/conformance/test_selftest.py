@@ -71,3 +71,16 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
     assert check in failed, failed
     assert check in result.stderr  # the summary table names it too
     assert "FAILED" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("variant", "passes"), [("correct", True), ("no-cert-import", False)])
+def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: str, passes: bool) -> None:
+    command = (f"{sys.executable} -m harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
+               f"--max-unavailable {{max_unavailable}} --variant {variant}")
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "8",
+                                 "--reconciler-command", command)
+    assert report["variant"] == "external"
+    assert (result.returncode == 0) is passes, result.stderr[-3000:]
+    failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
+    assert failed == set() if passes else "certificates" in failed

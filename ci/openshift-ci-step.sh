@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# An OpenShift CI step-registry style command: judge the reconciler binary built into this step's
+# image against the embedded lab. Reports go to ${ARTIFACT_DIR} (JUnit files named junit_*.xml are
+# picked up by Prow/Spyglass).
+#
+#   RECONCILER_BINARY   path of the reconciler to judge (default: the reference reconciler)
+#   PROXYFLEET_NODES    Windows nodes per scenario lab (default 10)
+set -euo pipefail
+
+artifacts="${ARTIFACT_DIR:-/tmp/artifacts}"
+mkdir -p "$artifacts"
+args=(--nodes "${PROXYFLEET_NODES:-10}"
+      --junit "$artifacts/junit_proxyfleet.xml" --html "$artifacts/proxyfleet.html"
+      --json "$artifacts/proxyfleet.json" --flows "$artifacts/proxyfleet.mitm")
+if [[ -n "${RECONCILER_BINARY:-}" ]]; then
+    args+=(--reconciler-command "$RECONCILER_BINARY --kubeconfig {kubeconfig} --ssh-port {ssh_port} --max-unavailable {max_unavailable}")
+fi
+exec proxyfleet conformance "${args[@]}"
