@@ -4,7 +4,7 @@ Oracles: Debian's Go (a tiny program calling http.ProxyFromEnvironment), Debian'
 (pointed at loopback sinks: `--connect-to` sends every direct connection to one port and each
 proxy variable names its own port, so `%{remote_port}` tells which path curl took), and
 Python's own urllib.request and requests in a subprocess with exactly the case's environment.
-Nothing leaves loopback: proxies are 127.0.0.1, direct connections are redirected there.
+Nothing leaves loopback: proxies are on 127.99.0.1, direct connections are redirected there.
 """
 
 from __future__ import annotations
@@ -26,11 +26,14 @@ from harness.noproxy.go import GoRules
 
 ROLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 BASE_PORT = 20000 + (os.getpid() % 5000) * 8  # one block of ports per worker process
+# A loopback address of its own: the fixed ports cannot collide with the ephemeral ports the
+# rest of the suite (labs, proxies, origins) binds on 127.0.0.1.
+SINK_ADDRESS = "127.99.0.1"
 
 
 def proxy(role: str, scheme: bool = True) -> str:
     port = BASE_PORT + 1 + ROLES.index(role)
-    return f"http://127.0.0.1:{port}" if scheme else f"127.0.0.1:{port}"
+    return f"http://{SINK_ADDRESS}:{port}" if scheme else f"{SINK_ADDRESS}:{port}"
 
 
 ENVIRONMENTS: list[dict[str, str]] = [
@@ -157,7 +160,7 @@ async def sinks() -> AsyncIterator[int]:
     async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.close()
 
-    servers = [await asyncio.start_server(hang_up, "127.0.0.1", BASE_PORT + offset)
+    servers = [await asyncio.start_server(hang_up, SINK_ADDRESS, BASE_PORT + offset)
                for offset in range(len(ROLES) + 1)]
     try:
         yield BASE_PORT
@@ -173,7 +176,7 @@ async def test_curl_rules_agree_with_real_curl(sinks: int) -> None:
     port_roles = {str(BASE_PORT + 1 + i): role for i, role in enumerate(ROLES)}
     mismatches = []
     for env in ENVIRONMENTS:
-        args = ["curl", "-s", "--max-time", "5", "--connect-to", f"::127.0.0.1:{sinks}",
+        args = ["curl", "-s", "--max-time", "5", "--connect-to", f"::{SINK_ADDRESS}:{sinks}",
                 "-w", "%{remote_port}\\n"]
         for url in URLS:
             args += ["-o", "/dev/null", url]
