@@ -16,8 +16,31 @@ from typing import Any
 
 import asyncssh
 
+from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
+
 BOOT_SCRIPT = "(Get-CimInstance -ClassName Win32_OperatingSystem).LastBootUpTime.ToUniversalTime().ToString('o')"
 REBOOT_COMMAND = "Restart-Computer -Force"
+
+
+def read_variables_script(scope: str) -> str:
+    """PowerShell setting ``$environment``: each proxy variable at ``scope`` (Machine or Process),
+    $null when unset."""
+    names = ",".join(f"'{n}'" for n in PROXY_VARIABLES)
+    return ("$environment = [ordered]@{}\n"
+            f"foreach ($name in @({names})) {{ $environment[$name] = "
+            f"[Environment]::GetEnvironmentVariable($name, '{scope}') }}\n")
+
+
+def services_script() -> str:
+    """PowerShell setting ``$services``: each egress service's process start time (UTC, ISO 8601),
+    $null when it is not running."""
+    names = ",".join(f"'{n}'" for n in EGRESS_SERVICES)
+    return (f"$services = [ordered]@{{}}\n"
+            f"foreach ($name in @({names})) {{\n"
+            "  $process = Get-Process -Name $name -ErrorAction SilentlyContinue\n"
+            "  if ($process) { $services[$name] = $process.StartTime.ToUniversalTime().ToString('o') }\n"
+            "  else { $services[$name] = $null }\n"
+            "}\n")
 
 
 def encoded_command(script: str) -> str:

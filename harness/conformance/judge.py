@@ -37,13 +37,14 @@ from harness.conformance.expectations import (
     expected_from_cluster,
     status_matches_spec,
 )
-from harness.conformance.probe import NodeProbe, NodeState
+from harness.conformance.probe import NodeProbe, NodeState, PullResult
 from harness.conformance.results import CheckResult, Status
 from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
 from harness.lab import Lab
 from harness.nodessh import NodeError
 from harness.noproxy import redact_text, redact_url
 from simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
+from simulators.proxy.runner import ProxyServer
 from simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,16 @@ PROBE_CONCURRENCY = 64
 
 def _env_text(environment: dict[str, str | None]) -> str:
     return ", ".join(f"{k}={repr(redact_url(v)) if v is not None else 'unset'}" for k, v in environment.items())
+
+
+@dataclass
+class Evidence:
+    """What the proxies and origins saw during a step, read once and grouped by node address."""
+
+    pull_flows: dict[str, list[tuple[ProxyServer, dict[str, Any]]]] = field(default_factory=dict)
+    step_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # since the step began
+    origin_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> source -> requests
+    violations: dict[str, list[str]] = field(default_factory=dict)  # source -> refused origins
 
 
 @dataclass
@@ -308,11 +319,29 @@ class Conformance:
     # --- checks ----------------------------------------------------------------------------------
 
     async def _verify(self, step: Step, problems: dict[str, str]) -> None:
-        assert self.lab.origins is not None
-        evidence_marks = self._evidence_marks()
+        """Observe every node and pull on every member (concurrently), read the proxies' and
+        origins' logs once, then judge each node."""
+        marks = self._evidence_marks()
+        semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
+
+        async def gather(address: str) -> tuple[NodeState | NodeError, dict[str, PullResult]]:
+            async with semaphore:
+                try:
+                    state: NodeState | NodeError = await self.probe.observe(address)
+                except NodeError as exc:
+                    return exc, {}
+                pulls = {}
+                if address in step.members:
+                    for image in (INTERNET_IMAGE, INTRANET_IMAGE):
+                        pulls[image] = await self.probe.pull(address, image)
+                return state, pulls
+
+        addresses = step.members + step.deconfigured
+        observed = await asyncio.gather(*(gather(a) for a in addresses))
+        evidence = self._read_evidence(step, marks)
         nodes = await self._node_objects()
-        await asyncio.gather(*(self._verify_node(step, a, problems.get(a), nodes.get(a), evidence_marks)
-                               for a in step.members + step.deconfigured))
+        for address, (state, pulls) in zip(addresses, observed, strict=True):
+            self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
 
     def _evidence_marks(self) -> dict[str, int]:
         assert self.lab.origins is not None
@@ -321,40 +350,43 @@ class Conformance:
             marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
         return marks
 
-    def _proxies(self) -> list[Any]:
+    def _proxies(self) -> list[ProxyServer]:
         return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
 
-    def _flows_since(self, marks: dict[str, int], client_address: str, host: str | None = None,
-                     since: dt.datetime | None = None, proxies: list[Any] | None = None) -> list[dict[str, Any]]:
-        """Flow-log records from one node (to ``host``), after the marks or after ``since``."""
-        found = []
-        for proxy in self._proxies() if proxies is None else proxies:
+    def _read_evidence(self, step: Step, marks: dict[str, int]) -> Evidence:
+        """Each log read once, grouped by the node it came from."""
+        assert self.lab.origins is not None
+        evidence = Evidence()
+        for proxy in self._proxies():
             flows = proxy.flows()
-            if since is None:
-                flows = flows[marks.get(f"proxy:{id(proxy)}", 0):]
-            else:
-                flows = [f for f in flows if dt.datetime.fromisoformat(str(f["time"])) >= since]
-            found += [f for f in flows if f["client"] == client_address and (host is None or f["host"] == host)]
-        return found
+            for flow in flows[marks.get(f"proxy:{id(proxy)}", 0):]:
+                evidence.pull_flows.setdefault(str(flow["client"]), []).append((proxy, flow))
+            for flow in flows:
+                if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
+                    evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
+        for host in (INTERNET_REGISTRY, INTRANET_REGISTRY):
+            seen = evidence.origin_sources.setdefault(host, {})
+            for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
+                seen[record.source] = seen.get(record.source, 0) + 1
+        for violation in self.lab.origins.violations()[step.violations:]:
+            evidence.violations.setdefault(violation.source, []).append(violation.origin)
+        return evidence
 
-    async def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
-                           marks: dict[str, int]) -> None:
+    def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
+                     state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence) -> None:
         def record(check: str, ok: bool, expected: str, observed: str) -> None:
             status: Status = "passed" if ok else "failed"
             step.results.append(CheckResult(address, check, status, expected, observed, step.name))
 
         target = self._targets[address]
         changed = self._changed(step, address)
-        configured_member = address in step.members
         seconds = step.converged.get(address)
         record("converged", problem is None, f"settled within {self.converge_timeout:g}s",
                f"settled after {seconds:.2f}s" if problem is None and seconds is not None
                else f"still off at the deadline: {problem}")
-        try:
-            state = await self.probe.observe(address)
-        except NodeError as exc:
+        if isinstance(state, NodeError):
             for check in ("registry-env", "certificates"):
-                record(check, False, "a readable node", f"unreachable: {exc}")
+                record(check, False, "a readable node", f"unreachable: {state}")
             return
         record("registry-env", state.environment == target.environment, _env_text(target.environment),
                _env_text(state.environment))
@@ -365,14 +397,14 @@ class Conformance:
                "exactly those" if not missing and not extra else
                "; ".join(filter(None, [f"missing {self._names(missing, target)}" if missing else "",
                                        f"unexpected {self._names(extra, step.before.get(address))}" if extra else ""])))
-        if not configured_member:
+        if address not in step.members:
             return  # a deconfigured instance: only its clean-up is judged
         self._check_services(step, address, state, changed, record)
         self._check_service_environment(address, target, record)
-        await self._check_pull(step, address, target, INTERNET_IMAGE, "pull-internet", marks, record)
-        await self._check_pull(step, address, target, INTRANET_IMAGE, "pull-intranet", marks, record)
-        self._check_node_ready(step, address, node_object, record)
-        self._check_firewall(step, address, record)
+        for image, check in ((INTERNET_IMAGE, "pull-internet"), (INTRANET_IMAGE, "pull-intranet")):
+            self._check_pull(address, target, image, check, pulls[image], evidence, record)
+        self._check_node_ready(address, node_object, evidence, record)
+        self._check_firewall(address, evidence, record)
         self._check_reboots(step, address, changed, record)
         self._check_drained(step, address, record)
 
@@ -409,54 +441,46 @@ class Conformance:
         record("service-environment", not wrong, _env_text(target.environment),
                "every service" if not wrong else "; ".join(wrong[:3]))
 
-    async def _check_pull(self, step: Step, address: str, target: Expected, image: str, check: str,
-                          marks: dict[str, int], record: Callable[[str, bool, str, str], None]) -> None:
-        assert self.lab.origins is not None
+    def _check_pull(self, address: str, target: Expected, image: str, check: str, result: PullResult,
+                    evidence: Evidence, record: Callable[[str, bool, str, str], None]) -> None:
         host = image.split("/", 1)[0]
         route: Route = target.route(f"https://{host}/v2/")
-        result = await self.probe.pull(address, image)
-        flows = self._flows_since(marks, address, host)
-        seen_from_node = [r for r in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]
-                          if r.source == address]
+        flows = [(proxy, f) for proxy, f in evidence.pull_flows.get(address, []) if f["host"] == host]
+        direct = evidence.origin_sources.get(host, {}).get(address, 0)
+        outcome = f"pull {'succeeded' if result.ok else 'failed'} ({redact_text(_last_line(result.output))})"
         if route.proxy is not None:
             server = self.lab.proxy_server(route.proxy)
-            through = self._flows_since(marks, address, host, proxies=[server] if server else [])
+            through = [f for proxy, f in flows if proxy is server]
             via = [f for f in through if f["kind"] == "request" and f["intercepted"] and f["status"] == 200]
-            tls_failed = [f for f in through if f["kind"] == "tls-failed"]
+            rejected = sum(1 for f in through if f["kind"] == "tls-failed")
             elsewhere = len(flows) - len(through)
-            ok = result.ok and bool(via) and not seen_from_node and not elsewhere
+            ok = result.ok and bool(via) and not direct and not elsewhere
             observed = ("through the proxy, MITM certificate trusted" if ok else
-                        f"pull {'succeeded' if result.ok else 'failed'} "
-                        f"({redact_text(_last_line(result.output))}); {len(via)} intercepted request(s) "
-                        f"through that proxy, {elsewhere} flow(s) through another; "
-                        f"{len(tls_failed)} rejected MITM handshake(s); "
-                        f"{len(seen_from_node)} direct connection(s) at the origin")
+                        f"{outcome}; {len(via)} intercepted request(s) through that proxy, {elsewhere} flow(s) "
+                        f"through another; {rejected} rejected MITM handshake(s); "
+                        f"{direct} direct connection(s) at the origin")
             record(check, ok, f"{image} {route.describe()} (origin sees only the proxy)", observed)
         else:
-            ok = result.ok and bool(seen_from_node) and not flows
+            ok = result.ok and bool(direct) and not flows
             observed = ("direct, the origin saw the node" if ok else
-                        f"pull {'succeeded' if result.ok else 'failed'} ({redact_text(_last_line(result.output))}); "
-                        f"{len(flows)} proxy flow(s) from the node; origin saw the node {len(seen_from_node)} time(s)")
+                        f"{outcome}; {len(flows)} proxy flow(s) from the node; origin saw the node {direct} time(s)")
             record(check, ok, f"{image} direct (no proxy flow, origin sees the node)", observed)
 
-    def _check_node_ready(self, step: Step, address: str, node: dict[str, Any] | None,
+    def _check_node_ready(self, address: str, node: dict[str, Any] | None, evidence: Evidence,
                           record: Callable[[str, bool, str, str], None]) -> None:
         problem = _node_problem(node)
         assert self.lab.control_plane is not None
         plan = self.lab.control_plane.plan
-        api_host = plan.api_internal_host
-        api_flows = [f for f in self._flows_since({}, address, since=step.started)
+        api_flows = [f for f in evidence.step_flows.get(address, [])
                      if f.get("host") in (plan.api_internal_host, plan.api_host)]
         ok = problem is None and not api_flows
-        record("node-ready", ok, f"Ready, schedulable, no kubelet traffic to {api_host} through a proxy",
+        record("node-ready", ok, f"Ready, schedulable, no kubelet traffic to {plan.api_internal_host} through a proxy",
                "Ready" if ok else (problem or f"{len(api_flows)} API request(s) went through the proxy"))
 
-    def _check_firewall(self, step: Step, address: str, record: Callable[[str, bool, str, str], None]) -> None:
-        assert self.lab.origins is not None
-        refused = [v for v in self.lab.origins.violations()[step.violations:] if v.source == address]
+    def _check_firewall(self, address: str, evidence: Evidence, record: Callable[[str, bool, str, str], None]) -> None:
+        refused = evidence.violations.get(address, [])
         record("firewall", not refused, "no direct connection refused by the egress firewall",
-               "none" if not refused else
-               f"{len(refused)} refused: " + ", ".join(sorted({v.origin for v in refused})))
+               "none" if not refused else f"{len(refused)} refused: " + ", ".join(sorted(set(refused))))
 
     def _check_reboots(self, step: Step, address: str, changed: bool,
                        record: Callable[[str, bool, str, str], None]) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import asyncssh
 
 from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
-from harness.nodessh import BOOT_SCRIPT, NodeAddress, NodeConnection, NodeError
+from harness.nodessh import BOOT_SCRIPT, NodeAddress, NodeConnection, NodeError, read_variables_script, services_script
 
 
 @dataclass(frozen=True)
@@ -39,20 +39,12 @@ def _time(text: object) -> dt.datetime | None:
 
 
 def probe_script() -> str:
-    variables = ",".join(f"'{n}'" for n in PROXY_VARIABLES)
-    services = ",".join(f"'{n}'" for n in EGRESS_SERVICES)
+    """One round trip: machine proxy variables, Root thumbprints, boot time, egress services."""
     return ("$ErrorActionPreference = 'Stop'\n"
-            "$environment = [ordered]@{}\n"
-            f"foreach ($name in @({variables})) {{ "
-            "$environment[$name] = [Environment]::GetEnvironmentVariable($name, 'Machine') }\n"
+            + read_variables_script("Machine") +
             "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | ForEach-Object { $_.Thumbprint })\n"
             f"$boot = {BOOT_SCRIPT}\n"
-            "$services = [ordered]@{}\n"
-            f"foreach ($name in @({services})) {{\n"
-            "  $process = Get-Process -Name $name -ErrorAction SilentlyContinue\n"
-            "  if ($process) { $services[$name] = $process.StartTime.ToUniversalTime().ToString('o') }\n"
-            "  else { $services[$name] = $null }\n"
-            "}\n"
+            + services_script() +
             "[ordered]@{ environment = $environment; root = $root; boot = $boot; services = $services } "
             "| ConvertTo-Json -Compress -Depth 4\n")
 

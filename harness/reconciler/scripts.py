@@ -11,8 +11,7 @@ from __future__ import annotations
 import base64
 import re
 
-from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
-from harness.nodessh import BOOT_SCRIPT
+from harness.nodessh import BOOT_SCRIPT, read_variables_script, services_script
 from harness.reconciler.desired import ChangePlan
 from simulators.windows.certificates import Certificate
 
@@ -38,28 +37,10 @@ def _record(certificates: list[Certificate]) -> str:
     return "".join(c.pem() for c in certificates)
 
 
-def _services_block() -> str:
-    names = ",".join(f"'{n}'" for n in EGRESS_SERVICES)
-    return (f"$services = [ordered]@{{}}\n"
-            f"foreach ($name in @({names})) {{\n"
-            "  $process = Get-Process -Name $name -ErrorAction SilentlyContinue\n"
-            "  if ($process) { $services[$name] = $process.StartTime.ToUniversalTime().ToString('o') }\n"
-            "  else { $services[$name] = $null }\n"
-            "}\n")
-
-
-def _read_variables(scope: str) -> str:
-    """``$environment``: each proxy variable at ``scope`` (Machine or Process), $null when unset."""
-    names = ",".join(f"'{n}'" for n in PROXY_VARIABLES)
-    return ("$environment = [ordered]@{}\n"
-            f"foreach ($name in @({names})) {{ $environment[$name] = "
-            f"[Environment]::GetEnvironmentVariable($name, '{scope}') }}\n")
-
-
 def observe_script() -> str:
     """One round trip: machine variables, Root store, own import record, bundle hash, boot."""
     return ("$ErrorActionPreference = 'Stop'\n"
-            + _read_variables("Machine") +
+            + read_variables_script("Machine") +
             "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | ForEach-Object { $_.Thumbprint })\n"
             "$imported = ''\n"
             f"if (Test-Path -Path '{RECORD_PATH}') {{ $imported = [IO.File]::ReadAllText('{RECORD_PATH}') }}\n"
@@ -67,7 +48,7 @@ def observe_script() -> str:
             f"if (Test-Path -Path '{BUNDLE_PATH}') {{ $bundle = (Get-FileHash -Path '{BUNDLE_PATH}' "
             "-Algorithm SHA256).Hash }\n"
             f"$boot = {BOOT_SCRIPT}\n"
-            + _services_block() +
+            + services_script() +
             "[ordered]@{ hostname = [Environment]::MachineName; environment = $environment; root = $root; "
             "imported = $imported; bundle = $bundle; boot = $boot; services = $services } "
             "| ConvertTo-Json -Compress -Depth 4\n")
@@ -106,9 +87,9 @@ def apply_script(plan: ChangePlan, unquoted: bool = False) -> str:
 def verify_script() -> str:
     """After the reboot, in a fresh session: the variables at process scope, boot, services."""
     return ("$ErrorActionPreference = 'Stop'\n"
-            + _read_variables("Process") +
+            + read_variables_script("Process") +
             f"$boot = {BOOT_SCRIPT}\n"
-            + _services_block() +
+            + services_script() +
             "[ordered]@{ environment = $environment; boot = $boot; services = $services } "
             "| ConvertTo-Json -Compress -Depth 4\n")
 
