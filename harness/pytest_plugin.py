@@ -83,10 +83,15 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
     state_dir = None
     if state_root is not None:
         state_dir = state_root / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
-    settings: dict[str, Any] = dict(nodes=config.getoption("--proxyfleet-nodes"), state_dir=state_dir,
-                    reconciler=config.getoption("--proxyfleet-variant"),
-                    reconciler_command=config.getoption("--proxyfleet-reconciler-command"),
-                    second_proxy=False, reboot_duration=0.3, shutdown_delay=0.1)
+    settings: dict[str, Any] = {
+        "nodes": config.getoption("--proxyfleet-nodes"), "state_dir": state_dir,
+        "reconciler": config.getoption("--proxyfleet-variant"),
+        "reconciler_command": config.getoption("--proxyfleet-reconciler-command"),
+        "second_proxy": False, "reboot_duration": 0.3,
+        # Windows keeps answering SSH for a moment after Restart-Computer: the window in which an
+        # "early reachability" bug shows. Long enough to be seen on a loaded CI machine.
+        "shutdown_delay": 0.2,
+    }
     settings.update(overrides)
     repro = _repro_spec(config)
     if repro is not None:

@@ -279,8 +279,6 @@ class Conformance:
         started = time.monotonic()
         deadline = started + self.converge_timeout
         semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
-        problems: dict[str, str] = {}
-        all_good_since: float | None = None
 
         async def look(address: str) -> str | None:
             async with semaphore:
@@ -290,28 +288,39 @@ class Conformance:
                     return f"unreachable ({exc})"
             return self._state_problem(step, address, state)
 
-        while True:
-            results = await asyncio.gather(*(look(a) for a in addresses))
+        async def probe(batch: list[str]) -> dict[str, str]:
+            results = await asyncio.gather(*(look(a) for a in batch))
             nodes = await self._node_objects() if step.members else {}
-            problems = {}
-            for address, problem in zip(addresses, results, strict=True):
+            found: dict[str, str] = {}
+            for address, problem in zip(batch, results, strict=True):
                 if problem is None and address in step.members:
                     problem = _node_problem(nodes.get(address))
                 if problem is None:
                     step.converged.setdefault(address, time.monotonic() - started)
                 else:
-                    problems[address] = problem
+                    found[address] = problem
                     step.converged.pop(address, None)
-            now = time.monotonic()
-            if not problems:
-                all_good_since = all_good_since or now
-                if now - all_good_since >= self.quiet and not self._anyone_down():
-                    return {}
+            return found
+
+        # A node that looks converged is not probed again until all do; after the quiet period
+        # one pass over every node confirms it (a late change sends a node back to pending).
+        pending = list(addresses)
+        quiet_from = 0.0
+        while True:
+            if pending:
+                problems = await probe(pending)
+                pending = list(problems)
+                quiet_from = time.monotonic()
             else:
-                all_good_since = None
+                problems = await probe(addresses)
+                if not problems and not self._anyone_down():
+                    return {}
+                pending = list(problems)
+                quiet_from = time.monotonic()
+            now = time.monotonic()
             if now > deadline:
                 return problems
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2 if pending else max(0.05, quiet_from + self.quiet - now))
 
     def _anyone_down(self) -> bool:
         return any(not n.is_listening for n in self.nodes)
