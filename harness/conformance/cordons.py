@@ -16,6 +16,12 @@ from kubernetes.client.exceptions import ApiException
 log = logging.getLogger(__name__)
 
 
+def internal_ip(node: dict[str, Any]) -> str | None:
+    """A Node's InternalIP (for a Windows instance, the address it is reached at over SSH)."""
+    addresses = (node.get("status") or {}).get("addresses") or []
+    return next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None)
+
+
 @dataclass(frozen=True)
 class CordonChange:
     time: dt.datetime
@@ -47,8 +53,7 @@ class CordonTimeline:
             self._thread.join(timeout=10)
 
     def _record(self, node: dict[str, Any]) -> None:
-        addresses = (node.get("status") or {}).get("addresses") or []
-        address = next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None)
+        address = internal_ip(node)
         if address is None:
             return
         cordoned = bool((node.get("spec") or {}).get("unschedulable"))

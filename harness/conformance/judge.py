@@ -29,7 +29,7 @@ from typing import Any
 from kubernetes import client
 
 from harness import admin
-from harness.conformance.cordons import CordonTimeline
+from harness.conformance.cordons import CordonTimeline, internal_ip
 from harness.conformance.expectations import (
     Expected,
     Route,
@@ -189,13 +189,13 @@ class Conformance:
         assert self.lab.origins is not None
         https = url if https_url is None else https_url
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
-                              trusted_ca=trusted_ca if url or https or trusted_ca else None)
-        url = url or https
-        if not url:
+                              trusted_ca=trusted_ca or None)
+        configured = bool(url or https)
+        if not configured:
             self._old_user_ca |= self._user_ca
             if not trusted_ca:
                 self._user_ca = set()
-        self.lab.origins.internet_open = not url if internet_open is None else internet_open
+        self.lab.origins.internet_open = not configured if internet_open is None else internet_open
 
     # --- a step ----------------------------------------------------------------------------------
 
@@ -255,9 +255,9 @@ class Conformance:
         """Node objects by InternalIP."""
         found: dict[str, dict[str, Any]] = {}
         for node in await admin.nodes(self.api):
-            for address in (node.get("status") or {}).get("addresses") or []:
-                if address.get("type") == "InternalIP":
-                    found[address["address"]] = node
+            address = internal_ip(node)
+            if address is not None:
+                found[address] = node
         return found
 
     def _state_problem(self, step: Step, address: str, state: NodeState) -> str | None:
@@ -506,20 +506,16 @@ class Conformance:
         bad = []
         for outage in outages:
             assert outage.up_at is not None
-            if outage.at_down is not None or outage.at_up is not None:
-                # The lab recorded the Node's cordon at both edges, exactly; the watch timeline adds
-                # an uncordon seen in between (its receipt time is never early).
-                ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
-                if outage.at_down is False:
-                    bad.append("schedulable when it went down")
-                elif outage.at_up is False:
-                    bad.append("schedulable when it came back up")
-                elif not ok and "uncordoned" in text:
-                    bad.append(text)
-            else:
-                ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
-                if not ok:
-                    bad.append(text)
+            ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
+            exact = outage.at_down is not None or outage.at_up is not None
+            if exact and outage.at_down is False:
+                bad.append("schedulable when it went down")
+            elif exact and outage.at_up is False:
+                bad.append("schedulable when it came back up")
+            # With the lab's exact edges, the watch timeline only adds an uncordon seen in between
+            # (its receipt time is never early); without them it is the whole evidence.
+            elif not ok and (not exact or "uncordoned" in text):
+                bad.append(text)
         record("drained-while-down", not bad, "cordoned for every reboot",
                f"cordoned for all {len(outages)} reboot(s)" if not bad else "; ".join(bad))
 

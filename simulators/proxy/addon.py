@@ -88,25 +88,42 @@ class LabResolution:
         data.server.address = (route.endpoint.address, route.endpoint.port)
 
 
-class FlowLog:
-    """JSON lines a test or report can read while the proxy runs."""
+class OptionFile:
+    """An addon that appends to a file named by one mitmproxy option, kept open while it runs."""
+
+    option = ""
+    help = ""
+    mode = "a"
+    buffering = 1
 
     def __init__(self) -> None:
         self._handle: Any = None
-        self._targets: dict[str, tuple[str, int]] = {}  # client connection id -> CONNECT target
 
     def load(self, loader: Any) -> None:
-        loader.add_option("flow_log", str, "", "Path of the JSON-lines flow log.")
+        loader.add_option(self.option, str, "", self.help)
 
     def configure(self, updated: set[str]) -> None:
-        if "flow_log" in updated and ctx.options.flow_log:
+        path = getattr(ctx.options, self.option)
+        if self.option in updated and path:
             if self._handle is not None:
                 self._handle.close()
-            self._handle = open(ctx.options.flow_log, "a", buffering=1)  # noqa: SIM115 - kept open
+            self._handle = open(path, self.mode, buffering=self.buffering)  # noqa: SIM115 - kept open
 
     def done(self) -> None:
         if self._handle is not None:
             self._handle.close()
+            self._handle = None
+
+
+class FlowLog(OptionFile):
+    """JSON lines a test or report can read while the proxy runs."""
+
+    option = "flow_log"
+    help = "Path of the JSON-lines flow log."
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._targets: dict[str, tuple[str, int]] = {}  # client connection id -> CONNECT target
 
     def _write(self, record: dict[str, Any]) -> None:
         if self._handle is not None:
@@ -222,7 +239,7 @@ class Faults:
 
 
 # Order matters: faults and resolution decide before the log records the outcome.
-class StreamFile:
+class StreamFile(OptionFile):
     """Every finished HTTP flow appended to a mitmproxy dump file (``mitmweb --rfile`` opens it).
 
     mitmproxy's own ``save_stream_file`` buffers until exit, so a running lab's file would look
@@ -230,22 +247,10 @@ class StreamFile:
     password mitmproxy's proxyauth addon keeps in the flow's metadata masked.
     """
 
-    def __init__(self) -> None:
-        self._handle: Any = None
-
-    def load(self, loader: Any) -> None:
-        loader.add_option("lab_stream_file", str, "", "Path of the mitmproxy dump file, written flow by flow.")
-
-    def configure(self, updated: set[str]) -> None:
-        if "lab_stream_file" in updated and ctx.options.lab_stream_file:
-            if self._handle is not None:
-                self._handle.close()
-            self._handle = open(ctx.options.lab_stream_file, "ab", buffering=0)  # noqa: SIM115 - kept open
-
-    def done(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+    option = "lab_stream_file"
+    help = "Path of the mitmproxy dump file, written flow by flow."
+    mode = "ab"
+    buffering = 0
 
     def _save(self, flow: http.HTTPFlow) -> None:
         if self._handle is None:
