@@ -138,8 +138,13 @@ async def conformance(request: pytest.FixtureRequest, proxyfleet_lab: Lab) -> As
         request.node.user_properties.append((PROPERTY, json.dumps({
             "name": request.node.name, "workflow": workflow, "nodes": len(judge.nodes),
             "checks": [c.as_json() for c in judge.results], "timeline": judge.timeline(),
+            "api_internal_host": _api_internal_host(proxyfleet_lab),
             "flows": _flow_summary(proxyfleet_lab), "violations": _violations(proxyfleet_lab)})))
         await judge.close()
+
+
+def _api_internal_host(lab: Lab) -> str:
+    return lab.control_plane.plan.api_internal_host if lab.control_plane else ""
 
 
 def _flow_summary(lab: Lab) -> dict[str, dict[str, int]]:

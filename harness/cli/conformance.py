@@ -77,6 +77,7 @@ class Collector:
         scenario = ScenarioResult(name=data.get("name") or nodeid.split("::")[-1], workflow=data.get("workflow", "?"),
                                   status=status, checks=checks, duration_s=state["duration"],
                                   error=redact_text(error), timeline=data.get("timeline", []),
+                                  api_internal_host=data.get("api_internal_host", ""),
                                   flows=data.get("flows", {}), violations=data.get("violations", []))
         self.run.scenarios.append(scenario)
         failed = len(scenario.failures())

@@ -60,7 +60,8 @@ def explain_paths(run: ConformanceRun, console: Console) -> None:
             table.add_column(f"{client}\n({who})")
         table.add_column("check")
         notes: list[str] = []
-        for label, url in _destinations("api-int.lab.example.com").items():
+        destinations = _destinations(scenario.api_internal_host or "api-int.lab.example.com")
+        for label, url in destinations.items():
             decisions = [CLIENTS[c].decide(environment, url) for c in EXPLAINED_CLIENTS]
             disagree = len({d.decision for d in decisions}) > 1
             check = {"internet registry": "pull-internet", "intranet registry": "pull-intranet",
@@ -74,6 +75,8 @@ def explain_paths(run: ConformanceRun, console: Console) -> None:
                 notes += [f"  {client:9} {d.decision}{' via ' + str(redact_url(d.proxy)) if d.proxy else ''}: "
                           f"{d.reason}" for client, d in zip(EXPLAINED_CLIENTS, decisions, strict=True)]
         console.print(table)
+        console.print("destinations: " + ", ".join(f"{label} {url}" for label, url in destinations.items()),
+                      highlight=False, soft_wrap=True)
         for note in notes:
             console.print(note, highlight=False)
         console.print("explore: proxyfleet noproxy explain --client all --env NO_PROXY=… URL", highlight=False)

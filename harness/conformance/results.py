@@ -60,6 +60,7 @@ class ScenarioResult:
     timeline: list[dict[str, Any]] = field(default_factory=list)  # per step: node -> seconds to converge
     flows: dict[str, dict[str, int]] = field(default_factory=dict)  # "proxy kind host status" -> count
     violations: list[dict[str, Any]] = field(default_factory=list)  # firewall refusals
+    api_internal_host: str = ""  # the lab cluster's internal API name (it follows the install-config)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "workflow": self.workflow, "status": self.status,
