@@ -20,7 +20,7 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.controlplane import patching
+from simulators.controlplane import parameters, patching
 from simulators.controlplane.errors import (
     APIError,
     bad_request,
@@ -221,8 +221,10 @@ class APIServer:
         query = request.query
         if route.name is None:
             if method == "GET":
-                if query.get("watch") in ("true", "1"):
-                    return await self._watch(request, route)
+                # Decoded for list and watch alike: a bad value is a 400 either way, as ListOptions is.
+                timeout_seconds = parameters.integer(query, "timeoutSeconds")
+                if parameters.flag(query, "watch"):
+                    return await self._watch(request, route, timeout_seconds)
                 return self._list(request, route)
             if method == "POST":
                 if route.resource_type.namespaced and route.namespace is None:
@@ -294,11 +296,12 @@ class APIServer:
         return _json({"kind": resource_type.list_kind, "apiVersion": resource_type.api_version,
                       "metadata": metadata, "items": items})
 
-    async def _watch(self, request: web.Request, route: Route) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, route: Route, timeout_seconds: int | None) -> web.StreamResponse:
         query = request.query
         table = _wants_table(request)
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
+        bookmarks = parameters.flag(query, "allowWatchBookmarks")
+        # No timeout (or 0): kube-apiserver's --min-request-timeout default.
+        deadline = time.monotonic() + (timeout_seconds or 1800)
         predicate = self._predicate(request, route)
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()

@@ -76,6 +76,7 @@ class OriginServer:
         self._runner: web.AppRunner | None = None
         self._sni: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.certificate.configure_cert(context)
         context.sni_callback = self._remember_sni
@@ -112,12 +113,17 @@ class OriginServer:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         for task in list(self._tasks):
             task.cancel()
+        # Cut open connections before waiting: since Python 3.12.1 ``wait_closed()`` waits until
+        # every accepted connection has closed, and keep-alive clients would hold it forever.
+        for transport in list(self._transports):
+            transport.abort()
+        if server is not None:
+            await server.wait_closed()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -127,6 +133,7 @@ class OriginServer:
         transport.abort()  # a reset, as the egress firewall sends
 
     def _accept(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
+        self._transports.add(transport)
         transport.pause_reading()  # the ClientHello waits for the TLS layer
         task = asyncio.get_running_loop().create_task(self._upgrade(transport, peer),
                                                       name=f"tls {self.name}")

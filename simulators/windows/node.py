@@ -143,14 +143,23 @@ class WindowsNode:
             self.outages[-1].up_at = self.machine.now()
             self.outages[-1].at_up = self._observe_edge()
 
-    async def _go_down(self) -> None:
-        if self._acceptor is not None:
-            self._acceptor.close()
-            await self._acceptor.wait_closed()
-            self._acceptor = None
+    async def _stop_listening(self) -> None:
+        """Refuse new connections and cut every open one.
+
+        The connections are aborted *before* waiting for the listener: since Python 3.12.1
+        ``Server.wait_closed()`` waits until every connection it accepted has closed, so waiting
+        first would block for as long as any client keeps its session open."""
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is not None:
+            acceptor.close()
         for connection in list(self.connections):
             connection.abort()
         self.connections.clear()
+        if acceptor is not None:
+            await acceptor.wait_closed()
+
+    async def _go_down(self) -> None:
+        await self._stop_listening()
         self.outages.append(Outage(self.machine.now(), at_down=self._observe_edge()))
 
     def _observe_edge(self) -> Any:
@@ -169,13 +178,7 @@ class WindowsNode:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reboot
             self._reboot = None
-        if self._acceptor is not None:
-            self._acceptor.close()
-            await self._acceptor.wait_closed()
-            self._acceptor = None
-        for connection in list(self.connections):
-            connection.abort()
-        self.connections.clear()
+        await self._stop_listening()
         if self.machine.is_up:
             self.machine.shutdown()
         if self.kubelet is not None:

@@ -51,17 +51,46 @@ def _incomplete(text: str) -> bool:
     return False
 
 
+class BarePtyInput:
+    """Lines from a PTY that asyncssh's line editor does not serve (the client sent an empty
+    terminal type, as OpenSSH does when ``TERM`` is unset): Windows' console still ends a line
+    at CR as well as at LF, and echoes what it reads."""
+
+    def __init__(self, process: asyncssh.SSHServerProcess[str]) -> None:
+        self.process = process
+        self.pending = ""
+
+    async def readline(self) -> str:
+        while True:
+            for index, char in enumerate(self.pending):
+                if char in "\r\n":
+                    line, self.pending = self.pending[:index], self.pending[index + 1:]
+                    if char == "\r" and self.pending.startswith("\n"):
+                        self.pending = self.pending[1:]
+                    self.process.stdout.write("\r\n")
+                    return line + "\n"
+            chunk = await self.process.stdin.read(4096)
+            if not chunk:
+                line, self.pending = self.pending, ""
+                return line
+            self.process.stdout.write(chunk.replace("\r", "").replace("\n", ""))
+            self.pending += chunk
+
+
 async def run_interactive(process: asyncssh.SSHServerProcess[str], session: Session,
                           commands: CommandTable) -> None:
     interpreter = Interpreter(session, commands)
-    # With a PTY, asyncssh's line editor turns "\n" into "\r\n" itself.
-    newline = (lambda text: text) if process.get_terminal_type() else to_crlf
+    # With a PTY and a terminal type, asyncssh's line editor reads lines and turns "\n" into
+    # "\r\n" itself; a PTY without a terminal type gets Windows' bare console behaviour.
+    edited = bool(process.get_terminal_type())
+    newline = (lambda text: text) if edited else to_crlf
+    source = BarePtyInput(process) if process.get_terminal_type() == "" else process.stdin
     process.stdout.write(newline(BANNER.replace("\r\n", "\n")))
     buffer = ""
     while True:
         process.stdout.write(">> " if buffer else f"PS {session.location}> ")
         try:
-            line = await process.stdin.readline()
+            line = await source.readline()
         except asyncssh.TerminalSizeChanged:
             continue
         except (asyncssh.BreakReceived, asyncssh.SignalReceived):

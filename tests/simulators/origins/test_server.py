@@ -1,0 +1,52 @@
+"""An origin server: TLS behind its firewall, access log, and a stop that does not wait on clients."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import trustme
+from aiohttp import web
+
+from simulators.origins.server import OriginServer
+
+
+async def _hello(request: web.Request) -> web.Response:
+    return web.Response(text="hello")
+
+
+def _origin(public_ca: trustme.CA, allows: bool = True) -> OriginServer:
+    app = web.Application()
+    app.router.add_get("/", _hello)
+    return OriginServer(name="site", hosts=["site.example"], address="127.0.0.1", app=app,
+                        certificate=public_ca.issue_cert("site.example"), allows=lambda _: allows, kind="internet")
+
+
+async def test_stop_cuts_a_kept_alive_connection(public_ca: trustme.CA) -> None:
+    # Since Python 3.12.1 Server.wait_closed() waits for every accepted connection; an origin
+    # that waited before cutting its keep-alive clients hung the lab's teardown.
+    origin = _origin(public_ca)
+    await origin.start()
+    context = ssl.create_default_context(cadata=public_ca.cert_pem.bytes().decode())
+    reader, writer = await asyncio.open_connection("127.0.0.1", origin.port, ssl=context,
+                                                   server_hostname="site.example")
+    writer.write(b"GET / HTTP/1.1\r\nHost: site.example\r\n\r\n")
+    await writer.drain()
+    assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+    await asyncio.wait_for(origin.stop(), 10)  # the client still holds its connection open
+    assert await asyncio.wait_for(reader.read(), 10) is not None  # and it is cut (EOF or reset)
+    writer.close()
+    assert [(r.sni, r.path, r.status) for r in origin.access_log] == [("site.example", "/", 200)]
+
+
+async def test_a_refused_source_is_reset_and_logged(public_ca: trustme.CA) -> None:
+    origin = _origin(public_ca, allows=False)
+    await origin.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", origin.port)
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
+        assert [v.source for v in origin.violations] == ["127.0.0.1"]
+        assert origin.access_log == []
+    finally:
+        await origin.stop()
