@@ -14,9 +14,10 @@ Handler = Callable[[str], Awaitable[float | None]]  # returns a requeue delay, o
 
 
 class WorkQueue:
-    def __init__(self, handler: Handler, workers: int) -> None:
+    def __init__(self, handler: Handler, workers: int, error_delay: float = 5.0) -> None:
         self.handler = handler
         self.workers = workers
+        self.error_delay = error_delay  # requeue delay after the handler raised
         # asyncio.Queue rather than a Condition: its get() is safe to cancel with many waiters
         # (3.11's Condition/Lock can lose a wake-up when several waiters are cancelled at once).
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -41,9 +42,21 @@ class WorkQueue:
         self._queue.put_nowait(key)
 
     def add_after(self, key: str, delay: float) -> None:
-        if key in self._timers or key in self._queued:
+        """Queue ``key`` after ``delay`` seconds. A key already waiting keeps the *earlier* of its
+        two ready times (client-go's AddAfter), so a change that arrives while a node sits in
+        backoff is handled after the short settle delay, not after the backoff."""
+        if key in self._queued:
             return
-        self._timers[key] = asyncio.get_running_loop().call_later(delay, self._timer_fired, key)
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = asyncio.get_running_loop()
+        waiting = self._timers.get(key)
+        if waiting is not None:
+            if waiting.when() <= loop.time() + delay:
+                return
+            waiting.cancel()
+        self._timers[key] = loop.call_later(delay, self._timer_fired, key)
 
     def _timer_fired(self, key: str) -> None:
         self._timers.pop(key, None)
@@ -86,7 +99,7 @@ class WorkQueue:
                 raise
             except Exception:
                 log.exception("reconciling %s failed unexpectedly", key)
-                delay = 5.0
+                delay = self.error_delay
             finally:
                 self._processing.discard(key)
                 self.processed += 1
