@@ -8,7 +8,11 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 DecisionKind = Literal["proxy", "direct", "error"]
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^@/?#]*)@")
+# Go's url.Parse: the authority runs to the first "/", "?" or "#", and the userinfo is everything
+# in it before the *last* "@" — so a password may itself hold "@" (``user:s3cr@t@proxy``).
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
+# The same inside free text, where whitespace and a double quote also end a URL.
+_TEXT_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s\"]*@")
 
 
 def redact_url(url: str | None) -> str | None:
@@ -23,9 +27,10 @@ def redact_url(url: str | None) -> str | None:
 
 
 def redact_text(text: str) -> str:
-    """Redact every ``scheme://user:password@`` in free text (log lines, messages). Userinfo may
-    hold ``'``, ``$``, ``(`` and ``)`` (RFC 3986 sub-delims); whitespace, ``"``, ``/`` and ``@`` end it."""
-    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^@/\s\"]+@", r"\1***:***@", text)
+    """Redact every ``scheme://user:password@`` in free text (log lines, messages): what Go would
+    read as userinfo, up to the last ``@`` of the authority. Userinfo may hold ``'``, ``$``, ``(``,
+    ``)`` and ``@``; whitespace, ``"``, ``/``, ``?`` and ``#`` end the authority."""
+    return _TEXT_USERINFO.sub(r"\1***:***@", text)
 
 
 @dataclass(frozen=True)

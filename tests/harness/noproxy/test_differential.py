@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from harness.noproxy import CLIENTS
+from harness.noproxy import CLIENTS, redact_text, redact_url
 from harness.noproxy.go import GoRules
 
 ROLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
@@ -142,6 +142,46 @@ def test_go_rules_agree_with_real_go(go_oracle: tuple[Path, tuple[int, ...]]) ->
                 mismatches.append(f"{env} {real['url']}: go={real} ours={ours.decision} {ours.proxy}"
                                   f" ({ours.reason})")
     assert not mismatches, _report(mismatches)
+
+
+REDACTION_URLS = [
+    "http://user:s3cr@TAIL@proxy.corp:3128",  # Go splits at the last "@"
+    "http://user:p@ss@w0rd@proxy.corp:3128/path?q=a@b#frag@x",
+    "http://o'brien:pa$(x)@proxy2.corp:8080",
+    "https://token@proxy.corp",
+    "http://%40user:p%3Ass@proxy.corp:3128",
+    "http://:only-password@proxy.corp:3128",
+    "http://proxy.corp:3128",
+    "http://user:pw@[fd00::1]:3128",
+]
+
+
+def test_redaction_hides_exactly_what_go_reads_as_userinfo(tmp_path_factory: pytest.TempPathFactory) -> None:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("Go toolchain (Debian golang-go) is not installed")
+    work = tmp_path_factory.mktemp("go-userinfo")
+    env = {"PATH": os.environ["PATH"], "HOME": str(work), "GOCACHE": str(work / "cache"),
+           "GOPATH": str(work / "gopath"), "GO111MODULE": "off", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
+    binary = work / "userinfo"
+    subprocess.run([go, "build", "-o", str(binary), str(Path(__file__).parent / "oracles" / "userinfo.go")],
+                   check=True, env=env, capture_output=True, timeout=300)
+    output = subprocess.run([str(binary), *REDACTION_URLS], capture_output=True, text=True, check=True,
+                            timeout=30).stdout
+    for line in output.splitlines():
+        real = json.loads(line)
+        assert not real.get("error"), real
+        url = real["url"]
+        for redacted in (redact_url(url), redact_text(f"failed via {url} today")):
+            assert redacted is not None
+            secrets = [s for s in (real["user"], real["password"]) if len(s) > 2]
+            assert not any(secret in redacted for secret in secrets), (url, redacted, real)
+            assert real["host"] in redacted, (url, redacted)  # the proxy's address stays readable
+            if real["has_user"]:  # everything before the host is masked, not just a prefix of it
+                before_host = redacted.split(f"@{real['host']}")[0]
+                assert before_host.endswith("://***:***") or before_host.endswith("://***"), redacted
+            else:
+                assert "***" not in redacted
 
 
 def test_current_go_no_longer_matches_ip_literals_against_domain_entries() -> None:

@@ -167,5 +167,11 @@ def test_credentials_are_redacted() -> None:
     assert redact_url("http://token@p.corp:3128") == "http://***@p.corp:3128"
     assert redact_url("http://p.corp:3128") == "http://p.corp:3128"
     assert "s3cret" not in redact_text("failed via http://user:s3cret@p.corp:3128/ today")
+    # A password may hold "@": Go takes the userinfo up to the last "@" of the authority.
+    assert redact_url("http://user:s3cr@TAIL@proxy:3128") == "http://***:***@proxy:3128"
+    assert redact_text('url "http://user:s3cr@TAIL@proxy:3128/x?q=a@b" mail me@corp') == \
+        'url "http://***:***@proxy:3128/x?q=a@b" mail me@corp'
+    assert redact_text("http://o'brien:pa$(x)@p2:8080 and http://u:v@p3:1") == \
+        "http://***:***@p2:8080 and http://***:***@p3:1"
     decision = CLIENTS["go"].decide({"HTTPS_PROXY": "http://user:s3cret@p.corp:3128"}, "https://quay.io/")
     assert "s3cret" not in str(decision.as_json())
