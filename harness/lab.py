@@ -32,6 +32,7 @@ from harness import admin
 from harness.kubeconfig import api_client
 from harness.process_limits import raise_open_file_limit
 from harness.reconciler import Reconciler, ReconcilerSettings
+from harness.secretfiles import open_private_append
 from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from simulators.fleet import Fleet, FleetSettings
 from simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
@@ -201,7 +202,7 @@ class Lab:
         self.origins.internet_open = not self.settings.install_proxy
 
         kubelet = KubeletSettings(api_url=self.control_plane.internal_url,
-                                  token=self.control_plane.node_token, ca_pem=self.control_plane.ca_pem,
+                                  token=self.control_plane.kubelet_token, ca_pem=self.control_plane.ca_pem,
                                   lease_interval=self.settings.heartbeat,
                                   status_interval=self.settings.heartbeat * 5,
                                   lease_duration=int(max(self.settings.node_grace, 1)))
@@ -260,7 +261,7 @@ class Lab:
                                                   max_unavailable=self.max_unavailable))
         except (KeyError, IndexError, ValueError) as exc:
             raise LabError(f"the reconciler command {template!r} is malformed: {exc}") from None
-        output = (self.state_dir / "reconciler.log").open("ab")
+        output = open_private_append(self.state_dir / "reconciler.log")  # it may print secrets
         try:
             process = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.DEVNULL,
                                                            stdout=output, stderr=output, start_new_session=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,6 +14,8 @@ from kubernetes.client.exceptions import ApiException
 from harness.cli.running import wait_for_stop_signal
 from harness.kubeconfig import KubeconfigError, api_client, internal_api_url, loopback_address, read_access
 from harness.process_limits import raise_open_file_limit
+from simulators.controlplane.authorization import NodeTokens
+from simulators.controlplane.cluster import NODE_CREDENTIALS
 from simulators.fleet import Fleet, FleetError, FleetSettings
 from simulators.network import Endpoint, LabNetwork
 from simulators.windows.kubelet import KubeletSettings
@@ -25,7 +28,16 @@ def kubelet_settings(kubeconfig: Path, network: LabNetwork, heartbeat: float) ->
     parts = urlsplit(internal)
     network.add(parts.hostname or "", parts.port or 443,
                 Endpoint(loopback_address(access.host), access.port), "control-plane")
-    return KubeletSettings(api_url=internal, token=access.token, ca_pem=access.ca_pem,
+    # The embedded cluster leaves the key its kubelet tokens derive from beside its kubeconfig:
+    # each kubelet then acts as system:node:<name>, not with the kubeconfig's own rights.
+    credentials = kubeconfig.parent / NODE_CREDENTIALS
+    token: str | Callable[[str], str] = access.token
+    if credentials.exists():
+        try:
+            token = NodeTokens(bytes.fromhex(credentials.read_text().strip())).token
+        except ValueError:
+            raise KubeconfigError(f"{credentials} does not hold a node credentials key") from None
+    return KubeletSettings(api_url=internal, token=token, ca_pem=access.ca_pem,
                            lease_interval=heartbeat, status_interval=heartbeat)
 
 

@@ -24,6 +24,7 @@ from harness.conformance.results import ConformanceRun
 from harness.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
 from harness.noproxy import CLIENTS, redact_url
 from harness.reconciler import VARIANTS
+from harness.secretfiles import write_private
 
 # The clients whose reading of the variables matters on a Windows node, and who they are there.
 EXPLAINED_CLIENTS = {"go": "containerd", "client-go": "kubelet", "curl": "curl.exe", "dotnet": ".NET/PowerShell 7",
@@ -111,11 +112,11 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-repro-"))
     try:
         spec_path = scratch / "repro.json"
-        spec_path.write_text(json.dumps({
+        # it holds the customer's proxy credentials
+        write_private(spec_path, json.dumps({
             "proxy": {k: proxy.spec.get(k, "") for k in ("httpProxy", "httpsProxy", "noProxy")},
             "bundle": bundle.decode(), "install_config": config_text,
             "targets": [[t.host, t.port, t.auth] for t in targets]}))
-        spec_path.chmod(0o600)  # it holds the customer's proxy credentials
         options = RunOptions(nodes=nodes, variant=variant, reconciler_command=reconciler_command,
                              converge_timeout=converge_timeout, keep=keep,
                              extra_args=[f"--proxyfleet-repro={spec_path}"])

@@ -15,6 +15,7 @@ from harness.cli.running import wait_for_stop_signal
 from harness.inputs import CustomerProxy, InputError, read_install_config
 from harness.lab import PROXY2_HOST, PROXY2_PORT, PROXY_HOST, PROXY_PORT, Lab, LabSettings, customer_settings
 from harness.reconciler import VARIANTS
+from harness.secretfiles import write_private
 
 READY_LINE = "lab ready; press Ctrl-C to stop"
 
@@ -40,8 +41,7 @@ def describe(lab: Lab) -> list[str]:
     if lab.proxy2 is not None:
         lines.append(f"proxy 2:     http://***:***@{PROXY2_HOST}:{PROXY2_PORT} (credentials in {lab.state_dir}/"
                      "proxy2-url.txt)")
-        (lab.state_dir / "proxy2-url.txt").write_text(lab.proxy2_url + "\n")
-        (lab.state_dir / "proxy2-url.txt").chmod(0o600)
+        write_private(lab.state_dir / "proxy2-url.txt", lab.proxy2_url + "\n")
     lines += [
         f"ssh:         {shlex.join(lab.fleet.ssh_command(node))}",
         f"nodes:       {len(lab.fleet.nodes)} ({lab.fleet.nodes[0].address} … {lab.fleet.nodes[-1].address}, "

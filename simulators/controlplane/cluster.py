@@ -14,6 +14,8 @@ import trustme
 import yaml
 from aiohttp import web
 
+from harness.secretfiles import write_private
+from simulators.controlplane.authorization import ADMIN, NodeTokens, bootstrap_identity, new_bootstrap_token
 from simulators.controlplane.controllers import NODES, NodeLifecycleController, ProxyConfigController
 from simulators.controlplane.errors import APIError
 from simulators.controlplane.install import InstallPlan, load_install_config, plan
@@ -23,6 +25,9 @@ from simulators.controlplane.store import Store
 from simulators.network import CONTROL_PLANE_NETWORK, Endpoint, LabNetwork
 
 API_PORT = 6443
+# Beside the kubeconfig: whoever simulates the nodes (proxyfleet fleet) derives each kubelet's
+# own token from it. Real nodes get client certificates by TLS bootstrapping instead.
+NODE_CREDENTIALS = "node-credentials.key"
 
 
 @dataclass
@@ -48,11 +53,14 @@ class ControlPlane:
         self.port = settings.port
         self.ca = trustme.CA(organization_name="proxyfleet cluster CA")
         self.admin_token = secrets.token_urlsafe(24)
-        self.node_token = secrets.token_urlsafe(24)
+        # Each kubelet gets its own identity (system:node:<name>) from this key; the bootstrap
+        # token is what a joining machine holds before it has one, and may read nothing here.
+        self.node_tokens = NodeTokens()
+        bootstrap_id, self.bootstrap_token = new_bootstrap_token()
         self.store = Store()
-        self.server = APIServer(self.store, {self.admin_token: "system:admin",
-                                             self.node_token: "system:node-bootstrapper"},
-                                bookmark_interval=settings.bookmark_interval)
+        self.server = APIServer(self.store, {self.admin_token: ADMIN,
+                                             self.bootstrap_token: bootstrap_identity(bootstrap_id)},
+                                bookmark_interval=settings.bookmark_interval, node_tokens=self.node_tokens)
         self.proxy_controller = ProxyConfigController(self.store, settings.system_bundle_pem,
                                                       settings.network, self.address)
         self.node_controller = NodeLifecycleController(self.store, settings.node_grace,
@@ -67,6 +75,10 @@ class ControlPlane:
         except APIError:
             return None
         return bool((node.get("spec") or {}).get("unschedulable"))
+
+    def kubelet_token(self, node_name: str) -> str:
+        """The bearer token the kubelet of ``node_name`` authenticates with (system:node:<name>)."""
+        return self.node_tokens.token(node_name)
 
     @property
     def url(self) -> str:
@@ -84,6 +96,11 @@ class ControlPlane:
     @property
     def kubeconfig_path(self) -> Path:
         return self.settings.state_dir / "kubeconfig"
+
+    @property
+    def node_credentials_path(self) -> Path:
+        """The key kubelet tokens derive from (``NODE_CREDENTIALS`` beside the kubeconfig)."""
+        return self.settings.state_dir / NODE_CREDENTIALS
 
     def _install(self) -> None:
         by_key = {f"{t.group}/{t.plural}": t for t in RESOURCE_TYPES}
@@ -141,7 +158,5 @@ class ControlPlane:
         }
 
     def write_kubeconfig(self) -> Path:
-        path = self.kubeconfig_path
-        path.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
-        path.chmod(0o600)
-        return path
+        write_private(self.node_credentials_path, self.node_tokens.key.hex() + "\n")
+        return write_private(self.kubeconfig_path, yaml.safe_dump(self.kubeconfig(), sort_keys=False))

@@ -27,101 +27,146 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _pointer(path: str) -> list[str]:
+def _unprocessable(message: str) -> APIError:
+    # kube-apiserver: a patch that decodes but does not apply is a 422 (jsonPatcher.applyJSPatch)
+    return APIError(422, "Invalid", message)
+
+
+def _pointer(path: Any, field: str, op: str) -> list[str]:
+    """RFC 6901: "" is the whole document, otherwise "/"-separated tokens with ~1 and ~0."""
+    if not isinstance(path, str):
+        raise _unprocessable(f"{op} operation does not apply: {field} is not a string")
     if path == "":
         return []
     if not path.startswith("/"):
-        raise bad_request(f'invalid JSON pointer "{path}"')
+        raise _unprocessable(f'{op} operation does not apply: invalid JSON pointer "{path}"')
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
-def _parent(document: Any, parts: list[str]) -> tuple[Any, str]:
+def _index(container: list[Any], token: str, path: str, op: str, for_insert: bool) -> int:
+    if for_insert and token == "-":
+        return len(container)
+    if not token.isascii() or not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+        raise _unprocessable(f"{op} operation does not apply: invalid array index {token!r} in {path}")
+    index = int(token)
+    limit = len(container) if for_insert else len(container) - 1
+    if index > limit:
+        raise _unprocessable(f"{op} operation does not apply: index {token} out of range in {path}")
+    return index
+
+
+def _container(document: Any, parts: list[str], path: str, op: str) -> Any:
+    """The object or array that holds the last token of ``parts``."""
     node = document
     for part in parts[:-1]:
         if isinstance(node, dict) and part in node:
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
+        elif isinstance(node, list):
+            node = node[_index(node, part, path, op, for_insert=False)]
         else:
-            raise APIError(422, "Invalid", f"jsonpatch: path /{'/'.join(parts)} does not exist")
-    return node, parts[-1]
+            raise _unprocessable(f"{op} operation does not apply: doc is missing path: {path}")
+    if not isinstance(node, dict | list):
+        raise _unprocessable(f"{op} operation does not apply: {path} is not inside an object or array")
+    return node
 
 
-def json_patch(document: Any, operations: Any) -> Any:
-    if not isinstance(operations, list):
-        raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    document = copy.deepcopy(document)
-    for operation in operations:
-        if not isinstance(operation, dict) or "op" not in operation or "path" not in operation:
-            raise bad_request(f"the JSON patch operation {operation!r} is missing 'op' or 'path'")
-        op, parts = operation["op"], _pointer(operation["path"])
-        if op in ("add", "replace", "test") and "value" not in operation:
-            raise bad_request(f"the JSON patch operation {op} at {operation['path']} has no value")
-        if op == "move" or op == "copy":
-            source_parent, source_key = _parent(document, _pointer(operation["from"]))
-            value = (source_parent[int(source_key)] if isinstance(source_parent, list)
-                     else source_parent[source_key])
-            if op == "move":
-                del source_parent[int(source_key) if isinstance(source_parent, list) else source_key]
-            operation = {"op": "add", "path": operation["path"], "value": copy.deepcopy(value)}
-            op = "add"
-        if not parts:
-            if op in ("add", "replace"):
-                document = copy.deepcopy(operation["value"])
-                continue
-            raise bad_request(f"the JSON patch operation {op} cannot target the whole document")
-        parent, key = _parent(document, parts)
-        if isinstance(parent, list):
-            index = len(parent) if key == "-" else int(key) if key.isdigit() else -1
-            if index < 0 or index > len(parent) or (op != "add" and index >= len(parent)):
-                raise APIError(422, "Invalid", f"jsonpatch: index {key} out of range")
-            if op == "add":
-                parent.insert(index, copy.deepcopy(operation["value"]))
-            elif op == "replace":
-                parent[index] = copy.deepcopy(operation["value"])
-            elif op == "remove":
-                del parent[index]
-            elif op == "test" and parent[index] != operation["value"]:
-                raise APIError(422, "Invalid", f"jsonpatch: test failed at {operation['path']}")
-            continue
-        if not isinstance(parent, dict):
-            raise APIError(422, "Invalid", f"jsonpatch: {operation['path']} is not inside an object")
-        if op == "add":
-            parent[key] = copy.deepcopy(operation["value"])
-        elif op == "replace":
-            if key not in parent:
-                raise APIError(422, "Invalid", f"jsonpatch replace operation does not apply: doc is "
-                                               f"missing key: {operation['path']}")
-            parent[key] = copy.deepcopy(operation["value"])
-        elif op == "remove":
-            if key not in parent:
-                raise APIError(422, "Invalid", f"jsonpatch remove operation does not apply: doc is "
-                                               f"missing key: {operation['path']}")
-            del parent[key]
-        elif op == "test":
-            if parent.get(key) != operation["value"]:
-                raise APIError(422, "Invalid", f"jsonpatch: test failed at {operation['path']}")
-        else:
-            raise bad_request(f"Unexpected kind: {op}")
+def _get(document: Any, parts: list[str], path: str, op: str) -> Any:
+    if not parts:
+        return document
+    node = _container(document, parts, path, op)
+    if isinstance(node, list):
+        return node[_index(node, parts[-1], path, op, for_insert=False)]
+    if parts[-1] not in node:
+        raise _unprocessable(f"{op} operation does not apply: doc is missing path: {path}")
+    return node[parts[-1]]
+
+
+def _remove(document: Any, parts: list[str], path: str, op: str) -> None:
+    if not parts:
+        raise _unprocessable(f"{op} operation does not apply: cannot remove the whole document")
+    node = _container(document, parts, path, op)
+    if isinstance(node, list):
+        del node[_index(node, parts[-1], path, op, for_insert=False)]
+    elif parts[-1] in node:
+        del node[parts[-1]]
+    else:
+        raise _unprocessable(f"{op} operation does not apply: doc is missing key: {path}")
+
+
+def _add(document: Any, parts: list[str], value: Any, path: str, op: str) -> Any:
+    """Add (or, in an object, set) ``value``; returns the document (replaced when ``parts`` is empty)."""
+    if not parts:
+        return value
+    node = _container(document, parts, path, op)
+    if isinstance(node, list):
+        node.insert(_index(node, parts[-1], path, op, for_insert=True), value)
+    else:
+        node[parts[-1]] = value
     return document
 
 
+def json_patch(document: Any, operations: Any) -> Any:
+    """RFC 6902. A patch that is not an array of objects is a 400 (it does not decode); an
+    operation that cannot apply is a 422, as kube-apiserver answers."""
+    if not isinstance(operations, list) or not all(isinstance(o, dict) for o in operations):
+        raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    document = copy.deepcopy(document)
+    for operation in operations:
+        op = operation.get("op")
+        if op not in ("add", "remove", "replace", "move", "copy", "test"):
+            raise _unprocessable(f"Unexpected kind: {op if isinstance(op, str) else ''}")
+        if "path" not in operation:
+            raise _unprocessable(f"{op} operation does not apply: doc is missing path")
+        path = operation["path"]
+        parts = _pointer(path, "path", op)
+        if op in ("add", "replace", "test") and "value" not in operation:
+            raise _unprocessable(f"{op} operation does not apply: missing value")
+        if op in ("move", "copy"):
+            if "from" not in operation:
+                raise _unprocessable(f"{op} operation does not apply: missing from")
+            source = _pointer(operation["from"], "from", op)
+            if op == "move" and parts[:len(source)] == source and len(parts) > len(source):
+                raise _unprocessable(f"move operation does not apply: {path} is inside {operation['from']}")
+            value = copy.deepcopy(_get(document, source, operation["from"], op))
+            if op == "move":
+                _remove(document, source, operation["from"], op)
+            document = _add(document, parts, value, path, op)
+        elif op == "add":
+            document = _add(document, parts, copy.deepcopy(operation["value"]), path, op)
+        elif op == "remove":
+            _remove(document, parts, path, op)
+        elif op == "replace":
+            _get(document, parts, path, op)  # must exist
+            if parts:
+                _remove(document, parts, path, op)
+            document = _add(document, parts, copy.deepcopy(operation["value"]), path, op)
+        elif _get(document, parts, path, op) != operation["value"]:  # test
+            raise _unprocessable(f"testing value {path} failed: test failed")
+    return document
+
+
+def check_patch_type(content_type: str) -> None:
+    """415 for a media type that is not one of the served patch formats."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == APPLY:
+        raise APIError(415, "UnsupportedMediaType",
+                       "server-side apply (application/apply-patch+yaml) is not supported by this "
+                       "API server; use kubectl apply without --server-side")
+    if kind not in (MERGE, STRATEGIC, JSON_PATCH):
+        raise APIError(415, "UnsupportedMediaType",
+                       f'the body of the request was in an unknown format - accepted media types '
+                       f'include: {JSON_PATCH}, {MERGE}, {STRATEGIC}')
+
+
 def apply_patch(content_type: str, document: dict[str, Any], patch: Any) -> dict[str, Any]:
+    check_patch_type(content_type)
     kind = content_type.split(";", 1)[0].strip().lower()
     if kind in (MERGE, STRATEGIC):
         if not isinstance(patch, dict):
             raise bad_request("the merge patch must be a JSON object")
         result = merge_patch(document, patch)
-    elif kind == JSON_PATCH:
-        result = json_patch(document, patch)
-    elif kind == APPLY:
-        raise APIError(415, "UnsupportedMediaType",
-                       "server-side apply (application/apply-patch+yaml) is not supported by this "
-                       "API server; use kubectl apply without --server-side")
     else:
-        raise APIError(415, "UnsupportedMediaType",
-                       f'the body of the request was in an unknown format - accepted media types '
-                       f'include: {JSON_PATCH}, {MERGE}, {STRATEGIC}')
+        result = json_patch(document, patch)
     if not isinstance(result, dict):
         raise bad_request("the patched object is not a JSON object")
     return result

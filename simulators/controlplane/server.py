@@ -12,6 +12,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +21,16 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.controlplane import parameters, patching
+from simulators.controlplane import decoding, parameters, patching
+from simulators.controlplane.authorization import (
+    ANONYMOUS,
+    Identity,
+    NodeTokens,
+    Request,
+    admit,
+    allowed,
+    forbidden,
+)
 from simulators.controlplane.errors import (
     APIError,
     bad_request,
@@ -51,6 +61,7 @@ KUBERNETES_VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.4", "git
                       "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
                       "goVersion": "go1.22.5", "compiler": "gc", "platform": "linux/amd64"}
 
+log = logging.getLogger(__name__)
 Hook = Callable[[str, ResourceType, dict[str, Any]], None]
 
 
@@ -73,16 +84,47 @@ def _json(body: Any, status: int = 200, headers: Mapping[str, str] | None = None
                         headers=headers)
 
 
+_METADATA_STRINGS = ("name", "generateName", "namespace", "resourceVersion", "uid", "creationTimestamp",
+                     "deletionTimestamp")
+
+
+def _json_type(value: Any) -> str:
+    """How Go's encoding/json names a JSON value's type in an unmarshal error."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    return "array" if isinstance(value, list) else "string"
+
+
+def _attributes(request: web.Request, route: Route) -> Request:
+    """The authorizer's view of a request (verb from method, name and the watch flag)."""
+    method = request.method
+    if method in ("GET", "HEAD"):
+        verb = "get" if route.name else ("watch" if parameters.flag(request.query, "watch") else "list")
+    elif method == "DELETE":
+        verb = "delete" if route.name else "deletecollection"
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, method.lower())
+    return Request(verb, route.resource_type.group, route.resource_type.plural, route.subresource,
+                   route.namespace, route.name)
+
+
 def _wants_table(request: web.Request) -> bool:
     return "as=Table" in request.headers.get("Accept", "")
 
 
 class APIServer:
-    """The REST layer over a :class:`Store`; ``tokens`` maps bearer tokens to user names."""
+    """The REST layer over a :class:`Store`; ``tokens`` maps bearer tokens to identities, and
+    ``node_tokens`` recognises each kubelet's own token."""
 
-    def __init__(self, store: Store, tokens: Mapping[str, str], bookmark_interval: float = 30.0) -> None:
+    def __init__(self, store: Store, tokens: Mapping[str, Identity], bookmark_interval: float = 30.0,
+                 node_tokens: NodeTokens | None = None) -> None:
         self.store = store
         self.tokens = dict(tokens)
+        self.node_tokens = node_tokens
         self.bookmark_interval = bookmark_interval
         self.stats = RequestStats()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
@@ -98,21 +140,29 @@ class APIServer:
         self.stats.requests += 1
         self.stats.by_verb[request.method] = self.stats.by_verb.get(request.method, 0) + 1
         try:
-            if request.path not in ANONYMOUS_PATHS:
-                self._authenticate(request)
-            return await self._dispatch(request)
+            identity = ANONYMOUS if request.path in ANONYMOUS_PATHS else self._authenticate(request)
+            return await self._dispatch(request, identity)
         except APIError as error:
             return _json(error.status(), error.code)
+        except Exception:
+            # Never a plain-text 500: whatever slipped through is a Status, as a Go panic
+            # recovered by the apiserver's handler chain would be.
+            log.exception("the API server failed on %s %s", request.method, request.path)
+            return _json(APIError(500, "InternalError", "Internal error occurred: the simulated API "
+                                                        "server failed; see the lab log").status(), 500)
 
-    def _authenticate(self, request: web.Request) -> str:
+    def _authenticate(self, request: web.Request) -> Identity:
         header = request.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
-        user = self.tokens.get(token.strip()) if scheme.lower() == "bearer" else None
-        if user is None:
+        token = token.strip()
+        identity = self.tokens.get(token) if scheme.lower() == "bearer" else None
+        if identity is None and scheme.lower() == "bearer" and self.node_tokens is not None:
+            identity = self.node_tokens.identify(token)
+        if identity is None:
             raise unauthorized()
-        return user
+        return identity
 
-    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, identity: Identity) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         if path == "/version":
@@ -145,7 +195,10 @@ class APIServer:
                 raise method_not_allowed(request.method)
             return _json(self._resource_list(group, version))
         route = self._route(group, version, rest)
-        return await self._serve(request, route)
+        attributes = _attributes(request, route)
+        if not allowed(identity, attributes):
+            raise forbidden(identity, attributes)
+        return await self._serve(request, route, lambda obj: admit(identity, attributes, obj))
 
     # --- discovery -----------------------------------------------------------------------------
 
@@ -216,7 +269,8 @@ class APIServer:
             raise no_such_path()
         return Route(resource_type, namespace, name, subresource)
 
-    async def _serve(self, request: web.Request, route: Route) -> web.StreamResponse:
+    async def _serve(self, request: web.Request, route: Route,
+                     admission: Callable[[dict[str, Any]], None]) -> web.StreamResponse:
         method = request.method
         query = request.query
         if route.name is None:
@@ -229,7 +283,7 @@ class APIServer:
             if method == "POST":
                 if route.resource_type.namespaced and route.namespace is None:
                     raise no_such_path()
-                return _json(*await self._create(request, route))
+                return _json(*await self._create(request, route, admission))
             if method == "DELETE":
                 return self._delete_collection(request, route)
             raise method_not_allowed(method)
@@ -372,12 +426,7 @@ class APIServer:
             if size > MAX_BODY:
                 raise APIError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
             chunks.append(chunk)
-        raw = b"".join(chunks)
-        try:
-            body: Any = json.loads(raw)
-            return body
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise bad_request(f"the body of the request could not be decoded as JSON: {exc}") from None
+        return decoding.decode(b"".join(chunks))
 
     def _check_object(self, request: web.Request, route: Route, obj: Any,
                       headers: dict[str, str]) -> dict[str, Any]:
@@ -424,6 +473,11 @@ class APIServer:
     def _validate_metadata(self, route: Route, obj: dict[str, Any]) -> None:
         resource_type = route.resource_type
         metadata = obj.setdefault("metadata", {})
+        for key in _METADATA_STRINGS:
+            value = metadata.get(key)
+            if value is not None and not isinstance(value, str):
+                raise bad_request(f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+                                  f"ObjectMeta.metadata.{key} of type string")
         name = metadata.get("name")
         if not name and metadata.get("generateName"):
             name = metadata["generateName"] + base64.b32encode(
@@ -462,16 +516,20 @@ class APIServer:
         else:
             metadata.pop("namespace", None)
 
-    async def _create(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
+    async def _create(self, request: web.Request, route: Route, admission: Callable[[dict[str, Any]], None]
+                      ) -> tuple[dict[str, Any], int, dict[str, str]]:
         headers: dict[str, str] = {}
+        decoding.require_json(request.headers.get("Content-Type"))
         obj = self._check_object(request, route, await self._body(request), headers)
         self._validate_metadata(route, obj)
+        admission(obj)
         created = self.store.create(route.resource_type, obj, dry_run=self._dry_run(request))
         return created, 201, headers
 
     async def _update(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
         assert route.name is not None
         headers: dict[str, str] = {}
+        decoding.require_json(request.headers.get("Content-Type"))
         obj = self._check_object(request, route, await self._body(request), headers)
         obj.setdefault("metadata", {}).setdefault("name", route.name)
         self._validate_metadata(route, obj)
@@ -481,9 +539,11 @@ class APIServer:
 
     async def _patch(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
         assert route.name is not None
+        content_type = request.headers.get("Content-Type", "")
+        patching.check_patch_type(content_type)  # 415 before reading a body of the wrong kind
         patch = await self._body(request)
         current = self.store.get(route.resource_type, route.namespace or "", route.name)
-        patched = patching.apply_patch(request.headers.get("Content-Type", ""), current, patch)
+        patched = patching.apply_patch(content_type, current, patch)
         headers: dict[str, str] = {}
         patched = self._check_object(request, route, patched, headers)
         self._validate_metadata(route, patched)

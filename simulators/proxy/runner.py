@@ -25,6 +25,7 @@ from typing import Any
 
 import trustme
 
+from harness.secretfiles import write_private
 from simulators.network import Endpoint, LabNetwork
 
 ADDON = Path(__file__).with_name("addon.py")
@@ -111,8 +112,7 @@ class ProxyServer:
         self.confdir.mkdir(parents=True, exist_ok=True)
         self.control_path.parent.mkdir(parents=True, exist_ok=True)
         ca_file = self.confdir / "mitmproxy-ca.pem"
-        ca_file.write_bytes(self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
-        ca_file.chmod(0o600)
+        write_private(ca_file, self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
         (self.confdir / "mitmproxy-ca-cert.pem").write_bytes(self.mitm_ca.cert_pem.bytes())
         (self.directory / "upstream-trust.pem").write_bytes(self.settings.upstream_ca_pem)
         self.publish_table()

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,8 @@ LEASE_NAMESPACE = "kube-node-lease"
 @dataclass
 class KubeletSettings:
     api_url: str  # what the node's kubeconfig says, e.g. https://api-int.lab.example.com:6443
-    token: str
+    # The kubelet's bearer token: one for every node, or one per node name (system:node:<name>).
+    token: str | Callable[[str], str]
     ca_pem: bytes
     lease_interval: float = 10.0
     status_interval: float = 10.0
@@ -76,6 +77,8 @@ class SimulatedKubelet:
         self._task: asyncio.Task[None] | None = None
         self._trust: ssl.SSLContext = trust_context(pem_blocks(settings.ca_pem))
         self._ready_since: dt.datetime | None = None
+        token = settings.token
+        self._token = token(self.name) if callable(token) else token
 
     @property
     def running(self) -> bool:
@@ -124,7 +127,7 @@ class SimulatedKubelet:
         decision = CLIENTS["client-go"].decide(environment, url)
         if decision.decision == "error":
             raise KubeletError(decision.reason)
-        headers = [("Authorization", f"Bearer {self.settings.token}"), ("Accept", "application/json")]
+        headers = [("Authorization", f"Bearer {self._token}"), ("Accept", "application/json")]
         payload = b""
         if body is not None:
             payload = json.dumps(body).encode()

@@ -278,6 +278,59 @@ async def test_bad_requests_get_real_status_codes(control_plane: ControlPlane, m
     assert control_plane.store.writes == before  # nothing stored
 
 
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+DEEP = ("[" * 5000 + "]" * 5000).encode()
+NESTED = b'{"metadata":{"name":"n"},"data":' + b'{"a":' * 150 + b'"x"' + b"}" * 150 + b"}"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "content_type", "code", "reason"), [
+    ("POST", CONFIGMAPS, DEEP, "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, NESTED, "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"name":"n"},"x":' + b"7" * 5000 + b"}", "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"name":"n"},"x":1e400}', "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"name":"n"},"x":NaN}', "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"name":"n"}}', "text/plain", 415, "UnsupportedMediaType"),
+    ("POST", CONFIGMAPS, b"metadata: {name: n}", "application/yaml", 415, "UnsupportedMediaType"),
+    ("PUT", CONFIGMAPS + "/n", b'{"metadata":{"name":"n"}}', "text/plain", 415, "UnsupportedMediaType"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"generateName":5}}', "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"name":["a"]}}', "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b'{"metadata":{"name":"n","resourceVersion":7}}', "application/json", 400, "BadRequest"),
+    ("POST", CONFIGMAPS, b"\xff\xfe", "application/json", 400, "BadRequest"),
+    ("PATCH", CONFIGMAPS + "/settings", b'{"data":{"a":"b"}}', "text/plain", 415, "UnsupportedMediaType"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"move","path":"/data/x"}]', "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"copy","path":"/data/x"}]', "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"move","from":"/nope/x","path":"/data/x"}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"move","from":"","path":"/data/x"}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"copy","from":5,"path":"/data/x"}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"add","path":"no-slash","value":1}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"add","path":5,"value":1}]', "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":5,"path":"/a"}]', "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"remove","path":"/metadata/labels/nope"}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"add","path":"/data/x/y/z","value":"1"}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"add","path":"/metadata/finalizers/01","value":"x"}]',
+     "application/json-patch+json", 422, "Invalid"),
+    ("PATCH", CONFIGMAPS + "/settings", b'["x"]', "application/json-patch+json", 400, "BadRequest"),
+    ("PATCH", CONFIGMAPS + "/settings", b'{"op":"add"}', "application/json-patch+json", 400, "BadRequest"),
+    ("PATCH", CONFIGMAPS + "/settings", b'[{"op":"replace","path":"","value":5}]', "application/json-patch+json",
+     400, "BadRequest"),
+])
+async def test_hostile_requests_get_a_status_never_a_crash(
+        control_plane: ControlPlane, api: client.ApiClient, method: str, path: str, body: bytes,
+        content_type: str, code: int, reason: str) -> None:
+    await t(client.CoreV1Api(api).create_namespaced_config_map, "default",
+            client.V1ConfigMap(metadata=client.V1ObjectMeta(name="settings"), data={"a": "1"}))
+    before = control_plane.store.writes
+    got, status, _ = await raw(control_plane, method, path, body, content_type)
+    assert (got, status.get("kind"), status.get("reason")) == (code, "Status", reason), status
+    assert control_plane.store.writes == before  # nothing half-applied
+
+
 async def test_oversized_bodies_are_refused(control_plane: ControlPlane) -> None:
     big = json.dumps({"metadata": {"name": "big"}, "data": {"x": "a" * (4 * 1024 * 1024)}}).encode()
     code, status, _ = await raw(control_plane, "POST", "/api/v1/namespaces/default/configmaps", big)
