@@ -383,7 +383,7 @@ async def curl(interpreter: Interpreter, name: str, args: list[str],
         try:
             pem = interpreter.session.read_file(path).decode("ascii", "replace")
             trust = ssl.create_default_context(cadata=pem)
-        except (FileNotFoundError, ssl.SSLError, ValueError):
+        except (OSError, ssl.SSLError, ValueError):
             return NativeResult("", f"curl: (77) error setting certificate file: {options['cacert']}\n", 77)
     if options.get("insecure"):
         trust = trust_context([], verify=False)

@@ -3,16 +3,52 @@
 Windows paths (``C:\\k\\ca-bundle.crt``, ``C:/k/x``, ``/C:/k/x`` as SFTP clients send them,
 ``\\k\\x``, relative paths) are normalised, ``..`` can never leave the drive, and names match
 case-insensitively like NTFS does while keeping the case they were created with.
+
+Every failure is an ``OSError`` carrying .NET's message about the *Windows* path — never the host
+path, which would leak the lab's layout into a node's error output. The drive root and the
+operating system's folders (``PROTECTED``) cannot be deleted, as TrustedInstaller-owned and
+in-use files cannot on a real host; what else a recursive delete reaches goes.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import shutil
 from pathlib import Path
 
 _INVALID_NAME = re.compile(r'[<>:"|?*\x00-\x1f]')
+# Owned by TrustedInstaller or held open by the running system: a delete is refused.
+PROTECTED = ("C:\\Windows", "C:\\Program Files", "C:\\Program Files (x86)", "C:\\Users")
+
+
+def access_denied(path: str) -> PermissionError:
+    return PermissionError(f"Access to the path '{path}' is denied.")
+
+
+def _windows_error(exc: OSError, path: str) -> OSError:
+    """The .NET exception a Windows host would raise instead of ``exc`` (host path dropped)."""
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EISDIR):
+        return access_denied(path)
+    if exc.errno == errno.ENOENT:
+        return FileNotFoundError(f"Could not find a part of the path '{path}'.")
+    if exc.errno == errno.ENAMETOOLONG:
+        return OSError("The specified path, file name, or both are too long. The fully qualified file "
+                       "name must be less than 260 characters, and the directory name must be less "
+                       "than 248 characters.")
+    if exc.errno == errno.ENOSPC:
+        return OSError("There is not enough space on the disk.")
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        return FileExistsError(f"Cannot create '{path}' because a file or directory with the same name "
+                               "already exists.")
+    return OSError(f"The request could not be performed because of an I/O device error. ('{path}')")
+
+
+def is_protected(path: str) -> bool:
+    """The drive root, or inside a folder the system will not let go of."""
+    folded = normalize(path).casefold()
+    return folded == "c:\\" or any(folded == p.casefold() or folded.startswith(p.casefold() + "\\")
+                                    for p in PROTECTED)
 
 
 class WindowsPathError(ValueError):
@@ -87,37 +123,84 @@ class WindowsFilesystem:
         return "C:\\" + "\\".join(relative.parts)
 
     def exists(self, path: str) -> bool:
-        return self.host_path(path).exists()
+        try:
+            return self.host_path(path).exists()
+        except OSError:  # a name the host cannot even look up (too long) does not exist
+            return False
 
     def is_dir(self, path: str) -> bool:
-        return self.host_path(path).is_dir()
+        try:
+            return self.host_path(path).is_dir()
+        except OSError:
+            return False
 
     def read_bytes(self, path: str) -> bytes:
-        return self.host_path(path).read_bytes()
+        shown = normalize(path)
+        try:
+            target = self.host_path(shown)
+            if target.is_dir():
+                raise access_denied(shown)
+            if not target.exists():
+                raise FileNotFoundError(f"Could not find file '{shown}'.")
+            return target.read_bytes()
+        except (PermissionError, FileNotFoundError) as exc:
+            if exc.filename is None:  # already in Windows' words
+                raise
+            raise _windows_error(exc, shown) from None
+        except OSError as exc:
+            raise _windows_error(exc, shown) from None
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        target = self.host_path(path)
-        if not target.parent.is_dir():
-            raise FileNotFoundError(
-                f"Could not find a part of the path '{normalize(path)}'.")
-        target.write_bytes(data)
+        shown = normalize(path)
+        try:
+            target = self.host_path(shown)
+            if target.is_dir():
+                raise access_denied(shown)
+            if not target.parent.is_dir():
+                raise FileNotFoundError(f"Could not find a part of the path '{shown}'.")
+            target.write_bytes(data)
+        except (PermissionError, FileNotFoundError) as exc:
+            if exc.filename is None:
+                raise
+            raise _windows_error(exc, shown) from None
+        except OSError as exc:
+            raise _windows_error(exc, shown) from None
 
     def mkdir(self, path: str) -> None:
-        self.host_path(path).mkdir(parents=True, exist_ok=True)
+        shown = normalize(path)
+        try:
+            self.host_path(shown).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _windows_error(exc, shown) from None
 
-    def remove(self, path: str, recurse: bool = False) -> None:
-        target = self.host_path(path)
-        if target.is_dir():
-            if recurse:
-                shutil.rmtree(target)
-            else:
+    def remove(self, path: str, recurse: bool = False) -> list[str]:
+        """Delete a file or directory (its contents too with ``recurse``). Returns the protected
+        paths that stayed (deepest denials, in order); everything else reachable is gone."""
+        shown = normalize(path)
+        target = self.host_path(shown)
+        kept: list[str] = []
+        try:
+            if target.is_dir():
+                for child in self.list_dir(shown) if recurse else []:
+                    kept += self.remove(child, recurse=True)
+                if kept or is_protected(shown):
+                    return kept or [shown]
                 target.rmdir()
-        else:
-            target.unlink()
+            elif is_protected(shown):
+                return [shown]
+            else:
+                target.unlink()
+        except OSError as exc:
+            raise _windows_error(exc, shown) from None
+        return []
 
     def list_dir(self, path: str) -> list[str]:
         """Canonical Windows paths of a directory's entries, sorted like ``dir``."""
         base = normalize(path)
         host = self.host_path(base)
         prefix = base if base.endswith("\\") else base + "\\"
-        return [prefix + name for name in sorted(os.listdir(host), key=str.casefold)]
+        try:
+            names = os.listdir(host)
+        except OSError as exc:
+            raise _windows_error(exc, base) from None
+        return [prefix + name for name in sorted(names, key=str.casefold)]

@@ -82,11 +82,8 @@ class Session:
         return normalize(path, base)
 
     def read_file(self, path: str) -> bytes:
-        """Raises FileNotFoundError with .NET's message."""
-        fs = self.machine.filesystem
-        if not fs.exists(path) or fs.is_dir(path):
-            raise FileNotFoundError(f"Could not find file '{path}'.")
-        return fs.read_bytes(path)
+        """Raises OSError subclasses with .NET's message (FileNotFoundError, PermissionError)."""
+        return self.machine.filesystem.read_bytes(path)
 
     def write_file(self, path: str, data: bytes) -> None:
         """Raises FileNotFoundError ("Could not find a part of the path") like .NET."""

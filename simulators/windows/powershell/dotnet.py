@@ -8,6 +8,9 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
+import inspect
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -182,6 +185,24 @@ def static_member(session: Session, type_name: str, member: str) -> Any:
         target=member, target_type="String"))
 
 
+@functools.cache
+def _signature(handler: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(handler)
+
+
+def _overload(method: str, handler: Callable[..., Any], args: list[Any], *bound: Any) -> Any:
+    """Call a member with ``args``; an argument count no overload takes is PowerShell's
+    MethodCountCouldNotFindBest, decided before the member runs."""
+    try:
+        _signature(handler).bind(*bound, *args)
+    except TypeError:
+        raise CommandFailure(ErrorRecord(
+            message=f'Cannot find an overload for "{method}" and the argument count: "{len(args)}".',
+            error_id="MethodCountCouldNotFindBest", category="NotSpecified",
+            exception="MethodException")) from None
+    return handler(*bound, *args)
+
+
 def invoke_static(session: Session, type_name: str, method: str, args: list[Any]) -> Any:
     """Call a static method; raises DotNetError for .NET exceptions."""
     name = method.lower()
@@ -192,7 +213,7 @@ def invoke_static(session: Session, type_name: str, method: str, args: list[Any]
             message=f"Method invocation failed because [{type_name}] does not contain a method "
                     f"named '{method}'.", error_id="MethodNotFound", category="InvalidOperation",
             exception="RuntimeException"))
-    return handler(session, *args)
+    return _overload(method, handler, args, session)
 
 
 def _set_environment_variable(session: Session, name: Any, value: Any,
@@ -316,6 +337,10 @@ def convert_to(type_name: str, value: Any) -> Any:
         return to_string(value)
     if full in ("System.Int32", "System.Int64"):
         number = to_number(value, full)
+        bits = 31 if full == "System.Int32" else 63
+        if (isinstance(number, float) and not math.isfinite(number)) or not -2**bits <= number < 2**bits:
+            article = "an Int32" if bits == 31 else "an Int64"
+            raise ConversionError(value, full, f"Value was either too large or too small for {article}.")
         return round(number) if isinstance(number, float) else number
     if full == "System.Double":
         return float(to_number(value, full))
@@ -485,11 +510,11 @@ def invoke_method(value: Any, method: str, args: list[Any]) -> Any:
     if name == "gettype" and not args:
         return type_info(type_name_of(value))
     if isinstance(value, PSObject) and name in value.methods:
-        return value.methods[name](*args)
+        return _overload(method, value.methods[name], args)
     if name == "tostring" and not isinstance(value, dt.datetime | str):
         return to_string(value)
     if isinstance(value, str) and name in _STRING_METHODS:
-        return _STRING_METHODS[name](value, *args)
+        return _overload(method, _STRING_METHODS[name], args, value)
     if isinstance(value, dt.datetime):
         if name == "tostring":
             return _datetime_to_string(value, *args)

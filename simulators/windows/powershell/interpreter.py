@@ -9,6 +9,8 @@ script. ``powershell -Command`` exits 1 when the last statement failed.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -20,6 +22,7 @@ from simulators.windows.powershell.binding import (
     check_mandatory,
     pipeline_input_error,
 )
+from simulators.windows.powershell.budgets import Budget
 from simulators.windows.powershell.dotnet import (
     DotNetError,
     TypeRef,
@@ -60,8 +63,11 @@ if TYPE_CHECKING:
     from simulators.windows.powershell.commands import CommandTable
     from simulators.windows.session import Session
 
-MAX_STEPS = 2_000_000
 YIELD_EVERY = 500
+# Python failures that must never escape a statement (see Interpreter._simulator_failure).
+_PYTHON_FAILURES = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, OSError,
+                    RecursionError, UnicodeError)
+log = logging.getLogger(__name__)
 ACTION_PREFERENCES = ("Continue", "Ignore", "Inquire", "SilentlyContinue", "Stop", "Suspend")
 _READ_ONLY = {"true", "false", "?", "pid", "home", "psversiontable", "host", "pshome", "shellid"}
 
@@ -155,7 +161,8 @@ class _Redirect:
 class Interpreter:
     """One PowerShell runspace bound to a session."""
 
-    def __init__(self, session: Session, commands: CommandTable | None = None) -> None:
+    def __init__(self, session: Session, commands: CommandTable | None = None,
+                 budget: Budget | None = None) -> None:
         if commands is None:
             from simulators.windows.powershell.commands import default_commands
             commands = default_commands()
@@ -169,7 +176,9 @@ class Interpreter:
         self.stdout: list[str] = []
         self.stderr: list[str] = []
         self.try_depth = 0
-        self.steps = 0
+        # A child powershell.exe spends its parent's allowance: one command, one budget.
+        self.owns_budget = budget is None
+        self.budget = budget or Budget()
         self.exit_requested = False
         self._redirects: list[_Redirect] = []
         self.variables: dict[str, Any] = {
@@ -189,11 +198,15 @@ class Interpreter:
         """
         self.stdout.clear()
         self.stderr.clear()
-        self.steps = 0
+        if self.owns_budget:
+            self.budget.restart()
         try:
             block = parse(text)
         except ParseError as error:
             return RunResult("", format_parse_error(error), 1)
+        except RecursionError:
+            return RunResult("", "The script nests expressions more deeply than the simulated node's "
+                                 "parser allows.\n", 1)
         self.script = text
         code = 0
         try:
@@ -267,7 +280,10 @@ class Interpreter:
 
     async def _statement_guarded(self, statement: ast.Statement, sink: list[Any]) -> None:
         try:
-            await self.execute_statement(statement, sink)
+            try:
+                await self.execute_statement(statement, sink)
+            except _PYTHON_FAILURES as exc:
+                raise self._simulator_failure(exc, statement) from None
         except CommandFailure as failure:
             failure.record.located(statement.extent, self.script)
             self.success = False
@@ -279,15 +295,25 @@ class Interpreter:
             self.errors.insert(0, failure.record)
             self._report(failure.record)
 
+    def _simulator_failure(self, exc: BaseException, statement: ast.Statement) -> CommandFailure:
+        """A Python failure inside the simulator, as a statement-terminating error: one odd
+        command never takes the session (or the node) down. File system failures already carry
+        .NET's words about the Windows path; anything else is named as a simulator limit."""
+        if isinstance(exc, OSError):
+            record = ErrorRecord(message=str(exc), error_id="System.IO.IOException", category="NotSpecified",
+                                 exception="IOException")
+        else:
+            log.warning("the simulated PowerShell failed on a statement", exc_info=exc)
+            record = ErrorRecord(
+                message=f"The simulated node cannot run this statement: it asks for something the "
+                        f"simulator does not model ({type(exc).__name__}).",
+                error_id="SimulatorLimitation", category="NotImplemented", exception="NotSupportedException")
+        return CommandFailure(record.located(statement.extent, self.script))
+
     async def execute_statement(self, statement: ast.Statement, sink: list[Any]) -> None:
-        self.steps += 1
-        if self.steps % YIELD_EVERY == 0:
+        self.budget.step()
+        if self.budget.used_steps % YIELD_EVERY == 0:
             await asyncio.sleep(0)  # stay cooperative: one loop serves a whole fleet
-        if self.steps > MAX_STEPS:
-            raise ScriptHalted(ErrorRecord(
-                message=f"The script exceeded the simulated node's limit of {MAX_STEPS} statements.",
-                error_id="StepLimitExceeded", category="LimitsExceeded",
-                exception="RuntimeException"))
         if isinstance(statement, ast.Pipeline):
             sink.extend(await self.run_pipeline(statement))
         elif isinstance(statement, ast.Assignment):
@@ -535,11 +561,29 @@ class Interpreter:
         if discard_output:
             return []
         if output_target is not None:
-            from simulators.windows.powershell.cmdlets.content import out_file
-
-            out_file(self, output_target[0], format_for_host(output), "unicode", output_target[1])
+            self._redirect_to_file(output_target[0], format_for_host(output), output_target[1], element.extent)
             return []
         return output
+
+    def _redirect_to_file(self, path: str, text: str, append: bool, extent: ast.Extent) -> None:
+        """``> file``: Out-File's work, and Out-File's errors (the statement stops)."""
+        from simulators.windows.powershell.cmdlets.content import out_file
+        from simulators.windows.powershell.providers import PathProblem
+
+        command = "Microsoft.PowerShell.Commands.OutFileCommand"
+        try:
+            out_file(self, path, text, "unicode", append)
+        except PathProblem as problem:
+            record = ErrorRecord(message=str(problem), error_id=problem.error_id, category=problem.category,
+                                 exception=problem.exception, target=path, target_type="String",
+                                 command="out-file", command_type=command)
+            raise CommandFailure(record.located(extent, self.script)) from None
+        except OSError as exc:
+            denied = isinstance(exc, PermissionError)
+            record = ErrorRecord(message=str(exc), error_id="FileOpenFailure", category="OpenError",
+                                 exception="UnauthorizedAccessException" if denied else "IOException",
+                                 command="out-file", command_type=command)
+            raise CommandFailure(record.located(extent, self.script)) from None
 
     async def _run_element_core(self, element: ast.Command | ast.CommandExpression,
                                 items: list[Any] | None) -> list[Any]:
@@ -721,10 +765,21 @@ class Interpreter:
         if isinstance(expr, ast.Index):
             return self._index(await self.evaluate(expr.target), await self.evaluate(expr.index))
         if isinstance(expr, ast.Unary):
-            return unary(expr.operator, await self.evaluate(expr.operand))
+            operand = await self.evaluate(expr.operand)
+            return self._operate(expr.extent, unary, expr.operator, operand)
         if isinstance(expr, ast.Binary):
             return await self._binary(expr)
         raise TypeError(expr)  # pragma: no cover
+
+    def _operate(self, extent: ast.Extent, operator: Callable[..., Any], *args: Any) -> Any:
+        """Apply an operator; a value it cannot convert fails the statement as in 5.1
+        (``'a' * 'b'``: the right operand must become an Int32)."""
+        try:
+            return operator(*args)
+        except ConversionError as exc:
+            raise CommandFailure(ErrorRecord(
+                message=str(exc), error_id="InvalidCastFromStringToInteger", category="InvalidArgument",
+                exception="RuntimeException", extent=extent, script=self.script)) from None
 
     def _resolve_type(self, name: str, extent: ast.Extent) -> str:
         try:
@@ -740,7 +795,7 @@ class Interpreter:
         if expr.operator == "-or":
             return to_bool(left) or to_bool(await self.evaluate(expr.right))
         right = await self.evaluate(expr.right)
-        value, matches = binary(expr.operator, left, right)
+        value, matches = self._operate(expr.extent, binary, expr.operator, left, right)
         if matches is not None:
             self.variables["matches"] = matches
         return value

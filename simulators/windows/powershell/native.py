@@ -61,12 +61,12 @@ async def powershell(interpreter: Interpreter, name: str, args: list[str],
     except UsageError as exc:
         return NativeResult("", f"{exc}\n", 1)
     session = child_session(interpreter.session)
-    child = Interpreter(session, interpreter.commands)
+    child = Interpreter(session, interpreter.commands, interpreter.budget)
     if invocation.file is not None:
         path = session.resolve_file_path(invocation.file)
         try:
             script = session.read_file(path).decode("utf-8-sig", errors="replace")
-        except FileNotFoundError:
+        except OSError:  # missing, or a directory
             return NativeResult("", f"The argument '{invocation.file}' to the -File parameter "
                                     "does not exist. Provide the path to an existing '.ps1' file "
                                     "as an argument to the -File parameter.\n", 4294770688)
@@ -116,7 +116,10 @@ async def cmd(interpreter: Interpreter, name: str, args: list[str],
             try:
                 out.append(session.read_file(path).decode("cp1252", errors="replace"))
                 code = 0
-            except FileNotFoundError:
+            except PermissionError:
+                err.append("Access is denied.\n")
+                code = 1
+            except OSError:
                 err.append("The system cannot find the file specified.\n")
                 code = 1
         elif verb == "exit":
@@ -132,7 +135,7 @@ async def cmd(interpreter: Interpreter, name: str, args: list[str],
                            "command,\noperable program or batch file.\n")
                 code = 9009
                 continue
-            child = Interpreter(session, interpreter.commands)
+            child = Interpreter(session, interpreter.commands, interpreter.budget)
             result = await program.handler(child, word, split_command_line(rest), None)
             out.append(result.stdout)
             err.append(result.stderr)

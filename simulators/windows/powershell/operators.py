@@ -5,6 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import regex
+
+from simulators.windows.powershell.budgets import (
+    MAX_ELEMENTS,
+    REGEX_SECONDS,
+    check_elements,
+    check_string,
+    regex_timeout,
+)
 from simulators.windows.powershell.dotnet import TypeRef, convert_to, is_instance
 from simulators.windows.powershell.errors import CommandFailure, ErrorRecord
 from simulators.windows.powershell.values import (
@@ -20,23 +29,30 @@ from simulators.windows.powershell.values import (
     wildcard_regex,
 )
 
-MAX_RANGE = 10_000_000
-
 
 def _runtime_error(message: str, error_id: str) -> CommandFailure:
     return CommandFailure(ErrorRecord(message=message, error_id=error_id,
                                       category="InvalidOperation", exception="RuntimeException"))
 
 
-def dotnet_regex(pattern: str, case_sensitive: bool) -> re.Pattern[str]:
-    """Compile a .NET regular expression (the common subset) with Python's ``re``."""
+def dotnet_regex(pattern: str, case_sensitive: bool) -> regex.Pattern[str]:
+    """Compile a .NET regular expression (the common subset) with the ``regex`` engine, which,
+    unlike ``re``, can give up after a time limit (see ``budgets``)."""
     translated = re.sub(r"\(\?<(?![=!])", "(?P<", pattern).replace(r"\z", r"\Z")
     try:
-        return re.compile(translated, 0 if case_sensitive else re.IGNORECASE)
-    except re.error as exc:
+        return regex.compile(translated, regex.VERSION0 | (0 if case_sensitive else regex.IGNORECASE))
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise _runtime_error(
             f'The regular expression pattern {pattern} is not valid.', "InvalidRegularExpression"
         ) from exc
+
+
+def _timed(operation: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run one regex operation within the regex time budget."""
+    try:
+        return operation(*args, timeout=REGEX_SECONDS, **kwargs)
+    except TimeoutError:
+        raise regex_timeout() from None
 
 
 def _arithmetic(op: str, left: Any, right: Any) -> Any:
@@ -63,8 +79,11 @@ def add(left: Any, right: Any) -> Any:
     if left is None:
         return right
     if isinstance(left, str):
-        return left + to_string(right)
+        addition = to_string(right)
+        check_string(len(left) + len(addition))
+        return left + addition
     if isinstance(left, list):
+        check_elements(len(left) + (len(right) if isinstance(right, list) else 1))
         return left + (right if isinstance(right, list) else [right])
     if isinstance(left, Hashtable):
         if not isinstance(right, Hashtable):
@@ -82,10 +101,13 @@ def add(left: Any, right: Any) -> Any:
 
 
 def multiply(left: Any, right: Any) -> Any:
-    if isinstance(left, str):
-        return left * int(to_number(right))
-    if isinstance(left, list):
-        return left * int(to_number(right))
+    if isinstance(left, str | list):
+        count = max(int(to_number(right)), 0)
+        if isinstance(left, str):
+            check_string(len(left) * count)  # before allocating: 'a' * 200000000
+        else:
+            check_elements(len(left) * count)
+        return left * count
     return _arithmetic("*", left, right)
 
 
@@ -124,11 +146,11 @@ def _scalar_compare(op: str, left: Any, right: Any, case_sensitive: bool) -> tup
     if op in ("-like", "-notlike"):
         pattern = wildcard_regex(to_string(right))
         if case_sensitive:
-            pattern = re.compile(pattern.pattern)
-        hit = pattern.match(to_string(left)) is not None
+            pattern = regex.compile(pattern.pattern, regex.VERSION0 | regex.DOTALL)
+        hit = _timed(pattern.match, to_string(left)) is not None
         return hit if op == "-like" else not hit, None
     if op in ("-match", "-notmatch"):
-        match = dotnet_regex(to_string(right), case_sensitive).search(to_string(left))
+        match = _timed(dotnet_regex(to_string(right), case_sensitive).search, to_string(left))
         groups = None
         if match is not None:
             groups = Hashtable()
@@ -166,10 +188,17 @@ def replace(op: str, left: Any, right: Any) -> Any:
             "The -replace operator allows only two elements to follow it, not "
             f"{len(parts)}.", "BadReplaceArgument")
     pattern = dotnet_regex(to_string(parts[0]), op == "-creplace")
-    substitute = dotnet_replacement(to_string(parts[1]) if len(parts) > 1 else "")
+    replacement = to_string(parts[1]) if len(parts) > 1 else ""
+    substitute = dotnet_replacement(replacement)
+
+    def one(text: str) -> str:
+        # each character can at most become one replacement (plus one at the end)
+        check_string((len(text) + 1) * max(len(replacement), 1))
+        return str(_timed(pattern.sub, substitute, text))
+
     if isinstance(left, list):
-        return [pattern.sub(substitute, to_string(item)) for item in left]
-    return pattern.sub(substitute, to_string(left))
+        return [one(to_string(item)) for item in left]
+    return one(to_string(left))
 
 
 def split(op: str, left: Any, right: Any) -> list[str]:
@@ -178,7 +207,7 @@ def split(op: str, left: Any, right: Any) -> list[str]:
     limit = int(to_number(parts[1])) if len(parts) > 1 else 0
     out: list[str] = []
     for item in enumerate_value(left):
-        out.extend(pattern.split(to_string(item), maxsplit=max(limit - 1, 0)))
+        out.extend(_timed(pattern.split, to_string(item), maxsplit=max(limit - 1, 0)))
     return out
 
 
@@ -194,7 +223,7 @@ def binary(op: str, left: Any, right: Any) -> tuple[Any, Hashtable | None]:
         return format_operator(left, right), None
     if op == "..":
         start, stop = int(to_number(left)), int(to_number(right))
-        if abs(stop - start) >= MAX_RANGE:
+        if abs(stop - start) >= MAX_ELEMENTS:
             raise _runtime_error("The range is too large for the simulated node.", "RangeTooLarge")
         step = 1 if stop >= start else -1
         return list(range(start, stop + step, step)), None
@@ -203,7 +232,10 @@ def binary(op: str, left: Any, right: Any) -> tuple[Any, Hashtable | None]:
     if op in ("-split", "-csplit"):
         return split(op, left, right), None
     if op == "-join":
-        return to_string(right).join(to_string(item) for item in enumerate_value(left)), None
+        parts = [to_string(item) for item in enumerate_value(left)]
+        separator = to_string(right)
+        check_string(sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0))
+        return separator.join(parts), None
     if op in ("-is", "-isnot"):
         result = is_instance(left, right.full_name if isinstance(right, TypeRef) else to_string(right))
         return (result if op == "-is" else not result), None

@@ -375,7 +375,8 @@ def _child_path(item: PSObject) -> str:
     return str(item.get("PSPath")).split("::", 1)[1]
 
 
-def remove_item(session: Session, path: ProviderPath, recurse: bool) -> None:
+def remove_item(session: Session, path: ProviderPath, recurse: bool) -> list[PathProblem]:
+    """Remove an item; returns what a recursive delete could not remove (reported, not fatal)."""
     if not _exists(session, path):
         raise not_found(path.display)
     machine = session.machine
@@ -386,14 +387,15 @@ def remove_item(session: Session, path: ProviderPath, recurse: bool) -> None:
                 f"The item at {path.path} has children and the Recurse parameter was not "
                 "specified. If you continue, all children will be removed with the item. Are you "
                 "sure you want to continue?", "DirectoryNotEmpty", "WriteError", "IOException")
-        fs.remove(path.path, recurse=True)
-        return
+        return [PathProblem(f"Cannot remove item {kept}: Access to the path '{kept}' is denied.",
+                            "RemoveFileSystemItemUnAuthorizedAccess", "PermissionDenied",
+                            "UnauthorizedAccessException") for kept in fs.remove(path.path, recurse=True)]
     if path.provider == ENVIRONMENT:
         session.environment.pop(path.path, None)
-        return
+        return []
     if path.provider == REGISTRY:
         machine.registry.remove_key(path.path)
-        return
+        return []
     parts = _store_parts(path)
     if len(parts) != 3:
         raise PathProblem(f"Cannot remove the certificate store or location '{path.display}'. "
@@ -402,3 +404,4 @@ def remove_item(session: Session, path: ProviderPath, recurse: bool) -> None:
     store = machine.stores.get(parts[0], parts[1])
     assert store is not None
     store.remove(parts[2])
+    return []

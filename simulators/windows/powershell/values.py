@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from dataclasses import dataclass, field
 from typing import Any
 
+import regex
+
 from simulators.windows.powershell.syntax import StatementBlock
 
 
@@ -272,9 +274,13 @@ def to_number(value: Any, type_name: str = "System.Int32") -> int | float:
             return 0
         if _INT.match(value):
             text = value.strip()
-            return int(text, 16) if "x" in text.lower() else int(text)
-        if _FLOAT.match(value):
-            return float(value)
+            if len(text) <= 40:  # beyond that only a double holds it (and int() refuses 4,300 digits)
+                return int(text, 16) if "x" in text.lower() else int(text)
+        if _INT.match(value) or _FLOAT.match(value):
+            number = float(value) if "x" not in value.lower() else float("inf")
+            if number in (float("inf"), float("-inf")):
+                raise ConversionError(value, type_name, "Value was either too large or too small for a Double.")
+            return number
         raise ConversionError(value, type_name, "Input string was not in a correct format.")
     if isinstance(value, list) and len(value) == 1:
         return to_number(value[0], type_name)
@@ -304,7 +310,7 @@ def collapse(items: list[Any]) -> Any:
 # --- comparison ----------------------------------------------------------------------------
 
 
-def wildcard_regex(pattern: str) -> re.Pattern[str]:
+def wildcard_regex(pattern: str) -> regex.Pattern[str]:
     """Compile a PowerShell wildcard pattern (``* ? [a-z]``, backtick escapes)."""
     out: list[str] = []
     i = 0
@@ -315,7 +321,8 @@ def wildcard_regex(pattern: str) -> re.Pattern[str]:
             i += 2
             continue
         if char == "*":
-            out.append(".*")
+            if not out or out[-1] != ".*":  # "**" means "*": fewer ways to backtrack
+                out.append(".*")
         elif char == "?":
             out.append(".")
         elif char == "[":
@@ -328,7 +335,8 @@ def wildcard_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(char))
         i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL | re.IGNORECASE)
+    # the regex engine (not re) so a match can be given a time limit (operators' -like)
+    return regex.compile("".join(out) + r"\Z", regex.VERSION0 | regex.DOTALL | regex.IGNORECASE)
 
 
 def _fold(text: str, case_sensitive: bool) -> str:
@@ -370,17 +378,17 @@ def compare_order(left: Any, right: Any, case_sensitive: bool = False) -> int:
     return (a > b) - (a < b)
 
 
-def dotnet_replacement(replacement: str) -> Callable[[re.Match[str]], str]:
+def dotnet_replacement(replacement: str) -> Callable[[regex.Match[str]], str]:
     """Translate a .NET ``-replace`` substitution (``$1``, ``${name}``, ``$$``)."""
     token = re.compile(r"\$(\$|\d+|\{[^}]*\}|&)")
 
-    def substitute(match: re.Match[str]) -> str:
+    def substitute(match: regex.Match[str]) -> str:
         def one(sub: re.Match[str]) -> str:
             ref = sub.group(1)
             if ref == "$":
                 return "$"
             if ref == "&":
-                return match.group(0)
+                return str(match.group(0))
             name = ref.strip("{}")
             try:
                 group = match.group(int(name) if name.isdigit() else name)

@@ -117,9 +117,12 @@ async def remove_item_cmd(ctx: CommandContext, args: dict[str, Any]) -> None:
     texts, literal = _paths(args, ctx=ctx)
     for path in resolve_paths(ctx, texts, literal):
         try:
-            remove_item(ctx.session, path, recurse=bool(args.get("Recurse")))
+            denied = remove_item(ctx.session, path, recurse=bool(args.get("Recurse")))
         except PathProblem as problem:
             report(ctx, problem, path.display)
+            continue
+        for refusal in denied:
+            report(ctx, refusal, path.display)
 
 
 async def new_item(ctx: CommandContext, args: dict[str, Any]) -> None:

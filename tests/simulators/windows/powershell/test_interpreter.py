@@ -7,6 +7,7 @@ import json
 import pytest
 
 from simulators.windows.machine import WindowsMachine
+from simulators.windows.powershell.budgets import Budget
 from simulators.windows.powershell.interpreter import Interpreter
 from simulators.windows.session import Session
 from tests.support import ps
@@ -164,11 +165,8 @@ async def test_pipeline_cmdlets(machine: WindowsMachine) -> None:
     assert json.loads(selected.stdout) == {"Name": "kubelet", "Status": 4}
 
 
-async def test_step_budget_stops_runaway_scripts(machine: WindowsMachine, monkeypatch: pytest.MonkeyPatch) -> None:
-    from simulators.windows.powershell import interpreter as module
-
-    monkeypatch.setattr(module, "MAX_STEPS", 1000)
-    result = await ps(machine, "foreach ($i in 1..5000) { $i }")
+async def test_step_budget_stops_runaway_scripts(machine: WindowsMachine) -> None:
+    result = await Interpreter(Session(machine), budget=Budget(steps=1000)).run("foreach ($i in 1..5000) { $i }")
     assert result.exit_code == 1
     assert "limit of 1000 statements" in result.stderr
 
