@@ -41,6 +41,7 @@ from simulators.pki import new_public_ca
 from simulators.proxy.runner import ProxyServer, ProxySettings
 from simulators.windows.certificates import Certificate
 from simulators.windows.kubelet import KubeletSettings
+from simulators.windows.trust import system_bundle_pem, windows_builtin_roots
 
 log = logging.getLogger(__name__)
 # asyncio gives every TLS connection a 256 KiB read buffer; a lab holds thousands of them (each
@@ -103,6 +104,12 @@ class LabSettings:
     heartbeat: float = 1.0  # kubelet lease renewal period
     node_grace: float = 4.0  # lifecycle controller: silent longer than this -> NotReady
     restart_reads_current_environment: bool = False
+    # As harsh as production by default: a fleet built over time has both OpenSSH default
+    # shells; services come up after sshd; Restart-Computer sometimes returns no exit status.
+    default_shell: str = "mixed"
+    service_stage_seconds: float = 0.25
+    lost_exit_status_rate: float = 0.3
+    seed: int = 0
     keep: bool = False  # keep the state directory
     second_proxy: bool = False  # PROXY2_HOST with PROXY2_AUTH
     install_proxy: bool = False  # generate an install-config with the lab proxy and its CA
@@ -167,7 +174,8 @@ class Lab:
         proxy_egress = self.network.allocate(PROXY_NETWORK)
 
         self.control_plane = ControlPlane(ControlPlaneSettings(
-            state_dir=self.state_dir / "cluster", system_bundle_pem=self.public_ca.cert_pem.bytes().decode(),
+            state_dir=self.state_dir / "cluster",
+            system_bundle_pem=system_bundle_pem(self.public_ca.cert_pem.bytes().decode()),
             install_config=self.settings.install_config, network=self.network,
             node_grace=self.settings.node_grace,
             node_monitor_period=max(self.settings.node_grace / 8, 0.2), bookmark_interval=5.0))
@@ -210,7 +218,9 @@ class Lab:
             nodes=self.settings.nodes, state_dir=self.state_dir / "fleet",
             shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
-            public_roots=[Certificate.from_pem(self.public_ca.cert_pem.bytes())],
+            default_shell=self.settings.default_shell, service_stage_seconds=self.settings.service_stage_seconds,
+            lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
+            public_roots=[Certificate.from_pem(self.public_ca.cert_pem.bytes()), *windows_builtin_roots()],
             lab_network=self.network, kubelet=kubelet))
         await self.fleet.start()
         self._stack.append(("fleet", self.fleet.stop))
@@ -247,7 +257,8 @@ class Lab:
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
             variant=None if variant == "correct" else variant, settle_delay=self.settings.settle_delay,
-            resync_period=10.0, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0)
+            resync_period=10.0, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0,
+            service_start_timeout=30.0, service_poll=0.1)
         reconciler = Reconciler(api_client(self.kubeconfig), settings)  # its own connection pool
         await reconciler.start()
         self.reconciler = reconciler

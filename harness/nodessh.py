@@ -1,8 +1,15 @@
 """Talking to one Windows node over SSH and SFTP: connect with host-key pinning, run one
 PowerShell script per round trip, copy files, read the boot time, request a restart.
 
-The same code drives a real Windows Server with OpenSSH: it only sends PowerShell text and SFTP
-requests with Windows paths. The reconciler and the conformance probes both use it.
+The same code drives a real Windows Server with OpenSSH, whatever its default shell: every
+command is ``powershell.exe … -EncodedCommand <script>``, which ``cmd.exe /c`` (Windows' default)
+and ``powershell.exe -c`` (a configured DefaultShell) both run as is — the real operator instead
+detects the shell with ``Get-Help`` and prefixes ``powershell.exe`` when needed. A command line
+stays under cmd.exe's 8,191 characters, so scripts are constant code: the data they act on
+(proxy values, certificates, import records) travels as a file over SFTP into the SSH user's own
+profile directory (readable only by that user, SYSTEM and Administrators), which the script
+reads and deletes. No value ever appears on a command line, where every local user, Windows'
+process-creation events and script-block logging could read it.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +27,11 @@ import asyncssh
 from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
 
 BOOT_SCRIPT = "(Get-CimInstance -ClassName Win32_OperatingSystem).LastBootUpTime.ToUniversalTime().ToString('o')"
-REBOOT_COMMAND = "Restart-Computer -Force"
+REBOOT_SCRIPT = "Restart-Computer -Force"
+# cmd.exe's own limit on a command line, less what sshd puts before the command.
+MAX_COMMAND = 8191 - len("cmd.exe /c ")
+# Where data files land: relative to the SSH user's home, the SFTP server's starting directory.
+DATA_DIRECTORY = ".proxyfleet"
 
 
 def read_variables_script(scope: str) -> str:
@@ -45,9 +57,36 @@ def services_script() -> str:
 
 def encoded_command(script: str) -> str:
     """An exec command line that runs ``script`` in a fresh Windows PowerShell, whatever the
-    host's OpenSSH default shell is."""
+    host's OpenSSH default shell is. Raises ValueError beyond cmd.exe's line length."""
     encoded = base64.b64encode(script.encode("utf-16-le")).decode("ascii")
-    return f"powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand {encoded}"
+    command = f"powershell.exe -NoLogo -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand {encoded}"
+    if len(command) > MAX_COMMAND:
+        raise ValueError(f"a {len(script)}-character script does not fit a Windows command line "
+                         f"({len(command)} > {MAX_COMMAND}); ship its data as a file")
+    return command
+
+
+def data_prologue(name: str) -> str:
+    """PowerShell that loads ``$data`` from the data file ``name`` and deletes the file."""
+    return ("$ErrorActionPreference = 'Stop'\n"
+            f"$dataPath = [IO.Path]::Combine($env:USERPROFILE, '{DATA_DIRECTORY}', '{name}')\n"
+            "try { $data = [IO.File]::ReadAllText($dataPath) | ConvertFrom-Json }\n"
+            "finally { Remove-Item -LiteralPath $dataPath -Force -ErrorAction SilentlyContinue }\n")
+
+
+def error_summary(stderr: str) -> str:
+    """PowerShell's error view without the lines that echo the script (``At line:``, the
+    ``+ …`` source and squiggle): messages and error ids only, never script text."""
+    kept = []
+    for line in stderr.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("At line:", "At C:\\", "+ ~", "+ ")) and "FullyQualifiedErrorId" not in line:
+            continue
+        if stripped.startswith("+ FullyQualifiedErrorId"):
+            stripped = stripped[2:]
+        if stripped:
+            kept.append(stripped)
+    return " ".join(kept)[:1000]
 
 
 class NodeError(Exception):
@@ -149,17 +188,23 @@ class NodeConnection:
             raise Unreachable(f"lost the SSH session to {self.target.address}: "
                               f"{exc or type(exc).__name__}") from None
 
-    async def script(self, script: str, limit: float = 60.0) -> Any:
-        """Run a PowerShell script (one round trip) and parse the JSON it prints."""
+    async def script(self, script: str, limit: float = 60.0, data: Any = None) -> Any:
+        """Run a PowerShell script (one round trip) and parse the JSON it prints. With ``data``,
+        the script starts with ``$data`` holding it, copied over SFTP first (the same connection)."""
+        if data is not None:
+            name = f"{secrets.token_hex(8)}.json"
+            await self.put_files({f"{DATA_DIRECTORY}\\{name}": json.dumps(data).encode()})
+            script = data_prologue(name) + script
         result = await self.run(encoded_command(script), limit)
         stdout = str(result.stdout or "")
         if result.exit_status != 0:
             raise ScriptFailed(f"PowerShell on {self.target.address} exited {result.exit_status}: "
-                               f"{str(result.stderr or '').strip()[:2000]}")
+                               f"{error_summary(str(result.stderr or ''))}")
         try:
             return json.loads(stdout.strip() or "null")
         except ValueError:
-            raise ScriptFailed(f"PowerShell on {self.target.address} printed no JSON: {stdout[:500]}") from None
+            raise ScriptFailed(f"PowerShell on {self.target.address} printed no JSON "
+                               f"({len(stdout)} characters of output)") from None
 
     async def put_files(self, files: dict[str, bytes]) -> None:
         """Copy files over SFTP (one session, pipelined requests)."""
@@ -181,15 +226,20 @@ class NodeConnection:
             raise Unreachable(f"copying files to {self.target.address} failed: {exc}") from None
 
     async def boot_time(self) -> str:
-        result = await self.run(BOOT_SCRIPT, limit=30)
+        result = await self.run(encoded_command(BOOT_SCRIPT), limit=30)
         if result.exit_status != 0:
-            raise ScriptFailed(f"reading the boot time failed: {str(result.stderr or '').strip()}")
+            raise ScriptFailed(f"reading the boot time failed: {error_summary(str(result.stderr or ''))}")
         return str(result.stdout or "").strip()
 
-    async def request_reboot(self) -> None:
-        """``Restart-Computer -Force``; the session may be cut before an exit status arrives."""
+    async def request_reboot(self) -> bool:
+        """``Restart-Computer -Force``; returns whether an exit status came back. The session may
+        be cut, or closed without an exit status, before anything comes back (OCPBUGS-90077):
+        both mean "restarting", never "failed" — only a new boot time tells whether it happened."""
+        confirmed = False
         with contextlib.suppress(Unreachable):
-            result = await self.run(REBOOT_COMMAND, limit=30)
+            result = await self.run(encoded_command(REBOOT_SCRIPT), limit=30)
             if result.exit_status not in (0, None):
-                raise ScriptFailed(f"Restart-Computer failed: {str(result.stderr or '').strip()}")
+                raise ScriptFailed(f"Restart-Computer failed: {error_summary(str(result.stderr or ''))}")
+            confirmed = result.exit_status == 0
         await self.close()
+        return confirmed

@@ -24,8 +24,10 @@ from simulators.windows.certificates import Certificate
 from simulators.windows.kubelet import KubeletSettings
 from simulators.windows.node import NodeConfig, WindowsNode
 from simulators.windows.powershell.commands import CommandTable
+from simulators.windows.trust import windows_builtin_roots
 
 DEFAULT_NETWORK = "127.10.0.0/16"
+DEFAULT_SHELLS = ("cmd", "powershell", "mixed")
 
 
 class FleetError(RuntimeError):
@@ -43,7 +45,14 @@ class FleetSettings:
     shutdown_delay: float = 0.3
     reboot_duration: float = 1.0
     restart_reads_current_environment: bool = False
-    public_roots: list[Certificate] = field(default_factory=list)
+    # OpenSSH's default shell on every node: "cmd" (Windows' own default), "powershell" (the
+    # DefaultShell registry value set), or "mixed" (alternating, as fleets built over time are).
+    default_shell: str = "cmd"
+    service_stage_seconds: float = 0.25  # after a reboot, between boot stages (see NodeConfig)
+    lost_exit_status_rate: float = 0.0  # Restart-Computer sessions cut before their exit status
+    seed: int = 0  # seeds each node's dice (lost exit statuses)
+    # The out-of-the-box Root store of every node (a real Windows Server's dozens of roots).
+    public_roots: list[Certificate] = field(default_factory=lambda: list(windows_builtin_roots()))
     lab_network: LabNetwork | None = None  # where nodes' egress resolves names
     kubelet: KubeletSettings | None = None  # nodes' kubelets register with this API server
 
@@ -54,6 +63,15 @@ class FleetSettings:
                              "listens outside 127.0.0.0/8")
         if self.nodes < 0 or self.nodes > network.num_addresses - 2:
             raise FleetError(f"{self.nodes} nodes do not fit in {self.network}")
+        if self.default_shell not in DEFAULT_SHELLS:
+            raise FleetError(f"unknown default shell {self.default_shell!r}; choose one of "
+                             + ", ".join(DEFAULT_SHELLS))
+
+    def shell_of(self, index: int) -> str:
+        """The default shell of the ``index``-th node."""
+        if self.default_shell == "mixed":
+            return "cmd" if index % 2 == 0 else "powershell"
+        return self.default_shell
 
 
 def _load_or_create_key(path: Path) -> asyncssh.SSHKey:
@@ -111,6 +129,9 @@ class Fleet:
             shutdown_delay=self.settings.shutdown_delay,
             reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
+            default_shell=self.settings.shell_of(index),
+            service_stage_seconds=self.settings.service_stage_seconds,
+            lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
             public_roots=list(self.settings.public_roots), network=self.settings.lab_network,
             kubelet=self.settings.kubelet)
         return WindowsNode(config, self.commands)
@@ -162,7 +183,8 @@ class Fleet:
         return {
             "private_key": str(self.client_key_path.resolve()),
             "nodes": [{"name": n.name, "address": n.address, "port": n.port,
-                       "username": n.username, "host_key": n.host_key_openssh}
+                       "username": n.username, "host_key": n.host_key_openssh,
+                       "default_shell": n.config.default_shell}
                       for n in self.nodes],
         }
 

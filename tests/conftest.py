@@ -26,8 +26,19 @@ def public_ca() -> trustme.CA:
 
 @pytest.fixture
 async def fleet(tmp_path: Path, public_ca: trustme.CA) -> AsyncIterator[Fleet]:
+    """Two nodes whose OpenSSH default shell is PowerShell (exec requests are PowerShell text)."""
     root = Certificate.from_pem(public_ca.cert_pem.bytes())
     settings = FleetSettings(nodes=2, state_dir=tmp_path / "fleet", shutdown_delay=0.05,
+                             reboot_duration=0.2, public_roots=[root], default_shell="powershell")
+    async with Fleet(settings) as running:
+        yield running
+
+
+@pytest.fixture
+async def cmd_fleet(tmp_path: Path, public_ca: trustme.CA) -> AsyncIterator[Fleet]:
+    """Two nodes as Windows ships them: OpenSSH's default shell is cmd.exe."""
+    root = Certificate.from_pem(public_ca.cert_pem.bytes())
+    settings = FleetSettings(nodes=2, state_dir=tmp_path / "cmd-fleet", shutdown_delay=0.05,
                              reboot_duration=0.2, public_roots=[root])
     async with Fleet(settings) as running:
         yield running

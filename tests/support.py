@@ -4,6 +4,7 @@ talking to nodes over SSH."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import TypeVar
 
 import asyncssh
 
+from harness.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
 from simulators.fleet import Fleet
 from simulators.windows.machine import MachineSettings, WindowsMachine
 from simulators.windows.node import WindowsNode
@@ -29,6 +31,17 @@ def new_machine(root: Path, **settings: object) -> WindowsMachine:
 async def ps(machine: WindowsMachine, script: str, session: Session | None = None) -> RunResult:
     """Run a script in a fresh session (a new logon) unless one is given."""
     return await Interpreter(session or Session(machine)).run(script)
+
+
+async def ps_with_data(machine: WindowsMachine, script: str, data: object) -> RunResult:
+    """Run a script the way ``NodeConnection.script(..., data=...)`` does: the data file in the
+    user's profile (where SFTP puts it), the prologue that loads and deletes it."""
+    name = "0123456789abcdef.json"
+    machine.filesystem.mkdir(f"C:\\Users\\Administrator\\{DATA_DIRECTORY}")
+    machine.filesystem.write_bytes(f"C:\\Users\\Administrator\\{DATA_DIRECTORY}\\{name}", json.dumps(data).encode())
+    result = await ps(machine, data_prologue(name) + script)
+    assert not machine.filesystem.exists(f"C:\\Users\\Administrator\\{DATA_DIRECTORY}\\{name}")
+    return result
 
 
 async def wait_until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 10.0,
@@ -58,3 +71,9 @@ async def connect(fleet: Fleet, node: WindowsNode, username: str | None = None,
 async def run_on(fleet: Fleet, node: WindowsNode, command: str) -> asyncssh.SSHCompletedProcess:
     async with await connect(fleet, node) as conn:
         return await conn.run(command, check=False)
+
+
+async def run_powershell(fleet: Fleet, node: WindowsNode, script: str) -> asyncssh.SSHCompletedProcess:
+    """Run PowerShell on a node whatever its OpenSSH default shell (cmd.exe or PowerShell), as a
+    real client must: ``powershell.exe -EncodedCommand``."""
+    return await run_on(fleet, node, encoded_command(script))

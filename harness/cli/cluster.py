@@ -12,6 +12,7 @@ from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from simulators.controlplane.install import InstallConfigError
 from simulators.network import LabNetwork
 from simulators.pki import new_public_ca, write_certificate
+from simulators.windows.trust import system_bundle_pem
 
 
 async def _run(settings: ControlPlaneSettings) -> None:
@@ -44,7 +45,7 @@ def cluster(state_dir: Path, install_config: Path | None, port: int, node_grace_
     write_certificate(public_ca, state_dir / "public-ca.crt")
     try:
         settings = ControlPlaneSettings(
-            state_dir=state_dir, system_bundle_pem=public_ca.cert_pem.bytes().decode(),
+            state_dir=state_dir, system_bundle_pem=system_bundle_pem(public_ca.cert_pem.bytes().decode()),
             install_config=install_config.read_text() if install_config else None,
             network=network, port=port, node_grace=node_grace_seconds,
             node_monitor_period=max(node_grace_seconds / 8, 0.5))

@@ -16,7 +16,7 @@ from harness.kubeconfig import KubeconfigError, api_client, internal_api_url, lo
 from harness.process_limits import raise_open_file_limit
 from simulators.controlplane.authorization import NodeTokens
 from simulators.controlplane.cluster import NODE_CREDENTIALS
-from simulators.fleet import Fleet, FleetError, FleetSettings
+from simulators.fleet import DEFAULT_SHELLS, Fleet, FleetError, FleetSettings
 from simulators.network import Endpoint, LabNetwork
 from simulators.windows.kubelet import KubeletSettings
 
@@ -73,13 +73,20 @@ async def _run(settings: FleetSettings) -> None:
               help="How long a rebooting node refuses connections.")
 @click.option("--restart-reads-current-environment", is_flag=True,
               help="Model Windows builds where Restart-Service picks up new machine variables.")
+@click.option("--default-shell", type=click.Choice(DEFAULT_SHELLS), default="cmd", show_default=True,
+              help="OpenSSH's default shell on the nodes: cmd (Windows' default), powershell (DefaultShell "
+                   "set), or mixed (alternating).")
+@click.option("--service-stage-seconds", default=5.0, show_default=True, type=float,
+              help="After a reboot sshd answers first; each later boot stage of services starts this much later.")
+@click.option("--lost-exit-status-rate", default=0.3, show_default=True, type=click.FloatRange(0, 1),
+              help="How often Restart-Computer over SSH ends without an exit status (OCPBUGS-90077).")
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Kubelets register with this cluster (its internal API name maps to its endpoint).")
 @click.option("--heartbeat-seconds", default=10.0, show_default=True, type=float,
               help="How often kubelets renew their lease.")
 def fleet(nodes: int, state_dir: Path, port: int, network: str, reboot_seconds: float,
-          restart_reads_current_environment: bool, kubeconfig: Path | None,
-          heartbeat_seconds: float) -> None:
+          restart_reads_current_environment: bool, default_shell: str, service_stage_seconds: float,
+          lost_exit_status_rate: float, kubeconfig: Path | None, heartbeat_seconds: float) -> None:
     """Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."""
     lab_network = LabNetwork()
     try:
@@ -87,7 +94,8 @@ def fleet(nodes: int, state_dir: Path, port: int, network: str, reboot_seconds: 
         settings = FleetSettings(
             nodes=nodes, state_dir=state_dir, port=port, network=network,
             reboot_duration=reboot_seconds, lab_network=lab_network, kubelet=kubelet,
-            restart_reads_current_environment=restart_reads_current_environment)
+            restart_reads_current_environment=restart_reads_current_environment, default_shell=default_shell,
+            service_stage_seconds=service_stage_seconds, lost_exit_status_rate=lost_exit_status_rate)
         asyncio.run(_run(settings))
     except (FleetError, KubeconfigError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -38,14 +38,19 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings) -> None:
               help="How many nodes may be rebooting at once.")
 @click.option("--variant", type=click.Choice(sorted(VARIANTS)), help="A deliberately broken variant (self-test).")
 @click.option("--resync-seconds", default=60.0, show_default=True, type=float)
+@click.option("--reboot-timeout", default=600.0, show_default=True, type=float,
+              help="Seconds a node may take to come back with a new boot.")
+@click.option("--service-poll-seconds", default=2.0, show_default=True, type=float,
+              help="After a reboot, how often to check whether the egress services have started.")
 @click.option("--verbose", "-v", is_flag=True)
 def reconcile(kubeconfig: Path, namespace: str, ssh_port: int, max_unavailable: int, variant: str | None,
-              resync_seconds: float, verbose: bool) -> None:
+              resync_seconds: float, reboot_timeout: float, service_poll_seconds: float, verbose: bool) -> None:
     """Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s")
     settings = ReconcilerSettings(namespace=namespace, ssh_port=ssh_port, max_unavailable=max_unavailable,
                                   variant=None if variant == "correct" else variant,
-                                  resync_period=resync_seconds)
+                                  resync_period=resync_seconds, reboot_timeout=reboot_timeout,
+                                  service_poll=service_poll_seconds)
     try:
         asyncio.run(_run(kubeconfig, settings))
     except KubeconfigError as exc:

@@ -47,8 +47,10 @@ from harness.reconciler.reporting import (
 from harness.reconciler.scripts import (
     BUNDLE_PATH,
     CERT_DIR,
+    apply_data,
     apply_script,
     observe_script,
+    unquoted_apply_script,
     verify_script,
 )
 from harness.reconciler.variants import variant as find_variant
@@ -71,6 +73,10 @@ class ReconcilerSettings:
     workers: int = 64
     resync_period: float = 60.0
     reboot_timeout: float = 600.0
+    # sshd answers before containerd, the kubelet and delayed-start services run: after a new
+    # boot, wait this long for every egress service, polling this often.
+    service_start_timeout: float = 600.0
+    service_poll: float = 2.0
     connect_timeout: float = 10.0
     backoff_base: float = 1.0
     backoff_max: float = 60.0
@@ -358,7 +364,8 @@ class Reconciler:
                 record.state, record.message = state, "already as desired"  # the cluster already says so
             return connection
         record.state, record.message = "applying", plan.summary()  # before the node changes
-        changed = await connection.script(apply_script(plan, unquoted=self.variant.unquoted_values))
+        script = unquoted_apply_script(plan) if self.variant.unquoted_values else apply_script()
+        changed = await connection.script(script, data=apply_data(plan))
         record.changes += 1
         if node is not None:
             await self.writer.event(node, "ProxyConfigApplied", plan.summary())
@@ -385,27 +392,39 @@ class Reconciler:
                     await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
                     await self.writer.event(node, "RebootingNode", "cordoned; restarting so services pick up "
                                                                    "the new environment")
-                await connection.request_reboot()
-                record.reboots += 1
-                before_reboot = connection.round_trips
-                pinned = connection.pinned_host_key or connection.host_key
-                polls = 0
-                if self.variant.early_reachability:
-                    new_boot = old_boot  # the bug: the node answers before it has gone down
-                    connection = NodeConnection(connection.target, connection.client_key, pinned,
-                                                self.settings.connect_timeout)
-                    await connection.connect()
-                else:
-                    connection, new_boot, polls = await wait_for_new_boot(
-                        connection.target, connection.client_key, pinned, old_boot, self.settings.reboot_timeout)
-                    connection.round_trips = 0  # its boot-time query is counted in polls
-                try:
-                    await self._verify_and_finish(node, connection, desired, record, new_boot, deconfigure,
-                                                  before_reboot, polls)
-                except BaseException:
-                    await connection.close()
-                    raise
-                return connection
+                attempts = 0
+                while True:
+                    attempts += 1
+                    confirmed = await connection.request_reboot()
+                    record.reboots += 1
+                    before_reboot = connection.round_trips
+                    pinned = connection.pinned_host_key or connection.host_key
+                    polls = 0
+                    if self.variant.early_reachability:
+                        new_boot = old_boot  # the bug: the node answers before it has gone down
+                        connection = NodeConnection(connection.target, connection.client_key, pinned,
+                                                    self.settings.connect_timeout)
+                        await connection.connect()
+                    else:
+                        connection, new_boot, polls = await wait_for_new_boot(
+                            connection.target, connection.client_key, pinned, old_boot, self.settings.reboot_timeout)
+                        connection.round_trips = 0  # its boot-time query is counted in polls
+                    if self.variant.reboot_without_exit_status and not confirmed and attempts < 3:
+                        old_boot = new_boot  # the bug: no exit status read as a failed restart
+                        continue
+                    try:
+                        await self._verify_and_finish(node, connection, desired, record, new_boot, deconfigure,
+                                                      before_reboot, polls)
+                    except VerificationFailed:
+                        if self.variant.no_service_wait and attempts < 3:
+                            old_boot = new_boot  # the bug: services not up yet read as a failed restart
+                            continue
+                        await connection.close()
+                        raise
+                    except BaseException:
+                        await connection.close()
+                        raise
+                    return connection
             finally:
                 self.rebooting.discard(name)
 
@@ -417,22 +436,29 @@ class Reconciler:
 
         ``before_reboot`` (the round trips up to the restart) is recorded with the verification's
         before the state says "configured", so whoever sees that state sees the whole change."""
-        verified = await connection.script(verify_script())
-        if before_reboot is not None:
-            # observe + apply + restart + verify; the polls only wait for the new boot
-            record.round_trips.append(before_reboot + connection.round_trips)
-            record.polls = polls
-        process_env = verified.get("environment") or {}
-        wrong = {k: v for k, v in desired.environment.items()
-                 if (process_env.get(k) or None) != v and not (v is None and self.variant.no_env_removal)}
-        if wrong:
-            raise VerificationFailed(f"after the reboot a fresh session sees {sorted(wrong)} differently "
-                                     "than the cluster wants")
-        if not self.variant.early_reachability:
+        deadline = asyncio.get_running_loop().time() + self.settings.service_start_timeout
+        first = connection.round_trips
+        waited = 0
+        while True:
+            verified = await connection.script(verify_script())
+            process_env = verified.get("environment") or {}
+            wrong = {k: v for k, v in desired.environment.items()
+                     if (process_env.get(k) or None) != v and not (v is None and self.variant.no_env_removal)}
+            if wrong:
+                raise VerificationFailed(f"after the reboot a fresh session sees {sorted(wrong)} differently "
+                                         "than the cluster wants")
             services = verified.get("services") or {}
             stale = [s for s in EGRESS_SERVICES if not services.get(s) or str(services[s]) < boot]
-            if stale:
-                raise VerificationFailed(f"services {stale} did not restart after the change")
+            if not stale or self.variant.early_reachability:
+                break
+            if self.variant.no_service_wait or asyncio.get_running_loop().time() > deadline:
+                raise VerificationFailed(f"services {stale} did not start after the reboot")
+            waited += 1
+            await asyncio.sleep(self.settings.service_poll)  # polling the node, not synchronising
+        if before_reboot is not None:
+            # observe + apply + restart + one verify; the polls only wait for the boot and services
+            record.round_trips.append(before_reboot + first + 1)
+            record.polls = polls + waited
         if node is not None:
             await self.writer.cordon(node["metadata"]["name"], False)
         await self._record_done(node, record, desired, deconfigure, "configured and verified after reboot")

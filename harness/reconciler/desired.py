@@ -146,7 +146,9 @@ def plan_changes(desired: DesiredState, observed: ObservedState, known: dict[str
                                     if c.thumbprint not in observed.root_thumbprints]
     if not variant.no_cert_removal:
         plan.remove_certificates = sorted(t for t in own - desired.thumbprints if t in observed.root_thumbprints)
-    widened = (own | {c.thumbprint for c in plan.import_certificates})
+    imported = {c.thumbprint for c in plan.import_certificates}
+    # The real operator's mistake: it records the whole bundle as its own, built-in roots too.
+    widened = own | (desired.thumbprints if variant.records_whole_bundle else imported)
     plan.record_before = [known[t] for t in sorted(widened) if t in known]
     kept = widened if variant.no_cert_removal else frozenset(
         t for t in widened - set(plan.remove_certificates) if t in desired.thumbprints)

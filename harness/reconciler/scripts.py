@@ -1,15 +1,15 @@
-"""The PowerShell the reconciler sends, generated from plain data.
+"""The PowerShell the reconciler sends: constant code, never data.
 
-Cluster-supplied text never becomes code: every value travels Base64-encoded and is decoded on
-the node (``[Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('...'))``); the only
-things spliced into the script are constants and hexadecimal thumbprints. Scripts are sent as
-``powershell.exe -EncodedCommand``, which works whatever the host's OpenSSH default shell is.
+The values it acts on (proxy URLs with their credentials, certificates, the import record)
+travel as a data file over SFTP (``NodeConnection.script(..., data=...)``) and reach the script as
+``$data``: nothing cluster-supplied is ever parsed as code or shown on a command line. The only
+things spliced into script text are constants and hexadecimal thumbprints checked here.
 """
 
 from __future__ import annotations
 
-import base64
 import re
+from typing import Any
 
 from harness.nodessh import BOOT_SCRIPT, read_variables_script, services_script
 from harness.reconciler.desired import ChangePlan
@@ -19,12 +19,6 @@ BUNDLE_PATH = r"C:\k\ca-bundle.crt"
 RECORD_PATH = r"C:\k\imported-certs.pem"
 CERT_DIR = r"C:\k\certs"
 _THUMBPRINT = re.compile(r"^[0-9A-F]{40}$")
-
-
-def _literal(text: str) -> str:
-    """A value as an expression that decodes it on the node — never parsed as code."""
-    encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
-    return f"[Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('{encoded}'))"
 
 
 def _thumbprint(value: str) -> str:
@@ -54,34 +48,59 @@ def observe_script() -> str:
             "| ConvertTo-Json -Compress -Depth 4\n")
 
 
-def apply_script(plan: ChangePlan, unquoted: bool = False) -> str:
-    """One round trip: record own imports first (a superset is safe), set and delete machine
-    variables, import and remove certificates, write the final record, report what changed."""
-    lines = ["$ErrorActionPreference = 'Stop'",
-             "$changed = [ordered]@{ set = @(); deleted = @(); imported = @(); removed = @() }",
-             f"[IO.File]::WriteAllText('{RECORD_PATH}', {_literal(_record(plan.record_before))})"]
+APPLY_SCRIPT = (
+    "$changed = [ordered]@{ set = @(); deleted = @(); imported = @(); removed = @() }\n"
+    # Record own imports first (a superset is safe): a crash mid-way never orphans one.
+    f"[IO.File]::WriteAllText('{RECORD_PATH}', [string]$data.record_before)\n"
+    "foreach ($variable in @($data.set)) {\n"
+    "  [Environment]::SetEnvironmentVariable([string]$variable.name, [string]$variable.value, 'Machine')\n"
+    "  $changed.set += [string]$variable.name\n"
+    "}\n"
+    "foreach ($name in @($data.delete)) {\n"
+    "  [Environment]::SetEnvironmentVariable([string]$name, $null, 'Machine')\n"
+    "  $changed.deleted += [string]$name\n"
+    "}\n"
+    "foreach ($thumbprint in @($data.import)) {\n"
+    f"  $null = Import-Certificate -FilePath ('{CERT_DIR}\\' + $thumbprint + '.crt') "
+    "-CertStoreLocation Cert:\\LocalMachine\\Root\n"
+    "  $changed.imported += [string]$thumbprint\n"
+    "}\n"
+    "foreach ($thumbprint in @($data.remove)) {\n"
+    "  $path = 'Cert:\\LocalMachine\\Root\\' + $thumbprint\n"
+    "  if (Test-Path -Path $path) { Remove-Item -Path $path; $changed.removed += [string]$thumbprint }\n"
+    "}\n"
+    f"[IO.File]::WriteAllText('{RECORD_PATH}', [string]$data.record_after)\n"
+    "$changed | ConvertTo-Json -Compress\n")
+
+
+def apply_script() -> str:
+    """One round trip: record own imports, set and delete machine variables, import and remove
+    certificates, write the final record, report what changed. Acts on ``apply_data(plan)``."""
+    return APPLY_SCRIPT
+
+
+def apply_data(plan: ChangePlan) -> dict[str, Any]:
+    """The data file of one apply: values as data, thumbprints checked."""
+    return {
+        "set": [{"name": name, "value": plan.set_environment[name]} for name in sorted(plan.set_environment)],
+        "delete": sorted(plan.delete_environment),
+        "import": [_thumbprint(c.thumbprint) for c in plan.import_certificates],
+        "remove": [_thumbprint(t) for t in plan.remove_certificates],
+        "record_before": _record(plan.record_before),
+        "record_after": _record(plan.record_after),
+    }
+
+
+def unquoted_apply_script(plan: ChangePlan) -> str:
+    """The "unquoted-values" broken variant: splices each value into a double-quoted PowerShell
+    string, where ``$(...)`` runs — the injection the data file exists to prevent (and the values
+    travel on the command line)."""
+    lines = []
     for name in sorted(plan.set_environment):
-        value = plan.set_environment[name]
-        # The broken "unquoted-values" variant splices the value into a double-quoted string,
-        # where $(...) runs: the injection this design exists to prevent.
-        expression = f'"{value}"' if unquoted else _literal(value)
-        lines.append(f"[Environment]::SetEnvironmentVariable('{name}', {expression}, 'Machine')")
+        lines.append(f"[Environment]::SetEnvironmentVariable('{name}', \"{plan.set_environment[name]}\", 'Machine')")
         lines.append(f"$changed.set += '{name}'")
-    for name in sorted(plan.delete_environment):
-        lines.append(f"[Environment]::SetEnvironmentVariable('{name}', $null, 'Machine')")
-        lines.append(f"$changed.deleted += '{name}'")
-    for certificate in plan.import_certificates:
-        thumbprint = _thumbprint(certificate.thumbprint)
-        lines.append(f"$null = Import-Certificate -FilePath '{CERT_DIR}\\{thumbprint}.crt' "
-                     "-CertStoreLocation Cert:\\LocalMachine\\Root")
-        lines.append(f"$changed.imported += '{thumbprint}'")
-    for thumbprint in plan.remove_certificates:
-        path = f"Cert:\\LocalMachine\\Root\\{_thumbprint(thumbprint)}"
-        lines.append(f"if (Test-Path -Path '{path}') {{ Remove-Item -Path '{path}'; "
-                     f"$changed.removed += '{thumbprint}' }}")
-    lines.append(f"[IO.File]::WriteAllText('{RECORD_PATH}', {_literal(_record(plan.record_after))})")
-    lines.append("$changed | ConvertTo-Json -Compress")
-    return "\n".join(lines) + "\n"
+    spliced = "\n".join(lines) + "\nforeach ($variable in @()) {"
+    return APPLY_SCRIPT.replace("foreach ($variable in @($data.set)) {", spliced)
 
 
 def verify_script() -> str:

@@ -17,6 +17,9 @@ class Variant:
     no_cert_removal: bool = False
     no_env_removal: bool = False
     unquoted_values: bool = False
+    no_service_wait: bool = False
+    reboot_without_exit_status: bool = False
+    records_whole_bundle: bool = False
 
 
 CORRECT = Variant("correct", "the reference reconciler")
@@ -35,6 +38,13 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             no_env_removal=True),
     Variant("unquoted-values", "interpolates cluster values into PowerShell unescaped",
             unquoted_values=True),
+    Variant("records-whole-bundle", "records every bundle certificate as its own import, so built-in roots "
+                                    "that are also in the bundle are deleted when the proxy goes (as WMCO does)",
+            records_whole_bundle=True),
+    Variant("no-service-wait", "verifies once right after SSH returns and reboots again when the "
+                               "services are not up yet (sshd starts first)", no_service_wait=True),
+    Variant("reboot-without-exit-status", "reads a Restart-Computer that returned no exit status as a failure "
+                                          "and reboots again (OCPBUGS-90077)", reboot_without_exit_status=True),
 )}
 
 

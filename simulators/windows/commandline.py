@@ -165,27 +165,3 @@ def cmd_command_text(args: list[str]) -> tuple[str | None, bool]:
                 rest = rest[1:last] + rest[last + 1:]
             return rest, True
     return None, False
-
-
-def split_cmd_commands(text: str) -> list[tuple[str, str]]:
-    """Split ``a && b || c & d`` outside quotes into (operator-before, command) pairs."""
-    parts: list[tuple[str, str]] = []
-    buf: list[str] = []
-    operator = ""
-    quoted = False
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char == '"':
-            quoted = not quoted
-        if not quoted and char in "&|":
-            double = text[i:i + 2] in ("&&", "||")
-            parts.append((operator, "".join(buf).strip()))
-            operator = text[i:i + 2] if double else char
-            buf = []
-            i += 2 if double else 1
-            continue
-        buf.append(char)
-        i += 1
-    parts.append((operator, "".join(buf).strip()))
-    return [(op, cmd) for op, cmd in parts if cmd]

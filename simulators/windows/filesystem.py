@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 
 _INVALID_NAME = re.compile(r'[<>:"|?*\x00-\x1f]')
-# Owned by TrustedInstaller or held open by the running system: a delete is refused.
-PROTECTED = ("C:\\Windows", "C:\\Program Files", "C:\\Program Files (x86)", "C:\\Users")
+# Owned by TrustedInstaller, with everything inside: a delete is refused.
+PROTECTED = ("C:\\Windows", "C:\\Program Files", "C:\\Program Files (x86)")
 
 
 def access_denied(path: str) -> PermissionError:
@@ -45,10 +45,13 @@ def _windows_error(exc: OSError, path: str) -> OSError:
 
 
 def is_protected(path: str) -> bool:
-    """The drive root, or inside a folder the system will not let go of."""
+    """The drive root, ``C:\\Users`` and the profile folders in it (held open while their users
+    are logged on), or anything inside a TrustedInstaller-owned folder."""
     folded = normalize(path).casefold()
-    return folded == "c:\\" or any(folded == p.casefold() or folded.startswith(p.casefold() + "\\")
-                                    for p in PROTECTED)
+    parts = folded.split("\\")
+    if folded == "c:\\" or (parts[1:2] == ["users"] and len(parts) <= 3):
+        return True
+    return any(folded == p.casefold() or folded.startswith(p.casefold() + "\\") for p in PROTECTED)
 
 
 class WindowsPathError(ValueError):

@@ -29,8 +29,9 @@ from typing import Any
 from simulators.windows.certificates import CertStores
 from simulators.windows.environment import EnvironmentBlock, expand_references
 from simulators.windows.filesystem import WindowsFilesystem
-from simulators.windows.registry import MACHINE_ENVIRONMENT, USER_ENVIRONMENT, Registry
+from simulators.windows.registry import MACHINE_ENVIRONMENT, OPENSSH, USER_ENVIRONMENT, Registry
 
+POWERSHELL_EXE = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
 EGRESS_SERVICES = (
     "containerd",
     "kubelet",
@@ -47,19 +48,23 @@ class ServiceDefinition:
     display_name: str
     image: str
     depends_on: tuple[str, ...] = ()
+    # When the SCM gets to it after boot: 0 first (sshd answers before anything else runs),
+    # higher later; the last stage is "Automatic (Delayed Start)".
+    stage: int = 1
 
 
 SERVICE_DEFINITIONS = (
     ServiceDefinition("containerd", "containerd container runtime", r"C:\k\containerd\containerd.exe"),
-    ServiceDefinition("kubelet", "kubelet", r"C:\k\kubelet.exe", ("containerd",)),
-    ServiceDefinition("kube-proxy", "kube-proxy", r"C:\k\kube-proxy.exe", ("kubelet",)),
+    ServiceDefinition("kubelet", "kubelet", r"C:\k\kubelet.exe", ("containerd",), stage=2),
+    ServiceDefinition("kube-proxy", "kube-proxy", r"C:\k\kube-proxy.exe", ("kubelet",), stage=3),
     ServiceDefinition("hybrid-overlay-node", "hybrid-overlay-node", r"C:\k\hybrid-overlay-node.exe",
-                      ("kubelet",)),
-    ServiceDefinition("windows_exporter", "windows_exporter", r"C:\k\windows_exporter.exe"),
+                      ("kubelet",), stage=3),
+    ServiceDefinition("windows_exporter", "windows_exporter", r"C:\k\windows_exporter.exe", stage=4),
     ServiceDefinition("windows-instance-config-daemon", "Windows Instance Config Daemon",
-                      r"C:\k\windows-instance-config-daemon.exe"),
-    ServiceDefinition("sshd", "OpenSSH SSH Server", r"C:\Windows\System32\OpenSSH\sshd.exe"),
+                      r"C:\k\windows-instance-config-daemon.exe", stage=2),
+    ServiceDefinition("sshd", "OpenSSH SSH Server", r"C:\Windows\System32\OpenSSH\sshd.exe", stage=0),
 )
+LAST_STAGE = max(d.stage for d in SERVICE_DEFINITIONS)
 
 DEFAULT_MACHINE_ENVIRONMENT = {
     "ComSpec": r"C:\Windows\system32\cmd.exe",
@@ -138,6 +143,8 @@ class MachineSettings:
     # False: services see the machine environment as it was at boot (KB 821761).
     restart_reads_current_environment: bool = False
     os_version: str = "10.0.20348"
+    # OpenSSH's DefaultShell: "cmd" (Windows' own default: the value is absent) or "powershell".
+    default_shell: str = "cmd"
     os_caption: str = "Microsoft Windows Server 2022 Datacenter"
 
 
@@ -170,6 +177,10 @@ class WindowsMachine:
         self.registry = Registry.for_node(
             [d.name for d in SERVICE_DEFINITIONS], DEFAULT_MACHINE_ENVIRONMENT,
             DEFAULT_USER_ENVIRONMENT)
+        if self.settings.default_shell == "powershell":
+            openssh = self.registry.key(OPENSSH)
+            assert openssh is not None
+            openssh.set("DefaultShell", POWERSHELL_EXE, "String")
         for directory in (r"C:\k", r"C:\k\containerd", r"C:\Windows\System32", r"C:\Windows\Temp",
                           rf"C:\Users\{self.settings.username}", r"C:\ProgramData", r"C:\var\log"):
             self.filesystem.mkdir(directory)
@@ -198,8 +209,9 @@ class WindowsMachine:
         for listener in list(self.listeners):
             listener(kind, data)
 
-    def boot(self) -> BootRecord:
-        """Power on: the SCM snapshots the machine environment, automatic services start."""
+    def boot(self, up_to_stage: int = LAST_STAGE) -> BootRecord:
+        """Power on: the SCM snapshots the machine environment and starts the automatic services
+        of the first stages (``start_stage`` starts the later ones, as the running node's clock says)."""
         now = self.now()
         if self.boots and now <= self.boots[-1].booted_at:
             now = self.boots[-1].booted_at + dt.timedelta(microseconds=1)
@@ -207,10 +219,18 @@ class WindowsMachine:
         self.boots.append(record)
         self.scm_environment = self.system_environment().as_dict()
         self._emit("boot", boot=record)
-        for service in self.services.values():
-            if service.start_type == "Automatic" and service.status != "Running":
-                self.start_service(service.name)
+        for stage in range(up_to_stage + 1):
+            self.start_stage(stage)
         return record
+
+    def start_stage(self, stage: int) -> None:
+        """Start the automatic services of one boot stage that are not running yet."""
+        if not self.is_up:
+            return
+        for service in self.services.values():
+            if (service.definition.stage == stage and service.start_type == "Automatic"
+                    and service.status != "Running"):
+                self.start_service(service.name)
 
     def shutdown(self) -> None:
         """Stop every service and mark the boot as ended."""
@@ -367,6 +387,14 @@ class WindowsMachine:
         self.start_service(name)
         for service in stopped:
             self.start_service(service.name)
+
+    def ssh_default_shell(self) -> str:
+        """What sshd starts for an exec request now: "powershell" if DefaultShell names
+        powershell.exe, otherwise "cmd" (read per session, as Win32-OpenSSH does)."""
+        key = self.registry.key(OPENSSH)
+        value = key.get("DefaultShell") if key is not None else None
+        shell = str(value.data).strip('"').lower() if value is not None else ""
+        return "powershell" if shell.endswith("powershell.exe") else "cmd"
 
     def next_pid(self) -> int:
         return next(self._pids)

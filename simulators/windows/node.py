@@ -8,11 +8,13 @@ new boot id, services started with the environment the Service Control Manager r
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime as dt
 import json
 import logging
 import os
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +25,14 @@ import asyncssh
 from simulators.network import LabNetwork
 from simulators.windows.certificates import Certificate
 from simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
-from simulators.windows.machine import BootRecord, MachineSettings, WindowsMachine, utc_now
+from simulators.windows.machine import LAST_STAGE, BootRecord, MachineSettings, WindowsMachine, utc_now
 from simulators.windows.powershell.commands import CommandTable, default_commands
 from simulators.windows.session import Session
 from simulators.windows.shell import run_exec, run_interactive
 from simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
 
 log = logging.getLogger(__name__)
+COMMAND_LINES_KEPT = 200
 # asyncssh logs every exec command at INFO; commands can carry proxy credentials.
 logging.getLogger("asyncssh").setLevel(logging.WARNING)
 
@@ -45,7 +48,16 @@ class NodeConfig:
     username: str = "Administrator"
     shutdown_delay: float = 0.3
     reboot_duration: float = 1.0
+    # After a reboot sshd answers first; each later boot stage (containerd, then kubelet and the
+    # config daemon, then kube-proxy and hybrid-overlay, then delayed-start services) starts this
+    # many seconds after the one before. Real hosts take tens of seconds to minutes.
+    service_stage_seconds: float = 0.25
+    # How often Restart-Computer over SSH ends without an exit status (the session is cut
+    # first, OCPBUGS-90077); decided per reboot by a generator seeded from ``seed`` and the name.
+    lost_exit_status_rate: float = 0.0
+    seed: int = 0
     restart_reads_current_environment: bool = False
+    default_shell: str = "cmd"  # OpenSSH's DefaultShell: "cmd" (Windows' default) or "powershell"
     public_roots: list[Certificate] = field(default_factory=list)
     network: LabNetwork | None = None  # where the node's egress resolves names
     kubelet: KubeletSettings | None = None  # None: no simulated kubelet talks to an API server
@@ -71,7 +83,8 @@ class WindowsNode:
         self.commands = commands or default_commands()
         self.machine = WindowsMachine.create(
             MachineSettings(hostname=config.name, username=config.username,
-                            restart_reads_current_environment=config.restart_reads_current_environment),
+                            restart_reads_current_environment=config.restart_reads_current_environment,
+                            default_shell=config.default_shell),
             config.state_dir, clock)
         for certificate in config.public_roots:
             self.machine.stores.machine_root.add(certificate)
@@ -82,10 +95,17 @@ class WindowsNode:
         self.outage_observer: Callable[[WindowsNode], Any] | None = None
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
+        self._stage_timers: list[asyncio.TimerHandle] = []
+        self._exit_status_lost = False  # decided when a restart is requested
+        self.lost_exit_statuses = 0  # exec sessions that ended without one (lab evidence)
+        self._exit_status_dice = random.Random(f"{config.seed}:{config.name}")
         self._sessions = 0
         # What a reconciler costs this node: SSH connections accepted and exec requests served.
         self.ssh_connections = 0
         self.ssh_commands = 0
+        # The latest exec command lines, as Windows' process-creation events (4688) would record
+        # them: lab evidence that no secret travels on a command line.
+        self.command_lines: collections.deque[str] = collections.deque(maxlen=COMMAND_LINES_KEPT)
         self._flush_pending = False
         self.kubelet = (SimulatedKubelet(self.machine, config.address, config.network, config.kubelet)
                         if config.kubelet is not None else None)
@@ -179,6 +199,7 @@ class WindowsNode:
                 await self._reboot
             self._reboot = None
         await self._stop_listening()
+        self._cancel_stages()
         if self.machine.is_up:
             self.machine.shutdown()
         if self.kubelet is not None:
@@ -190,22 +211,46 @@ class WindowsNode:
     def request_reboot(self) -> None:
         if self._reboot is not None and not self._reboot.done():
             return
+        self._exit_status_lost = self.loses_exit_status()
         self._reboot = asyncio.get_running_loop().create_task(
             self._reboot_cycle(), name=f"reboot {self.name}")
+
+    def loses_exit_status(self) -> bool:
+        """Whether this Restart-Computer's session is cut before its exit status is sent."""
+        return self._exit_status_dice.random() < self.config.lost_exit_status_rate
 
     async def _reboot_cycle(self) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
         await self._go_down()
+        self._cancel_stages()
         self.machine.shutdown()
-        await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot, services
-        self.machine.boot()
+        await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
+        self.machine.boot(up_to_stage=0)  # sshd first
+        await self._listen()
+        loop = asyncio.get_running_loop()
+        step = self.config.service_stage_seconds
+        self._stage_timers = [loop.call_later(stage * step, self.machine.start_stage, stage)
+                              for stage in range(1, LAST_STAGE + 1)]
+
+    def _cancel_stages(self) -> None:
+        for timer in self._stage_timers:
+            timer.cancel()
+        self._stage_timers = []
+
+    async def go_offline(self) -> None:
+        """Drop off the network (an outage, not a reboot): connections cut, new ones refused."""
+        await self._go_down()
+
+    async def come_online(self) -> None:
+        """End an outage started by ``go_offline``."""
         await self._listen()
 
-    async def power_cycle(self, down_for: float) -> None:
-        """Take the node off the network for a while (an outage, not a reboot)."""
-        await self._go_down()
-        await asyncio.sleep(down_for)
-        await self._listen()
+    def _keeps_exit_status(self) -> bool:
+        restarting = self._reboot is not None and not self._reboot.done()
+        if restarting and self._exit_status_lost:
+            self.lost_exit_statuses += 1
+            return False
+        return True
 
     def active_sessions(self) -> int:
         return self._sessions
@@ -220,7 +265,8 @@ class WindowsNode:
                               server=(local[0], local[1]) if local else None)
             if process.command is not None:
                 self.ssh_commands += 1
-                await run_exec(process, session, self.commands)
+                self.command_lines.append(process.command)
+                await run_exec(process, session, self.commands, self._keeps_exit_status)
             else:
                 await run_interactive(process, session, self.commands)
         except (asyncssh.ConnectionLost, BrokenPipeError, ConnectionResetError):

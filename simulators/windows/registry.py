@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 MACHINE_ENVIRONMENT = r"HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet\Control\Session Manager\Environment"
 USER_ENVIRONMENT = r"HKEY_CURRENT_USER\Environment"
 SERVICES = r"HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet\Services"
+# Win32-OpenSSH reads DefaultShell here for every session; absent, sessions run cmd.exe.
+OPENSSH = r"HKEY_LOCAL_MACHINE\SOFTWARE\OpenSSH"
 
 _HIVES = {
     "hklm": "HKEY_LOCAL_MACHINE",
@@ -108,7 +110,7 @@ class Registry:
                      r"HKEY_LOCAL_MACHINE\SYSTEM", r"HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet",
                      r"HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet\Control",
                      r"HKEY_LOCAL_MACHINE\SYSTEM\CurrentControlSet\Control\Session Manager",
-                     MACHINE_ENVIRONMENT, USER_ENVIRONMENT, SERVICES):
+                     MACHINE_ENVIRONMENT, USER_ENVIRONMENT, SERVICES, r"HKEY_LOCAL_MACHINE\SOFTWARE", OPENSSH):
             registry.create_key(name)
         machine = registry.key(MACHINE_ENVIRONMENT)
         assert machine is not None

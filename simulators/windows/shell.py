@@ -1,16 +1,23 @@
-"""What sshd starts for a session: ``powershell.exe -c <command>`` for exec requests (the
-default shell is PowerShell), an interactive ``PS C:\\...>`` prompt for shell requests.
+"""What sshd starts for a session. An exec request runs in the default shell, read from the
+registry for every session as Win32-OpenSSH does: ``cmd.exe /c <command>`` when
+``HKLM:\\SOFTWARE\\OpenSSH`` has no ``DefaultShell`` (Windows' own default), or
+``powershell.exe -c <command>`` when it names PowerShell. A shell request gets an interactive
+``PS C:\\...>`` prompt.
 
 Output uses CRLF line endings, as a Windows host sends them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import asyncssh
 
+from simulators.windows.cmdshell import VERSION_BANNER, run_line
 from simulators.windows.powershell.commands import CommandTable
 from simulators.windows.powershell.errors import ParseError
-from simulators.windows.powershell.interpreter import Interpreter
+from simulators.windows.powershell.interpreter import Interpreter, RunResult
 from simulators.windows.powershell.parsing import parse
 from simulators.windows.session import Session
 
@@ -23,6 +30,7 @@ _INCOMPLETE = {"MissingEndCurlyBrace", "MissingEndParenthesisInExpression",
 MAX_INTERACTIVE_BUFFER = 1 << 20
 MAX_COMMAND_LINE = 32767  # CreateProcessW's limit, in characters
 SHELL_PREFIX = '"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe" -c ""'
+CMD_PREFIX = '"C:\\Windows\\System32\\cmd.exe" /c '
 
 
 def to_crlf(text: str) -> str:
@@ -30,16 +38,28 @@ def to_crlf(text: str) -> str:
 
 
 async def run_exec(process: asyncssh.SSHServerProcess[str], session: Session,
-                   commands: CommandTable) -> None:
+                   commands: CommandTable, keeps_exit_status: Callable[[], bool] = lambda: True) -> None:
+    """Run an exec request in the default shell. ``keeps_exit_status`` is asked at the end: a
+    node whose restart is cutting sessions closes the channel without one."""
     command = process.command or ""
-    if len(command) + len(SHELL_PREFIX) > MAX_COMMAND_LINE:
-        # sshd starts `powershell.exe -c "<command>"`; CreateProcess caps the line length.
+    shell = session.machine.ssh_default_shell()
+    prefix = SHELL_PREFIX if shell == "powershell" else CMD_PREFIX
+    if len(command) + len(prefix) > MAX_COMMAND_LINE:
+        # sshd starts `<shell> <option> <command>`; CreateProcess caps the line length.
         process.stderr.write("The filename or extension is too long.\r\n")
         process.exit(1)
         return
-    result = await Interpreter(session, commands).run(command)
+    interpreter = Interpreter(session, commands)
+    if shell == "powershell":
+        result = await interpreter.run(command)
+    else:
+        native = await run_line(interpreter, command)
+        result = RunResult(native.stdout, native.stderr, native.exit_code)
     process.stdout.write(to_crlf(result.stdout))
     process.stderr.write(to_crlf(result.stderr))
+    if not keeps_exit_status():
+        process.close()  # the channel ends with no exit-status message
+        return
     process.exit(result.exit_code & 0xFFFFFFFF if result.exit_code >= 0 else 1)
 
 
@@ -77,14 +97,24 @@ class BarePtyInput:
             self.pending += chunk
 
 
+def _console(process: asyncssh.SSHServerProcess[str]) -> tuple[Callable[[str], str], BarePtyInput | Any]:
+    """How output line ends are written and where lines come from. With a PTY and a terminal
+    type, asyncssh's line editor reads lines and turns "\n" into "\r\n" itself; a PTY without a
+    terminal type gets Windows' bare console behaviour."""
+    edited = bool(process.get_terminal_type())
+    newline: Callable[[str], str] = (lambda text: text) if edited else to_crlf
+    source = BarePtyInput(process) if process.get_terminal_type() == "" else process.stdin
+    return newline, source
+
+
 async def run_interactive(process: asyncssh.SSHServerProcess[str], session: Session,
                           commands: CommandTable) -> None:
+    """A shell request: the default shell's prompt (cmd's ``C:\\...>`` or PowerShell's)."""
+    if session.machine.ssh_default_shell() == "cmd":
+        await _run_cmd_prompt(process, session, commands)
+        return
     interpreter = Interpreter(session, commands)
-    # With a PTY and a terminal type, asyncssh's line editor reads lines and turns "\n" into
-    # "\r\n" itself; a PTY without a terminal type gets Windows' bare console behaviour.
-    edited = bool(process.get_terminal_type())
-    newline = (lambda text: text) if edited else to_crlf
-    source = BarePtyInput(process) if process.get_terminal_type() == "" else process.stdin
+    newline, source = _console(process)
     process.stdout.write(newline(BANNER.replace("\r\n", "\n")))
     buffer = ""
     while True:
@@ -115,3 +145,36 @@ async def run_interactive(process: asyncssh.SSHServerProcess[str], session: Sess
             process.exit(result.exit_code)
             return
     process.exit(0)
+
+
+async def _run_cmd_prompt(process: asyncssh.SSHServerProcess[str], session: Session,
+                          commands: CommandTable) -> None:
+    interpreter = Interpreter(session, commands)
+    newline, source = _console(process)
+    process.stdout.write(newline(f"{VERSION_BANNER}\n(c) Microsoft Corporation. All rights reserved.\n\n"))
+    code = 0
+    while True:
+        process.stdout.write(f"{session.location}>")
+        try:
+            line = await source.readline()
+        except asyncssh.TerminalSizeChanged:
+            continue
+        except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+            process.stdout.write("^C\r\n")
+            continue
+        except asyncssh.DisconnectError:
+            return
+        if not line:
+            break
+        text = line.rstrip("\r\n")
+        words = text.strip().split()
+        if words and words[0].lower() == "exit":
+            code = int(words[1]) if len(words) > 1 and words[1].lstrip("-").isdigit() else code
+            break
+        if text.strip():
+            result = await run_line(interpreter, text, session=session)
+            code = result.exit_code
+            process.stdout.write(newline(result.stdout))
+            process.stderr.write(newline(result.stderr))
+        process.stdout.write(newline("\n"))
+    process.exit(code)

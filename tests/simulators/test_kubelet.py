@@ -13,7 +13,7 @@ from kubernetes import client
 
 from harness.lab import Lab, LabSettings
 from simulators.windows.node import WindowsNode
-from tests.support import run_on, wait_until
+from tests.support import run_powershell, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 KUBELET_KEY = r"HKLM:\SYSTEM\CurrentControlSet\Services\kubelet"
@@ -37,7 +37,7 @@ async def ready(lab: Lab, node: WindowsNode) -> str | None:
 async def set_kubelet_environment(lab: Lab, node: WindowsNode, entries: list[str]) -> None:
     values = ",".join(f"'{e}'" for e in entries) or ""
     assert lab.fleet is not None
-    result = await run_on(lab.fleet, node, f"New-ItemProperty -Path {KUBELET_KEY} -Name Environment "
+    result = await run_powershell(lab.fleet, node, f"New-ItemProperty -Path {KUBELET_KEY} -Name Environment "
                                            f"-PropertyType MultiString -Value @({values}) -Force | Out-Null;"
                                            "Restart-Service kubelet -Force")
     assert result.exit_status == 0, result.stderr
@@ -81,8 +81,8 @@ async def test_a_stopped_kubelet_goes_not_ready(lab: Lab) -> None:
     assert lab.fleet is not None
     node = lab.fleet.nodes[0]
     await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready")
-    assert (await run_on(lab.fleet, node, "Stop-Service kubelet -Force")).exit_status == 0
+    assert (await run_powershell(lab.fleet, node, "Stop-Service kubelet -Force")).exit_status == 0
     await wait_until(lambda: ready_is(lab, node, "Unknown"), timeout=20,
                      what="NotReady")
-    assert (await run_on(lab.fleet, node, "Start-Service kube-proxy")).exit_status == 0  # starts kubelet too
+    assert (await run_powershell(lab.fleet, node, "Start-Service kube-proxy")).exit_status == 0  # starts kubelet too
     await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready again")

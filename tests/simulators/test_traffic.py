@@ -23,7 +23,7 @@ from simulators.origins.catalog import (
 from simulators.proxy.runner import ProxyServer, ProxySettings
 from simulators.windows.certificates import Certificate
 from simulators.windows.node import WindowsNode
-from tests.support import run_on, wait_until
+from tests.support import run_powershell, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 PROXY_NAME = "proxy.corp.internal"
@@ -71,7 +71,7 @@ async def trust_the_mitm_ca(lab: TrafficLab, node: WindowsNode) -> None:
 
     Each test that needs it does this itself: xdist may run any test of this module first, on a fresh lab."""
     node.machine.filesystem.write_bytes(r"C:\k\mitm.crt", lab.proxy.mitm_ca_pem)
-    result = await run_on(lab.fleet, node, r"Import-Certificate C:\k\mitm.crt -CertStoreLocation Cert:\LocalMachine\Root")
+    result = await run_powershell(lab.fleet, node, r"Import-Certificate C:\k\mitm.crt -CertStoreLocation Cert:\LocalMachine\Root")
     assert result.exit_status == 0, result.stderr
 
 
@@ -84,7 +84,7 @@ async def configure_containerd(lab: TrafficLab, node: WindowsNode, *, proxy: str
     if no_proxy:
         entries.append(f"NO_PROXY={no_proxy}")
     values = ",".join(f"'{e}'" for e in entries) or "@()"
-    result = await run_on(lab.fleet, node, f"New-ItemProperty -Path {CONTAINERD_KEY} -Name Environment "
+    result = await run_powershell(lab.fleet, node, f"New-ItemProperty -Path {CONTAINERD_KEY} -Name Environment "
                                            f"-PropertyType MultiString -Value @({values}) -Force | Out-Null;"
                                            "Restart-Service containerd -Force")
     assert result.exit_status == 0, result.stderr
@@ -97,7 +97,7 @@ def flows_from(lab: TrafficLab, node: WindowsNode, host: str) -> list[dict[str, 
 async def test_pull_through_the_proxy_with_the_mitm_ca_trusted(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[0]
     await configure_containerd(lab, node, proxy=lab.proxy_url, trust_mitm=True)
-    result = await run_on(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
+    result = await run_powershell(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
     assert result.exit_status == 0, result.stderr
     image = lab.origins.images["quay.io/openshift/windows-test:latest"]
     config_digest = next(d for d, blob in image.blobs.items() if blob.startswith(b"{"))
@@ -112,7 +112,7 @@ async def test_pull_through_the_proxy_with_the_mitm_ca_trusted(lab: TrafficLab) 
 async def test_without_the_mitm_ca_the_pull_fails_with_unknown_authority(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[1]
     await configure_containerd(lab, node, proxy=lab.proxy_url, trust_mitm=False)
-    result = await run_on(lab.fleet, node, "crictl pull quay.io/library/pause:3.9")
+    result = await run_powershell(lab.fleet, node, "crictl pull quay.io/library/pause:3.9")
     assert result.exit_status == 1
     assert "x509: certificate signed by unknown authority" in result.stderr
     assert 'failed to resolve reference \\"quay.io/library/pause:3.9\\"' in result.stderr
@@ -126,7 +126,7 @@ async def test_no_proxy_registry_is_reached_directly(lab: TrafficLab) -> None:
                                no_proxy=f"{INTRANET_REGISTRY},{INTRANET_REGISTRY_IP}", trust_mitm=True)
     before = len(lab.proxy.flows())
     for reference in (f"{INTRANET_REGISTRY}/corp/agent:1.0", f"{INTRANET_REGISTRY_IP}/openshift/windows-test:latest"):
-        result = await run_on(lab.fleet, node, f"crictl pull {reference}")
+        result = await run_powershell(lab.fleet, node, f"crictl pull {reference}")
         assert result.exit_status == 0, result.stderr
     sources = {r.source for r in lab.origins.access_log(INTRANET_REGISTRY)}
     assert sources == {node.address}
@@ -136,7 +136,7 @@ async def test_no_proxy_registry_is_reached_directly(lab: TrafficLab) -> None:
 async def test_bypassing_the_proxy_for_the_internet_is_refused_and_logged(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[2]
     await configure_containerd(lab, node, proxy=None, trust_mitm=False)
-    result = await run_on(lab.fleet, node, "crictl pull quay.io/library/pause:3.9")
+    result = await run_powershell(lab.fleet, node, "crictl pull quay.io/library/pause:3.9")
     assert result.exit_status == 1
     assert "read: connection reset by peer" in result.stderr
     violations = [v for v in lab.origins.violations() if v.source == node.address]
@@ -145,13 +145,13 @@ async def test_bypassing_the_proxy_for_the_internet_is_refused_and_logged(lab: T
 
 async def test_unknown_destinations_fail_like_dns_without_traffic(lab: TrafficLab) -> None:
     await configure_containerd(lab, lab.fleet.nodes[2], proxy=None, trust_mitm=False)
-    direct = await run_on(lab.fleet, lab.fleet.nodes[2], "crictl pull nothere.example.org/x:1")
+    direct = await run_powershell(lab.fleet, lab.fleet.nodes[2], "crictl pull nothere.example.org/x:1")
     assert "dial tcp: lookup nothere.example.org: no such host" in direct.stderr
     await configure_containerd(lab, lab.fleet.nodes[0], proxy=lab.proxy_url, trust_mitm=True)
-    proxied = await run_on(lab.fleet, lab.fleet.nodes[0], "crictl pull nothere.example.org/x:1")
+    proxied = await run_powershell(lab.fleet, lab.fleet.nodes[0], "crictl pull nothere.example.org/x:1")
     assert 'Head \\"https://nothere.example.org/v2/x/manifests/1\\": Bad Gateway' in proxied.stderr
     node = lab.fleet.nodes[0]
-    via_proxy = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://nothere.example.org/")
+    via_proxy = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://nothere.example.org/")
     assert "curl: (56) CONNECT tunnel failed, response 502" in via_proxy.stderr
     refused = [f for f in lab.proxy.flows() if f["host"] == "nothere.example.org"]
     assert refused and refused[-1]["status"] == 502 and "no such host" in str(refused[-1]["error"])
@@ -160,24 +160,25 @@ async def test_unknown_destinations_fail_like_dns_without_traffic(lab: TrafficLa
 async def test_curl_uses_the_session_environment_and_curl_rules(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[3]
     await trust_the_mitm_ca(lab, node)
-    ok = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS -v https://www.example.com/")
+    ok = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS -v https://www.example.com/")
     assert ok.stdout.strip() == "hello from www.example.com", ok.stderr
     assert "* Uses proxy env variable https_proxy ==" in ok.stderr  # names are case-insensitive on Windows
     assert "> CONNECT www.example.com:443 HTTP/1.1" in ok.stderr
-    bypass = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS --noproxy '*' https://www.example.com/")
+    bypass = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS --noproxy '*' https://www.example.com/")
     assert "curl: (35)" in bypass.stderr  # the firewall resets a direct connection
-    intranet = await run_on(lab.fleet, node, "curl.exe -s -w '%{http_code}' -o C:\\k\\page.html https://intranet.corp.internal/")
+    intranet = await run_powershell(lab.fleet, node, "curl.exe -s -w '%{http_code}' -o C:\\k\\page.html https://intranet.corp.internal/")
     assert intranet.stdout == "200\r\n" and node.machine.filesystem.read_bytes(r"C:\k\page.html").startswith(b"hello")
 
 
 async def test_invoke_web_request_ignores_proxy_variables(lab: TrafficLab) -> None:
     node = lab.fleet.nodes[3]
-    await run_on(lab.fleet, node, f"[Environment]::SetEnvironmentVariable('HTTPS_PROXY', '{lab.proxy_url}', 'Machine')")
-    ignored = await run_on(lab.fleet, node, "Invoke-WebRequest https://www.example.com/ -UseBasicParsing")
+    await trust_the_mitm_ca(lab, node)  # for the explicit -Proxy request at the end
+    await run_powershell(lab.fleet, node, f"[Environment]::SetEnvironmentVariable('HTTPS_PROXY', '{lab.proxy_url}', 'Machine')")
+    ignored = await run_powershell(lab.fleet, node, "Invoke-WebRequest https://www.example.com/ -UseBasicParsing")
     assert "The underlying connection was closed: An unexpected error occurred on a receive." in ignored.stderr
     assert any(v.source == node.address and v.origin == "internet-site" for v in lab.origins.violations())
-    explicit = await run_on(lab.fleet, node, f"(iwr https://www.example.com/ -UseBasicParsing -Proxy {lab.proxy_url}).Content")
-    assert explicit.stdout.strip() == "hello from www.example.com"
+    explicit = await run_powershell(lab.fleet, node, f"(iwr https://www.example.com/ -UseBasicParsing -Proxy {lab.proxy_url}).Content")
+    assert explicit.stdout.strip() == "hello from www.example.com", explicit.stderr
 
 
 async def test_fault_modes(lab: TrafficLab) -> None:
@@ -186,12 +187,12 @@ async def test_fault_modes(lab: TrafficLab) -> None:
     command = f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/"
     try:
         await lab.proxy.set_faults(bad_gateway=["www.example.*"])
-        assert "response 502" in (await run_on(lab.fleet, node, command)).stderr
+        assert "response 502" in (await run_powershell(lab.fleet, node, command)).stderr
         await lab.proxy.set_faults(bad_gateway=[], refuse=True)
-        assert "curl: (7)" in (await run_on(lab.fleet, node, command)).stderr
+        assert "curl: (7)" in (await run_powershell(lab.fleet, node, command)).stderr
         state = await lab.proxy.set_faults(refuse=False, delay=0.2)
         assert state == {"refuse": False, "bad_gateway": [], "delay": 0.2}
-        assert (await run_on(lab.fleet, node, command)).stdout.strip() == "hello from www.example.com"
+        assert (await run_powershell(lab.fleet, node, command)).stdout.strip() == "hello from www.example.com"
     finally:
         await lab.proxy.set_faults(refuse=False, bad_gateway=[], delay=0)
 
@@ -201,11 +202,11 @@ async def test_proxy_down_and_back(lab: TrafficLab) -> None:
     await configure_containerd(lab, node, proxy=lab.proxy_url, trust_mitm=True)
     await lab.proxy.go_down()
     try:
-        result = await run_on(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
+        result = await run_powershell(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
         assert f"proxyconnect tcp: dial tcp {PROXY_NAME}:{lab.proxy.port}: connect: connection refused" in result.stderr
     finally:
         await lab.proxy.come_back()
-    result = await run_on(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
+    result = await run_powershell(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
     assert result.exit_status == 0, result.stderr
 
 
@@ -214,7 +215,7 @@ async def test_flow_log_and_stream_file_carry_no_credentials(lab: TrafficLab, tm
 
     node = lab.fleet.nodes[3]
     await trust_the_mitm_ca(lab, node)
-    fetched = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/")
+    fetched = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/")
     assert fetched.exit_status == 0, fetched.stderr
     await wait_until(lambda: any(f["host"] == "www.example.com" for f in lab.proxy.flows()), what="the flow log")
     with lab.proxy.stream_path.open("rb") as handle:
@@ -236,9 +237,9 @@ async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
         node = lab.fleet.nodes[0]
         await trust_the_mitm_ca(lab, node)
         base = f"http://auth-proxy.corp.internal:{secured.port}"
-        denied = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = '{base}'; curl.exe -sS https://www.example.com/")
+        denied = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{base}'; curl.exe -sS https://www.example.com/")
         assert "curl: (56) CONNECT tunnel failed, response 407" in denied.stderr
-        allowed = await run_on(lab.fleet, node, f"$env:HTTPS_PROXY = 'http://fleet:s3cret@auth-proxy.corp.internal:{secured.port}';"
+        allowed = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = 'http://fleet:s3cret@auth-proxy.corp.internal:{secured.port}';"
                                                 "curl.exe -sS -v https://www.example.com/")
         assert allowed.stdout.strip() == "hello from www.example.com", allowed.stderr
         assert "s3cret" not in allowed.stderr  # the -v trace redacts the proxy URL

@@ -21,6 +21,9 @@ CATCHES = {
     "no-cert-removal": ("remove", "certificates"),
     "no-env-removal": ("remove", "registry-env"),
     "unquoted-values": ("change", "registry-env"),
+    "records-whole-bundle": ("remove", "certificates"),
+    "no-service-wait": ("runtime-add", "reboots"),
+    "reboot-without-exit-status": ("runtime-add", "reboots"),
 }
 
 
@@ -77,7 +80,7 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
 @pytest.mark.parametrize(("variant", "passes"), [("correct", True), ("no-cert-import", False)])
 def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: str, passes: bool) -> None:
     command = (f"{sys.executable} -m harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
-               f"--max-unavailable {{max_unavailable}} --variant {variant}")
+               f"--max-unavailable {{max_unavailable}} --variant {variant} --service-poll-seconds 0.2")
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "8",
                                  "--reconciler-command", command)
     assert report["variant"] == "external"

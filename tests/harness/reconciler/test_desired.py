@@ -7,11 +7,11 @@ import trustme
 
 from harness.nodessh import encoded_command
 from harness.reconciler.desired import InvalidClusterInput, ObservedState, desired_state, plan_changes
-from harness.reconciler.scripts import apply_script, observe_script
+from harness.reconciler.scripts import apply_data, apply_script, observe_script, unquoted_apply_script
 from harness.reconciler.variants import VARIANTS, variant
 from simulators.windows.certificates import Certificate
 from simulators.windows.machine import WindowsMachine
-from tests.support import ps
+from tests.support import ps, ps_with_data
 
 PROXY = {"status": {"httpProxy": "http://p:3128", "httpsProxy": "http://p:3128", "noProxy": ".svc,10.0.0.0/8"}}
 
@@ -104,7 +104,8 @@ def test_removal_plan_and_broken_variants() -> None:
 
 def test_every_variant_is_named() -> None:
     assert set(VARIANTS) == {"correct", "semicolon-noproxy", "no-reboot", "early-reachability", "no-cert-import",
-                             "no-cert-removal", "no-env-removal", "unquoted-values"}
+                             "no-cert-removal", "no-env-removal", "unquoted-values", "records-whole-bundle",
+                             "no-service-wait", "reboot-without-exit-status"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
         variant("nope")
 
@@ -118,9 +119,8 @@ NASTY = ["http://user:p'w\"d@proxy:3128", "http://$(Remove-Item C:\\k -Recurse)@
 async def test_values_reach_the_node_verbatim_and_are_never_code(machine: WindowsMachine, value: str) -> None:
     desired = desired_state({"status": {"httpProxy": value, "noProxy": value}}, None)
     plan = plan_changes(desired, observed(), {})
-    script = apply_script(plan)
-    assert value not in script  # only Base64 reaches the script text
-    result = await ps(machine, script)
+    assert value not in apply_script()  # the script is constant code; values are data
+    result = await ps_with_data(machine, apply_script(), apply_data(plan))
     assert result.exit_code == 0, result.stderr
     assert machine.machine_environment()["HTTP_PROXY"] == value
     assert machine.machine_environment()["NO_PROXY"] == value
@@ -131,7 +131,7 @@ async def test_values_reach_the_node_verbatim_and_are_never_code(machine: Window
 async def test_the_unquoted_variant_executes_injected_code(machine: WindowsMachine) -> None:
     value = "http://proxy:3128/$(Set-Content -Path C:\\k\\pwned.txt -Value owned)"
     plan = plan_changes(desired_state({"status": {"httpProxy": value}}, None), observed(), {})
-    await ps(machine, apply_script(plan, unquoted=True))
+    await ps_with_data(machine, unquoted_apply_script(plan), apply_data(plan))
     assert machine.filesystem.exists("C:\\k\\pwned.txt")  # the broken variant is really broken
     assert machine.machine_environment()["HTTP_PROXY"] != value
 

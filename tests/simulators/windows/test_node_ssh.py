@@ -10,7 +10,7 @@ import pytest
 import trustme
 
 from simulators.fleet import Fleet
-from tests.support import connect, run_on, wait_until
+from tests.support import connect, run_on, run_powershell, wait_until
 
 
 async def test_exec_forms(fleet: Fleet) -> None:
@@ -59,6 +59,7 @@ async def test_machine_variable_reaches_services_only_after_reboot(fleet: Fleet)
         await wait_until(lambda: conn.is_closed(), what="the reboot to drop the session")
     await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening,
                      what="the node to come back")
+    await wait_until(lambda: node.process_environment("containerd") is not None, what="containerd's boot stage")
     assert node.process_environment("containerd")["HTTP_PROXY"] == "http://proxy.lab:3128"  # type: ignore[index]
     assert node.outages and node.outages[-1].up_at is not None
 
@@ -157,3 +158,41 @@ async def test_many_concurrent_sessions_on_one_node(fleet: Fleet) -> None:
     async with await connect(fleet, node) as conn:
         results = await asyncio.gather(*(conn.run(f"Write-Output {i}") for i in range(20)))
     assert sorted(int(r.stdout) for r in results) == list(range(20))
+
+
+async def test_a_node_as_windows_ships_runs_exec_requests_in_cmd(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[0]
+    raw = await run_on(cmd_fleet, node, "[Environment]::GetEnvironmentVariable('Path', 'Machine')")
+    assert raw.exit_status == 9009 & 0xFF  # asyncssh sends exit statuses modulo 256
+    assert "is not recognized as an internal or external command" in raw.stderr
+    wrapped = await run_powershell(cmd_fleet, node, "[Environment]::GetEnvironmentVariable('OS', 'Machine')")
+    assert (wrapped.stdout, wrapped.exit_status) == ("Windows_NT\r\n", 0)
+    assert (await run_on(cmd_fleet, node, "echo %OS%& ver")).stdout.startswith("Windows_NT\r\n")
+    # An administrator sets DefaultShell: the next session runs PowerShell.
+    await run_powershell(cmd_fleet, node, "New-ItemProperty -Path HKLM:\\SOFTWARE\\OpenSSH -Name DefaultShell "
+                                          "-Value C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe "
+                                          "-PropertyType String -Force | Out-Null")
+    switched = await run_on(cmd_fleet, node, "[Environment]::GetEnvironmentVariable('OS', 'Machine')")
+    assert (switched.stdout, switched.exit_status) == ("Windows_NT\r\n", 0)
+
+
+async def test_restart_computer_sometimes_returns_no_exit_status(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[1]
+    node.config.lost_exit_status_rate = 1.0
+    first_boot = node.boots[-1].boot_id
+    result = await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    assert result.exit_status is None  # the channel closed without an exit-status message
+    assert node.lost_exit_statuses == 1
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="the restart")
+
+
+async def test_sshd_answers_before_the_egress_services_start(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[0]
+    node.config.service_stage_seconds = 0.3
+    first_boot = node.boots[-1].boot_id
+    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="sshd back")
+    early = await run_powershell(cmd_fleet, node, "(Get-Service kubelet).Status; (Get-Service sshd).Status")
+    assert early.stdout.split() == ["Stopped", "Running"]  # the kubelet's stage has not come yet
+    await wait_until(lambda: node.process_environment("windows_exporter") is not None, what="the delayed start")
+    assert node.process_environment("kubelet") is not None

@@ -196,7 +196,7 @@ async def test_native_programs(machine: WindowsMachine) -> None:
     result = await ps(machine, "hostname; whoami; C:\\Windows\\System32\\hostname.exe")
     assert result.stdout.split() == ["WIN-TEST", "win-test\\administrator", "WIN-TEST"]
     cmd = await ps(machine, 'cmd.exe /c "set HTTP_PROXY=x&& echo %HTTP_PROXY% && nope"')
-    assert cmd.stdout.split() == ["x"]
+    assert cmd.stdout.split() == ["%HTTP_PROXY%"]  # cmd expands %VAR% when it reads the line, before set runs
     assert "'nope' is not recognized as an internal or external command," in cmd.stderr
     child = await ps(machine, "$env:CHILD = 'inherited'; powershell.exe -NoProfile -NonInteractive "
                               "-ExecutionPolicy Bypass -Command 'Write-Output $env:CHILD; exit 3'; $LASTEXITCODE")
