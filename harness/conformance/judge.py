@@ -29,6 +29,7 @@ from typing import Any
 from kubernetes import client
 
 from harness import admin
+from harness.conformance.checks import env_text, service_environment_problems
 from harness.conformance.cordons import CordonTimeline, internal_ip
 from harness.conformance.expectations import (
     Expected,
@@ -52,10 +53,6 @@ INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
 INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
 UNCONFIGURED = Expected(dict.fromkeys(PROXY_VARIABLES), {}, {})
 PROBE_CONCURRENCY = 64
-
-
-def _env_text(environment: dict[str, str | None]) -> str:
-    return ", ".join(f"{k}={repr(redact_url(v)) if v is not None else 'unset'}" for k, v in environment.items())
 
 
 @dataclass
@@ -240,7 +237,7 @@ class Conformance:
                 return expected
             if time.monotonic() > deadline:
                 raise AssertionError(f"the cluster did not publish the change within {within}s "
-                                     f"(Proxy status: {_env_text(expected.environment)})")
+                                     f"(Proxy status: {env_text(expected.environment)})")
             await asyncio.sleep(0.1)
 
     def _changed(self, step: Step, address: str) -> bool:
@@ -397,8 +394,8 @@ class Conformance:
             for check in ("registry-env", "certificates"):
                 record(check, False, "a readable node", f"unreachable: {state}")
             return
-        record("registry-env", state.environment == target.environment, _env_text(target.environment),
-               _env_text(state.environment))
+        record("registry-env", state.environment == target.environment, env_text(target.environment),
+               env_text(state.environment))
         wanted = self._expected_root(address)
         missing, extra = wanted - state.root, state.root - wanted
         record("certificates", not missing and not extra,
@@ -438,16 +435,9 @@ class Conformance:
     def _check_service_environment(self, address: str, target: Expected,
                                    record: Callable[[str, bool, str, str], None]) -> None:
         node = self.node(address)
-        wrong = []
-        for service in EGRESS_SERVICES:
-            environment = node.process_environment(service)
-            if environment is None:
-                wrong.append(f"{service} not running")
-                continue
-            seen = {k: environment.get(k) for k in PROXY_VARIABLES}
-            if seen != target.environment:
-                wrong.append(f"{service}: {_env_text(seen)}")
-        record("service-environment", not wrong, _env_text(target.environment),
+        wrong = service_environment_problems({s: node.process_environment(s) for s in EGRESS_SERVICES},
+                                             target.environment)
+        record("service-environment", not wrong, env_text(target.environment),
                "every service" if not wrong else "; ".join(wrong[:3]))
 
     def _check_pull(self, address: str, target: Expected, image: str, check: str, result: PullResult,
