@@ -12,10 +12,7 @@ import asyncio
 import asyncio.sslproto
 import contextlib
 import logging
-import os
-import shlex
 import shutil
-import signal
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,11 +26,12 @@ import yaml
 from kubernetes import client, config
 
 from harness import admin
+from harness.external import ExternalReconciler, ExternalReconcilerError, command_line
 from harness.kubeconfig import api_client
 from harness.process_limits import raise_open_file_limit
 from harness.reconciler import Reconciler, ReconcilerSettings
-from harness.secretfiles import open_private_append
 from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from simulators.controlplane.resources import find_type
 from simulators.fleet import Fleet, FleetSettings
 from simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
 from simulators.origins.catalog import Origins, start_origins
@@ -61,7 +59,6 @@ PROXY_PORT = 3128
 PROXY2_HOST = "proxy2.corp.internal"
 PROXY2_PORT = 8080
 PROXY2_AUTH = "o'brien:pa$(x)"
-RECONCILER_STOP_GRACE = 10.0
 
 
 # Destinations the lab's nodes reach directly when a proxy is set: the intranet registry by name
@@ -118,6 +115,8 @@ class LabSettings:
     # An external reconciler instead: a command line with {kubeconfig}, {ssh_port}, {namespace}
     # and {max_unavailable} placeholders, started after the fleet and stopped (SIGTERM) first.
     reconciler_command: str | None = None
+    # "olm": run it as OLM runs WMCO, with the Proxy status variables, restarted when they change.
+    reconciler_env: str = "none"
     max_unavailable: int = 0  # 0: half the nodes (at least one)
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
@@ -141,6 +140,7 @@ class Lab:
         self._temporary: str | None = None
         self.proxy2: ProxyServer | None = None
         self.reconciler: Reconciler | None = None
+        self.external_reconciler: ExternalReconciler | None = None
         self._stack: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         self._api: client.ApiClient | None = None
 
@@ -265,33 +265,38 @@ class Lab:
         self._stack.append(("reconciler", reconciler.stop))
 
     async def _start_external_reconciler(self, template: str) -> None:
-        assert self.fleet is not None
+        assert self.fleet is not None and self.control_plane is not None
         try:
-            command = shlex.split(template.format(kubeconfig=self.kubeconfig, ssh_port=self.fleet.port,
-                                                  namespace=admin.OPERATOR_NAMESPACE,
-                                                  max_unavailable=self.max_unavailable))
-        except (KeyError, IndexError, ValueError) as exc:
-            raise LabError(f"the reconciler command {template!r} is malformed: {exc}") from None
-        output = open_private_append(self.state_dir / "reconciler.log")  # it may print secrets
+            argv = command_line(template, {"kubeconfig": self.kubeconfig, "ssh_port": self.fleet.port,
+                                           "namespace": admin.OPERATOR_NAMESPACE,
+                                           "max_unavailable": self.max_unavailable})
+            reconciler = ExternalReconciler(argv, self.state_dir / "reconciler.log", self.settings.reconciler_env)
+        except ExternalReconcilerError as exc:
+            raise LabError(str(exc)) from None
+        self.external_reconciler = reconciler
+        store = self.control_plane.store
+        proxies = find_type("config.openshift.io", "v1", "proxies")
+        assert proxies is not None
+        current = store.list(proxies, None, lambda obj: True)
         try:
-            process = await asyncio.create_subprocess_exec(*command, stdin=asyncio.subprocess.DEVNULL,
-                                                           stdout=output, stderr=output, start_new_session=True)
-        except OSError as exc:
-            raise LabError(f"cannot start the reconciler {command[0]!r}: {exc}") from None
-        finally:
-            output.close()
+            if not await reconciler.proxy_status_changed(current[0].get("status") or {} if current else {}):
+                await reconciler.start()
+        except ExternalReconcilerError as exc:
+            raise LabError(str(exc)) from None
+        watcher = store.watch(proxies, None, store.resource_version, lambda obj: True)
+
+        async def follow_proxy() -> None:  # OLM's part: a changed Proxy status restarts the operator
+            while (event := await watcher.queue.get()) is not None:
+                await reconciler.proxy_status_changed(event["object"].get("status") or {})
+
+        follower = asyncio.get_running_loop().create_task(follow_proxy(), name="olm proxy variables")
 
         async def stop() -> None:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    async with asyncio.timeout(RECONCILER_STOP_GRACE):
-                        await process.wait()
-                except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(process.pid, signal.SIGKILL)
-                    await process.wait()
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+            store.stop_watch(watcher)
+            await reconciler.stop()
 
         self._stack.append(("external reconciler", stop))
 

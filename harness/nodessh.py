@@ -18,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,12 @@ def error_summary(stderr: str) -> str:
         if stripped:
             kept.append(stripped)
     return " ".join(kept)[:1000]
+
+
+def silence_command_logging() -> None:
+    """asyncssh logs every exec request's command line at INFO; a process that runs commands on
+    nodes (or serves them) turns that off itself, explicitly, when it starts."""
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
 
 
 class NodeError(Exception):

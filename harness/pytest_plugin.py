@@ -26,7 +26,9 @@ import pytest
 import pytest_asyncio
 
 from harness.conformance.judge import Conformance
+from harness.external import ENV_MODES
 from harness.lab import Lab, LabSettings, customer_settings
+from harness.lifecycle import die_with_parent, interrupt_on_sigterm
 
 PROPERTY = "proxyfleet"
 
@@ -39,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--proxyfleet-reconciler-command", default=None,
                     help="Run this external reconciler instead ({kubeconfig}, {ssh_port}, {namespace}, "
                          "{max_unavailable} are filled in).")
+    group.addoption("--proxyfleet-reconciler-env", default="none", choices=ENV_MODES,
+                    help="'olm': start the external reconciler with the Proxy status variables and restart "
+                         "it when they change, as OLM runs WMCO.")
     group.addoption("--proxyfleet-converge-timeout", type=float, default=60.0,
                     help="Seconds a step may take to converge (default 60).")
     group.addoption("--proxyfleet-workflow", action="append", default=[],
@@ -50,6 +55,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        # An xdist worker (of `proxyfleet conformance`, or of any run using the lab fixtures): tear
+        # its lab down on SIGTERM like on Ctrl-C, and get SIGTERM when the controller dies.
+        interrupt_on_sigterm()
+        die_with_parent()
     config.addinivalue_line("markers", "workflow(name): the proxyfleet workflow a scenario belongs to")
     config.addinivalue_line("markers", "lab(**settings): LabSettings fields for this scenario's lab")
 
@@ -87,6 +97,7 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         "nodes": config.getoption("--proxyfleet-nodes"), "state_dir": state_dir,
         "reconciler": config.getoption("--proxyfleet-variant"),
         "reconciler_command": config.getoption("--proxyfleet-reconciler-command"),
+        "reconciler_env": config.getoption("--proxyfleet-reconciler-env"),
         "second_proxy": False, "reboot_duration": 0.3,
         # Windows keeps answering SSH for a moment after Restart-Computer: the window in which an
         # "early reachability" bug shows. Long enough to be seen on a loaded CI machine.

@@ -11,6 +11,7 @@ import asyncio
 import errno
 import ipaddress
 import json
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -137,6 +138,8 @@ class Fleet:
         return WindowsNode(config, self.commands)
 
     async def start(self) -> None:
+        # asyncssh's server logs each exec request's command line at INFO: not in the lab's logs.
+        logging.getLogger("asyncssh").setLevel(logging.WARNING)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.client_key = _load_or_create_key(self.client_key_path)
         for attempt in range(5):

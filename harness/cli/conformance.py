@@ -22,6 +22,8 @@ from rich.table import Table
 import scenarios
 from harness.conformance.report import write_html, write_json, write_junit
 from harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+from harness.external import ENV_MODES
+from harness.lifecycle import interrupt_on_sigterm
 from harness.noproxy import redact_text
 from harness.pytest_plugin import PROPERTY
 from harness.reconciler import VARIANTS
@@ -121,6 +123,7 @@ class RunOptions:
     variant: str = "correct"
     workflows: tuple[str, ...] = ()
     reconciler_command: str | None = None
+    reconciler_env: str = "none"
     converge_timeout: float = 60.0
     workers: int = 0
     keep: Path | None = None
@@ -155,6 +158,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             *options.extra_args]
     if options.reconciler_command:
         args.append(f"--proxyfleet-reconciler-command={options.reconciler_command}")
+        args.append(f"--proxyfleet-reconciler-env={options.reconciler_env}")
     for workflow in options.workflows:
         args.append(f"--proxyfleet-workflow={workflow}")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -205,18 +209,22 @@ def report_options(function: Any) -> Any:
               help="The built-in reconciler, or a deliberately broken one (self-test).")
 @click.option("--reconciler-command", help="Judge this external reconciler instead; {kubeconfig}, {ssh_port}, "
                                            "{namespace} and {max_unavailable} are filled in.")
+@click.option("--reconciler-env", type=click.Choice(ENV_MODES), default="none", show_default=True,
+              help="olm: start the external reconciler with HTTP(S)_PROXY/NO_PROXY from Proxy status and "
+                   "restart it when they change, as OLM runs the real operator.")
 @click.option("--workers", default=0, type=click.IntRange(0, 64),
               help="Scenario labs run in parallel (default: one per CPU, at least 2).")
 def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
-                keep: Path | None, converge_timeout: float, workers: int) -> None:
+                reconciler_env: str, keep: Path | None, converge_timeout: float, workers: int) -> None:
     """Run the conformance scenarios on the embedded lab and judge the reconciler."""
+    interrupt_on_sigterm()
     console = Console(stderr=True)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
         options = RunOptions(nodes=nodes, variant=variant, workflows=workflows,
-                             reconciler_command=reconciler_command, converge_timeout=converge_timeout,
-                             workers=workers, keep=keep)
+                             reconciler_command=reconciler_command, reconciler_env=reconciler_env,
+                             converge_timeout=converge_timeout, workers=workers, keep=keep)
         outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
         console.print(summary_table(outcome.run))
         write_reports(outcome, console, json_path, junit, html, flows)

@@ -22,6 +22,7 @@ from harness.cli.conformance import RunOptions, report_options, run_scenarios, s
 from harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
 from harness.conformance.results import ConformanceRun
 from harness.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
+from harness.lifecycle import interrupt_on_sigterm
 from harness.noproxy import CLIENTS, redact_url
 from harness.reconciler import VARIANTS
 from harness.secretfiles import write_private
@@ -96,6 +97,7 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
           reconciler_command: str | None, junit: Path | None, json_path: Path | None, html: Path | None,
           flows: Path | None, keep: Path | None, converge_timeout: float) -> None:
     """Reproduce a customer's proxy settings on the lab and explain every failing path."""
+    interrupt_on_sigterm()
     try:
         proxy = read_proxy(proxy_file)
         bundle = read_ca_bundle(ca_bundle) if ca_bundle else b""

@@ -22,7 +22,7 @@ import asyncssh
 from kubernetes import client
 
 from harness.contract import EGRESS_SERVICES
-from harness.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable
+from harness.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
 from harness.noproxy import redact_text
 from harness.reconciler.applying import ConnectionPool, wait_for_new_boot
 from harness.reconciler.desired import (
@@ -135,6 +135,7 @@ class Reconciler:
     # --- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
+        silence_command_logging()
         loop = asyncio.get_running_loop()
         self.watch = ClusterWatch(self.api, self.settings.namespace, self._on_change, loop)
         self.watch.start()

@@ -8,6 +8,8 @@
 * ``StreamFile``: every finished flow in a mitmproxy dump file, readable while the proxy runs.
 * ``Faults``: switchable at run time over a control socket: refuse connections, 502 for some
   hosts, slow responses.
+* ``AuthFile``: proxy credentials read from a file (0600) into mitmproxy's ``proxyauth``, so
+  they never appear on ``mitmdump``'s command line.
 """
 
 from __future__ import annotations
@@ -271,4 +273,19 @@ class StreamFile(OptionFile):
         self._save(flow)
 
 
-addons = [Faults(), LabResolution(), FlowLog(), StreamFile()]
+class AuthFile:
+    """``proxyauth`` from ``lab_auth_file`` (``user:password``), never from the command line."""
+
+    def load(self, loader: Any) -> None:
+        loader.add_option("lab_auth_file", str, "", "File holding 'user:password' for proxyauth.")
+
+    def configure(self, updated: set[str]) -> None:
+        if "lab_auth_file" not in updated or not ctx.options.lab_auth_file:
+            return
+        credentials = Path(ctx.options.lab_auth_file).read_text().strip()
+        if ":" not in credentials:
+            raise ValueError("lab_auth_file must hold 'user:password'")
+        ctx.options.update(proxyauth=credentials)  # type: ignore[no-untyped-call]
+
+
+addons = [Faults(), LabResolution(), FlowLog(), StreamFile(), AuthFile()]

@@ -25,6 +25,7 @@ from typing import Any
 
 import trustme
 
+from harness.lifecycle import die_with_parent
 from harness.secretfiles import write_private
 from simulators.network import Endpoint, LabNetwork
 
@@ -79,6 +80,7 @@ class ProxyServer:
         self.stream_path = self.directory / "flows.mitm"
         self.table_path = self.directory / "lab-table.json"
         self.control_path = self.directory / "control.sock"
+        self.auth_path = self.directory / "proxyauth"
         if len(str(self.control_path.resolve())) > UNIX_SOCKET_PATH_LIMIT:
             # AF_UNIX paths are limited to 108 bytes; a deep state directory gets a short socket dir.
             self.control_path = Path(tempfile.mkdtemp(prefix="proxyfleet-")) / "control.sock"
@@ -103,6 +105,10 @@ class ProxyServer:
         return self.mitm_ca.cert_pem.bytes()
 
     @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
     def running(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
@@ -115,6 +121,8 @@ class ProxyServer:
         write_private(ca_file, self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
         (self.confdir / "mitmproxy-ca-cert.pem").write_bytes(self.mitm_ca.cert_pem.bytes())
         (self.directory / "upstream-trust.pem").write_bytes(self.settings.upstream_ca_pem)
+        if self.settings.auth:
+            write_private(self.auth_path, self.settings.auth)
         self.publish_table()
 
     def publish_table(self) -> None:
@@ -137,7 +145,7 @@ class ProxyServer:
             **self.settings.extra_options,
         }
         if self.settings.auth:
-            options["proxyauth"] = self.settings.auth
+            options["lab_auth_file"] = str(self.auth_path)  # the credentials stay off argv
         arguments = ["--listen-host", self.settings.listen_address, "--listen-port", str(self.port),
                      "-s", str(ADDON)]
         for key, value in options.items():
@@ -165,7 +173,7 @@ class ProxyServer:
                 sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
                 *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL, stderr=stderr, env=environment,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=die_with_parent)
         finally:
             stderr.close()
         _LIVE.add(self._process.pid)

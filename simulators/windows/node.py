@@ -33,8 +33,6 @@ from simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
 
 log = logging.getLogger(__name__)
 COMMAND_LINES_KEPT = 200
-# asyncssh logs every exec command at INFO; commands can carry proxy credentials.
-logging.getLogger("asyncssh").setLevel(logging.WARNING)
 
 
 @dataclass

@@ -232,6 +232,10 @@ async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
                                         listen_address=listen, egress_address=lab.proxy.settings.egress_address,
                                         auth="fleet:s3cret", mitm_ca=lab.proxy.mitm_ca))
     async with secured:
+        assert secured.pid is not None
+        command_line = Path(f"/proc/{secured.pid}/cmdline").read_bytes()
+        assert b"s3cret" not in command_line  # visible to every local user: the secret is in a 0600 file
+        assert secured.auth_path.stat().st_mode & 0o777 == 0o600
         lab.network.add("auth-proxy.corp.internal", secured.port, secured.endpoint, "proxy")
         secured.publish_table()
         node = lab.fleet.nodes[0]

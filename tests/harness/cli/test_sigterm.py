@@ -1,0 +1,68 @@
+"""SIGTERM (what CI sends on cancel or timeout) cleans up exactly like Ctrl-C: no mitmdump left
+listening, no xdist worker left running, no scratch directory left behind — and a controller
+killed outright still takes its workers and proxies with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _ours(marker: str) -> dict[int, str]:
+    """Processes (pid -> command line) whose environment carries ``marker``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone, or not ours to read
+    return found
+
+
+def _wait(condition: object, what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def _start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    token = uuid.uuid4().hex
+    env = {**os.environ, "PROXYFLEET_TEST_RUN": token, "TMPDIR": str(tmp_path)}
+    log = (tmp_path / "run.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-m", "harness", "conformance", "--nodes", "2", "--workflow",
+                                "runtime-add", "--workflow", "change"], env=env, cwd=tmp_path,
+                               stdout=log, stderr=log)
+    marker = f"PROXYFLEET_TEST_RUN={token}"
+    _wait(lambda: sum("mitmdump" in c for c in _ours(marker).values()) >= 2, "both labs' proxies to run")
+    return process, marker
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_tears_everything_down(tmp_path: Path, how: signal.Signals) -> None:
+    process, marker = _start(tmp_path)
+    process.send_signal(how)
+    process.wait(timeout=60)
+    _wait(lambda: not _ours(marker), "every child process to exit", timeout=30)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith("proxyfleet-")]
+    assert leftovers == [], leftovers  # scratch and lab directories are gone
+
+
+def test_a_killed_controller_takes_its_workers_and_proxies_with_it(tmp_path: Path) -> None:
+    process, marker = _start(tmp_path)
+    process.kill()  # SIGKILL: no handler runs in the controller
+    process.wait(timeout=10)
+    _wait(lambda: not _ours(marker), "the workers and proxies to follow their parent", timeout=30)

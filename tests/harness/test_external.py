@@ -1,0 +1,62 @@
+"""External reconcilers: placeholders shell-quoted, and OLM's way of handing the operator the
+cluster's proxy (variables from Proxy status, empty ones dropped, a restart on every change)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import admin
+from harness.external import ExternalReconcilerError, command_line, olm_environment
+from harness.lab import Lab, LabSettings
+from tests.support import wait_until
+
+# A stand-in operator: records the proxy variables it was started with, then idles.
+OPERATOR = """
+import json, os, sys, time
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps({k: os.environ.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")}) + "\\n")
+time.sleep(3600)
+"""
+
+
+def test_placeholders_are_shell_quoted() -> None:
+    argv = command_line("reconcile --kubeconfig {kubeconfig} --namespace {namespace}",
+                        {"kubeconfig": "/tmp/a dir/it's kube", "namespace": "ns; rm -rf /"})
+    assert argv == ["reconcile", "--kubeconfig", "/tmp/a dir/it's kube", "--namespace", "ns; rm -rf /"]
+    with pytest.raises(ExternalReconcilerError, match="malformed"):
+        command_line("reconcile {nope}", {"kubeconfig": "k"})
+
+
+def test_olm_drops_empty_values() -> None:
+    assert olm_environment({"httpProxy": "", "httpsProxy": "http://p:3128", "noProxy": ".svc"}) == \
+        {"HTTPS_PROXY": "http://p:3128", "NO_PROXY": ".svc"}
+    assert olm_environment({}) == {}
+
+
+async def test_olm_restarts_the_operator_with_the_proxy_status_variables(tmp_path: Path) -> None:
+    script = tmp_path / "operator.py"
+    script.write_text(OPERATOR)
+    seen = tmp_path / "seen.jsonl"
+    settings = LabSettings(nodes=1, proxy=False, reconciler_env="olm",
+                           reconciler_command=f"{sys.executable} {script} {seen}")
+
+    def starts() -> list[dict[str, str | None]]:
+        return [json.loads(line) for line in seen.read_text().splitlines()] if seen.exists() else []
+
+    async with Lab(settings) as lab:
+        await wait_until(lambda: len(starts()) == 1, what="the operator to start")
+        assert starts()[0] == {"HTTP_PROXY": None, "HTTPS_PROXY": None, "NO_PROXY": None}
+        await admin.set_proxy(lab.api(), https_proxy="http://u:pw@proxy.corp.internal:3128", no_proxy=".corp")
+        await wait_until(lambda: len(starts()) == 2, what="the restart OLM does on a proxy change")
+        latest = starts()[-1]
+        assert latest["HTTPS_PROXY"] == "http://u:pw@proxy.corp.internal:3128"
+        assert latest["HTTP_PROXY"] is None  # empty in status: not injected at all
+        assert latest["NO_PROXY"] and ".corp" in latest["NO_PROXY"].split(",")
+        assert lab.external_reconciler is not None and lab.external_reconciler.starts == 2
+        await admin.set_proxy(lab.api())
+        await wait_until(lambda: len(starts()) == 3 and starts()[-1]["HTTPS_PROXY"] is None, what="removal")
+        assert (lab.state_dir / "reconciler.log").stat().st_mode & 0o777 == 0o600
