@@ -13,6 +13,7 @@ from harness.kubeconfig import KubeconfigError, api_client
 from harness.process_limits import raise_open_file_limit
 from harness.reconciler import VARIANTS, Reconciler, ReconcilerSettings
 from harness.reconciler.controller import OPERATOR_NAMESPACE
+from harness.reconciler.hostkeys import HostKeyPolicyError
 
 
 async def _run(kubeconfig: Path, settings: ReconcilerSettings) -> None:
@@ -42,16 +43,20 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings) -> None:
               help="Seconds a node may take to come back with a new boot.")
 @click.option("--service-poll-seconds", default=2.0, show_default=True, type=float,
               help="After a reboot, how often to check whether the egress services have started.")
+@click.option("--known-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Strict host keys: contact only the hosts in this OpenSSH known_hosts file, with exactly "
+                   "those keys (default: pin each host's key on first contact).")
 @click.option("--verbose", "-v", is_flag=True)
 def reconcile(kubeconfig: Path, namespace: str, ssh_port: int, max_unavailable: int, variant: str | None,
-              resync_seconds: float, reboot_timeout: float, service_poll_seconds: float, verbose: bool) -> None:
+              resync_seconds: float, reboot_timeout: float, service_poll_seconds: float, known_hosts: Path | None,
+              verbose: bool) -> None:
     """Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s")
     settings = ReconcilerSettings(namespace=namespace, ssh_port=ssh_port, max_unavailable=max_unavailable,
                                   variant=None if variant == "correct" else variant,
                                   resync_period=resync_seconds, reboot_timeout=reboot_timeout,
-                                  service_poll=service_poll_seconds)
+                                  service_poll=service_poll_seconds, known_hosts=known_hosts)
     try:
         asyncio.run(_run(kubeconfig, settings))
-    except KubeconfigError as exc:
+    except (KubeconfigError, HostKeyPolicyError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -16,6 +16,7 @@ import base64
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncssh
@@ -32,11 +33,11 @@ from harness.reconciler.desired import (
     desired_state,
     plan_changes,
 )
+from harness.reconciler.hostkeys import HostKeyPins, HostKeyPolicyError, KnownHosts
 from harness.reconciler.queueing import WorkQueue
 from harness.reconciler.reporting import (
     APPLIED_PROXY,
     CONFIG_HASH,
-    HOST_KEY,
     MESSAGE,
     REBOOT_PENDING,
     STATE_LABEL,
@@ -69,6 +70,8 @@ class ReconcilerSettings:
     namespace: str = OPERATOR_NAMESPACE
     ssh_port: int = 22
     max_unavailable: int = 1
+    # Strict host keys: only hosts in this OpenSSH known_hosts file (None: pin on first contact).
+    known_hosts: Path | None = None
     variant: str | None = None
     workers: int = 64
     resync_period: float = 60.0
@@ -130,6 +133,9 @@ class Reconciler:
         self.rebooting: set[str] = set()
         self.max_concurrent_reboots = 0
         self.connections = ConnectionPool()
+        self.host_keys = HostKeyPins(api, self.settings.namespace,
+                                     KnownHosts(self.settings.known_hosts) if self.settings.known_hosts else None)
+        self._refused: dict[str, str | None] = {}  # address -> the pin it was refused under
         self._key_cache: tuple[str | None, asyncssh.SSHKey | None] = (None, None)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -291,19 +297,34 @@ class Reconciler:
         if proxied and not desired.bundle_pem:
             await self._set_state(node, record, "waiting", "waiting for the trusted CA bundle to be injected")
             return self.settings.backoff_base
+        try:
+            expectation = self.host_keys.expectation(address, self.settings.ssh_port, self.watch.cache.configmaps)
+        except HostKeyPolicyError as exc:
+            self._report_once(node, exc.reason, str(exc), "Warning")
+            await self._set_state(node, record, "failed", str(exc))
+            return None  # until the known hosts (or the instance list) change
+        if address in self._refused and self._refused[address] == expectation.key:
+            return None  # a host that showed the wrong key gets no traffic until its pin changes
+        self._refused.pop(address, None)
         connection: NodeConnection | None = None
         try:
             connection = await self.connections.acquire(NodeAddress(address, self.settings.ssh_port, username),
-                                                        key, annotations.get(HOST_KEY), self.settings.connect_timeout)
-            if node is not None and HOST_KEY not in annotations and connection.host_key:
-                await self.writer.annotate(node["metadata"]["name"], {HOST_KEY: connection.host_key,
-                                                                      USERNAME: username})
+                                                        key, expectation.key, self.settings.connect_timeout)
+            if expectation.first_contact:
+                # Recorded where only this namespace's admins can write, before anything is sent.
+                assert connection.host_key is not None
+                await self.host_keys.pin(address, connection.host_key)
             connection = await self._converge(connection, node, annotations, desired, record, deconfigure)
-        except NodeError as exc:
+        except (NodeError, HostKeyPolicyError) as exc:
             if connection is not None:
                 await connection.close()
             await self.connections.discard(address)
             if exc.reason == "HostKeyMismatch":
+                self._refused[address] = expectation.key
+                self._report_once(node, exc.reason, str(exc), "Warning")
+                await self._set_state(node, record, "failed", str(exc))
+                return None
+            if isinstance(exc, HostKeyPolicyError):
                 self._report_once(node, exc.reason, str(exc), "Warning")
             else:
                 await self.writer.event(node, exc.reason, str(exc), "Warning")

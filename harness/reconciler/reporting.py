@@ -16,7 +16,6 @@ from harness.noproxy import redact_text
 
 PREFIX = "proxyfleet.io/"
 STATE_LABEL = PREFIX + "proxy-state"
-HOST_KEY = PREFIX + "ssh-host-key"
 CONFIG_HASH = PREFIX + "config-hash"
 REBOOT_PENDING = PREFIX + "reboot-pending"  # the boot time the reboot was requested in
 USERNAME = PREFIX + "username"

@@ -5,10 +5,12 @@ nodes, a restart mid-reboot, removal and deconfiguration, and injection attempts
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncssh
 import pytest
 import trustme
 from kubernetes import client
@@ -16,7 +18,8 @@ from kubernetes import client
 from harness import admin
 from harness.lab import Lab, LabSettings
 from harness.reconciler import Reconciler, ReconcilerSettings
-from harness.reconciler.reporting import CONFIG_HASH, HOST_KEY, REBOOT_PENDING, STATE_LABEL
+from harness.reconciler.hostkeys import PINS_CONFIGMAP
+from harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING, STATE_LABEL
 from simulators.windows.certificates import Certificate
 from simulators.windows.node import WindowsNode
 from tests.support import wait_until
@@ -159,9 +162,12 @@ async def test_install_time_resync_and_max_unavailable(lab: Lab) -> None:
         assert [boots(n) for n in members] == reboots  # a resync changes nothing
         assert [n.ssh_connections for n in members] == connections  # over the connection kept open
         assert all(n.ssh_commands > before for n, before in zip(members, commands, strict=True))
+        pins = await asyncio.to_thread(client.CoreV1Api(lab.api()).read_namespaced_config_map, PINS_CONFIGMAP,
+                                       admin.OPERATOR_NAMESPACE)
+        assert pins.data == {n.address: n.host_key_openssh for n in members}  # pinned on first contact
         for node in lab_nodes_objects(await admin.nodes(lab.api())):
             annotations = node["metadata"]["annotations"]
-            assert annotations[CONFIG_HASH] and annotations[HOST_KEY].startswith("ssh-ed25519 ")
+            assert annotations[CONFIG_HASH] and not any("host-key" in a for a in annotations)
             assert REBOOT_PENDING not in annotations and node["metadata"]["labels"][STATE_LABEL] == "configured"
             assert not node["spec"].get("unschedulable")
 
@@ -225,26 +231,80 @@ async def test_deconfigure_when_an_instance_is_removed(lab: Lab) -> None:
         assert machine_env(members[0])["HTTPS_PROXY"] == PROXY_URL
 
 
-async def test_host_key_mismatch_is_refused(lab: Lab) -> None:
+async def _events(lab: Lab, reason: str) -> list[Any]:
+    events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_event_for_all_namespaces)
+    return [e for e in events.items if e.reason == reason and e.type == "Warning"]
+
+
+async def _rogue_takes_over(lab: Lab, victim: WindowsNode) -> WindowsNode:
+    """A different SSH server (its own host key) answers on the victim's address and port."""
+    assert lab.fleet is not None
+    await victim.stop()
+    rogue_config = dataclasses.replace(victim.config, name="rogue", state_dir=victim.config.state_dir.parent / "rogue",
+                                       host_key=asyncssh.generate_private_key("ssh-ed25519"))
+    rogue = WindowsNode(rogue_config)
+    await rogue.start()
+    return rogue
+
+
+async def test_a_rogue_host_on_a_pinned_address_gets_nothing(lab: Lab) -> None:
+    members = nodes(lab)[:2]
+    await add_instances(lab, members)
+    async with reconciler(lab) as rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="first contact pins both")
+    rogue = await _rogue_takes_over(lab, members[0])
+    try:
+        await configure_proxy(lab, trustme.CA(), proxy="http://user:s3cret@proxy.corp.internal:3128")
+        async with reconciler(lab) as rec:
+            await wait_until(lambda: converged(lab, rec, members[1:]), timeout=30, what="the honest node")
+            await wait_until(lambda: rec.records[members[0].address].state == "failed", what="the refusal")
+            assert "not the one pinned" in rec.records[members[0].address].message
+            await wait_until(lambda: _events(lab, "HostKeyMismatch"), what="a HostKeyMismatch Warning")
+            attempts = rogue.ssh_connections
+            processed = rec.queue.processed
+            await wait_until(lambda: rec.queue.processed >= processed + 4, timeout=20, what="resyncs")
+        assert rogue.ssh_connections == attempts  # all traffic to it stopped
+        assert list(rogue.command_lines) == [] and rogue.ssh_commands == 0  # not one command
+        assert not rogue.machine.filesystem.exists("C:\\Users\\Administrator\\.proxyfleet")  # no data file
+        assert rogue.machine.machine_environment().get("HTTPS_PROXY") is None
+    finally:
+        await rogue.stop()
+
+
+async def test_a_kubelet_cannot_reopen_the_first_contact_window(lab: Lab) -> None:
     members = nodes(lab)[:1]
     await add_instances(lab, members)
     async with reconciler(lab) as rec:
         await wait_until(lambda: converged(lab, rec, members), timeout=30, what="first contact")
-    name = members[0].name
-    await asyncio.to_thread(client.CoreV1Api(lab.api()).patch_node, name, {"metadata": {"annotations": {
-        HOST_KEY: nodes(lab)[1].host_key_openssh}}})  # as if the instance had been replaced
+    assert lab.control_plane is not None
+    (lab.state_dir / "cluster-ca.pem").write_bytes(lab.control_plane.ca_pem)
+    configuration = client.Configuration()
+    configuration.host = lab.control_plane.url
+    configuration.ssl_ca_cert = str(lab.state_dir / "cluster-ca.pem")
+    configuration.api_key = {"authorization": f"Bearer {lab.control_plane.kubelet_token(members[0].name)}"}
+    kubelet = client.ApiClient(configuration)
+    with pytest.raises(client.exceptions.ApiException) as refused:
+        await asyncio.to_thread(client.CoreV1Api(kubelet).delete_namespaced_config_map, PINS_CONFIGMAP,
+                                admin.OPERATOR_NAMESPACE)
+    assert refused.value.status == 403
+    kubelet.close()
+
+
+async def test_strict_known_hosts_refuse_unlisted_hosts_without_connecting(lab: Lab, tmp_path: Any) -> None:
+    members = nodes(lab)
+    listed, unlisted = members[:2], members[2]
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("".join(f"[{n.address}]:{n.port} {n.host_key_openssh}\n" for n in listed))
+    await add_instances(lab, members)
+    before = unlisted.ssh_connections
     await configure_proxy(lab, trustme.CA())
-    async with reconciler(lab) as rec:
-        await wait_until(lambda: rec.records.get(members[0].address) is not None and
-                         rec.records[members[0].address].state == "failed", timeout=30, what="refusal")
-        assert "pinned on first contact" in rec.records[members[0].address].message
-        assert machine_env(members[0])["HTTPS_PROXY"] is None
-
-        async def warned() -> bool:  # the Event is written just after the record turns "failed"
-            events = await asyncio.to_thread(client.CoreV1Api(lab.api()).list_namespaced_event, "default")
-            return any(e.reason == "HostKeyMismatch" and e.type == "Warning" for e in events.items)
-
-        await wait_until(warned, what="a HostKeyMismatch Warning event")
+    async with reconciler(lab, known_hosts=known_hosts) as rec:
+        await wait_until(lambda: converged(lab, rec, listed), timeout=30, what="the listed nodes")
+        await wait_until(lambda: rec.records.get(unlisted.address) is not None
+                         and rec.records[unlisted.address].state == "failed", what="the refusal")
+        await wait_until(lambda: _events(lab, "HostKeyUnknown"), what="a HostKeyUnknown Warning")
+    assert unlisted.ssh_connections == before  # never even connected to
+    assert machine_env(unlisted)["HTTPS_PROXY"] is None
 
 
 async def test_metacharacters_in_proxy_values_are_stored_verbatim(lab: Lab) -> None:
