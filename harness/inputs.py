@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from harness.noproxy import redact_text, redact_url
-from simulators.controlplane.install import InstallConfigError, load_install_config, plan
+from simulators.controlplane.install import InstallConfigError, load_install_config, load_yaml, plan
 from simulators.controlplane.openshift import ProxyConfigError, validate_proxy_spec
 from simulators.windows.certificates import CertificateFormatError, certificates_in_bundle
 
@@ -42,7 +42,7 @@ def _read(path: Path, what: str) -> str:
 
 def _yaml(path: Path, what: str) -> Any:
     try:
-        return yaml.safe_load(_read(path, what))
+        return load_yaml(_read(path, what))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

@@ -41,6 +41,78 @@ class InstallConfigError(ValueError):
     reason = "InvalidInstallConfig"
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "null" if value is None else type(value).__name__
+
+
+def _expect(value: Any, wanted: type | tuple[type, ...], where: str) -> None:
+    names = {dict: "a mapping", list: "a list", str: "a string", int: "an integer", bool: "a boolean"}
+    kinds = wanted if isinstance(wanted, tuple) else (wanted,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(names.get(k, k.__name__) for k in kinds)
+        raise InstallConfigError(f"install-config: {where} must be {expected}, not {_kind(value)}")
+
+
+def _check_types(data: dict[str, Any]) -> None:
+    """The types of every field the lab reads (the installer's Go structs would refuse others).
+    Messages name fields and types, never the file's values."""
+    for key in ("apiVersion", "baseDomain", "additionalTrustBundle", "additionalTrustBundlePolicy",
+                "pullSecret", "sshKey", "publish", "kind"):
+        if data.get(key) is not None:
+            _expect(data[key], str, key)
+    for key in ("metadata", "networking", "platform", "proxy"):
+        if data.get(key) is not None:
+            _expect(data[key], dict, key)
+    if data.get("metadata") is not None and data["metadata"].get("name") is not None:
+        _expect(data["metadata"]["name"], str, "metadata.name")
+    for key, value in (data.get("proxy") or {}).items():
+        if value is not None:
+            _expect(value, str, f"proxy.{key}")
+    networking = data.get("networking") or {}
+    if networking.get("networkType") is not None:
+        _expect(networking["networkType"], str, "networking.networkType")
+    for key in ("clusterNetwork", "serviceNetwork", "machineNetwork"):
+        entries = networking.get(key)
+        if entries is None:
+            continue
+        _expect(entries, list, f"networking.{key}")
+        for index, entry in enumerate(entries):
+            where = f"networking.{key}[{index}]"
+            if key == "serviceNetwork":
+                _expect(entry, str, where)
+                continue
+            _expect(entry, dict, where)
+            _expect(entry.get("cidr"), str, f"{where}.cidr")
+            if key == "clusterNetwork" and entry.get("hostPrefix") is not None:
+                _expect(entry["hostPrefix"], int, f"{where}.hostPrefix")
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases: they can make a few bytes expand without bound (and
+    recursive ones loop), and no install-config needs them."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.MarkedYAMLError(problem="YAML aliases are not accepted", problem_mark=event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` that refuses anchors and aliases."""
+    return yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader subclass: no arbitrary objects
+
+
 @dataclass(frozen=True)
 class InstallPlan:
     config: dict[str, Any]
@@ -62,14 +134,18 @@ def load_install_config(text: str | None) -> dict[str, Any]:
     if text is None:
         return copy.deepcopy(DEFAULT_INSTALL_CONFIG)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
-        raise InstallConfigError(f"install-config is not valid YAML: {exc}") from None
+        problem = getattr(exc, "problem", None) or "unreadable"
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise InstallConfigError(f"install-config is not valid YAML{where}: {problem}") from None
     if not isinstance(data, dict):
-        raise InstallConfigError("install-config must be a YAML mapping")
-    unknown = sorted(set(data) - KNOWN_FIELDS)
+        raise InstallConfigError(f"install-config must be a YAML mapping, not {_kind(data)}")
+    unknown = sorted(str(k) for k in set(data) - KNOWN_FIELDS)
     if unknown:
-        raise InstallConfigError(f'install-config: unknown field "{unknown[0]}"')
+        raise InstallConfigError(f'install-config: unknown field "{unknown[0][:64]}"')
+    _check_types(data)
     merged = copy.deepcopy(DEFAULT_INSTALL_CONFIG)
     merged.update(data)
     networking = {**DEFAULT_INSTALL_CONFIG["networking"], **(data.get("networking") or {})}

@@ -68,6 +68,25 @@ BAD_INPUTS = {
                                    'Error: --install-config badconfig.yaml: install-config: unknown field "proxi"'),
     "up: install-config with an invalid proxy": (["up", "--state-dir", "lab", "--install-config", "badproxy.yaml"],
                                                   "Error: --install-config badproxy.yaml: invalid noProxy: a b"),
+    "networking of the wrong type": (["up", "--state-dir", "lab", "--install-config", "networking.yaml"],
+                                     "Error: --install-config networking.yaml: install-config: networking must be a "
+                                     "mapping, not a string"),
+    "metadata of the wrong type": (["repro", "--proxy", "ok.yaml", "--install-config", "metadata.yaml"],
+                                   "Error: --install-config metadata.yaml: install-config: metadata must be a mapping"),
+    "a bundle that is a number": (["up", "--state-dir", "lab", "--install-config", "bundle5.yaml"],
+                                  "Error: --install-config bundle5.yaml: install-config: additionalTrustBundle must "
+                                  "be a string, not a number"),
+    "a proxy that is a URL string": (["up", "--state-dir", "lab", "--install-config", "proxystring.yaml"],
+                                     "Error: --install-config proxystring.yaml: install-config: proxy must be a "
+                                     "mapping, not a string"),
+    "recursive anchors": (["up", "--state-dir", "lab", "--install-config", "recursive.yaml"],
+                          "Error: --install-config recursive.yaml is not valid YAML (line 1, column 15): YAML aliases "
+                          "are not accepted"),
+    "an alias bomb in the proxy": (["repro", "--proxy", "bomb.yaml"],
+                                   "Error: --proxy bomb.yaml is not valid YAML (line 2, column"),
+    "a cluster network entry that is a string": (["up", "--state-dir", "lab", "--install-config", "cidr.yaml"],
+                                                 "Error: --install-config cidr.yaml: install-config: "
+                                                 "networking.clusterNetwork[0] must be a mapping, not a string"),
 }
 
 
@@ -81,6 +100,14 @@ def inputs(tmp_path: Path) -> Path:
     (tmp_path / "garbage.pem").write_text("-----BEGIN CERTIFICATE-----\n!!notbase64!!\n-----END CERTIFICATE-----\n")
     (tmp_path / "badconfig.yaml").write_text("apiVersion: v1\nproxi: {}\n")
     (tmp_path / "badproxy.yaml").write_text("apiVersion: v1\nproxy:\n  httpProxy: http://p:3128\n  noProxy: a b\n")
+    (tmp_path / "networking.yaml").write_text('apiVersion: v1\nnetworking: "x"\n')
+    (tmp_path / "metadata.yaml").write_text("apiVersion: v1\nmetadata: lab\n")
+    (tmp_path / "bundle5.yaml").write_text("apiVersion: v1\nadditionalTrustBundle: 5\n")
+    # the value is the customer's URL, credentials included: the error must not echo it
+    (tmp_path / "proxystring.yaml").write_text("apiVersion: v1\nproxy: http://svc-proxy:S3cr3t@proxy.acme.example:8080\n")
+    (tmp_path / "recursive.yaml").write_text("proxy: &a {x: *a}\n")
+    (tmp_path / "bomb.yaml").write_text("a: &a [S3cr3t, S3cr3t]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n")
+    (tmp_path / "cidr.yaml").write_text("apiVersion: v1\nnetworking:\n  clusterNetwork: [10.128.0.0/14]\n")
     return tmp_path
 
 
