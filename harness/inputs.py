@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from harness.noproxy import redact_text, redact_url
-from simulators.controlplane.install import InstallConfigError, load_install_config, load_yaml, plan
+from simulators.controlplane.install import InstallConfigError, field_name, load_install_config, load_yaml, plan
 from simulators.controlplane.openshift import ProxyConfigError, validate_proxy_spec
 from simulators.windows.certificates import CertificateFormatError, certificates_in_bundle
 
@@ -98,18 +98,18 @@ def read_proxy(path: Path) -> CustomerProxy:
         raise InputError(f"--proxy {path}: expected a Proxy object (a YAML mapping), got {type(data).__name__}")
     kind = data.get("kind")
     if kind is not None and kind != "Proxy":
-        raise InputError(f"--proxy {path}: kind is {kind!r}, expected 'Proxy' (oc get proxy cluster -o yaml)")
-    unknown_top = sorted(set(data) - PROXY_TOP_FIELDS)
+        raise InputError(f"--proxy {path}: kind is not 'Proxy' (expected oc get proxy cluster -o yaml)")
+    unknown_top = sorted(set(data) - PROXY_TOP_FIELDS, key=str)
     if unknown_top:
-        raise InputError(f'--proxy {path}: unknown field "{unknown_top[0]}"')
+        raise InputError(f'--proxy {path}: unknown field "{field_name(unknown_top[0])}"')
     spec = data.get("spec")
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
         raise InputError(f"--proxy {path}: spec must be a mapping")
-    unknown = sorted(set(spec) - PROXY_SPEC_FIELDS)
+    unknown = sorted(set(spec) - PROXY_SPEC_FIELDS, key=str)
     if unknown:
-        raise InputError(f'--proxy {path}: unknown field "spec.{unknown[0]}"')
+        raise InputError(f'--proxy {path}: unknown field "spec.{field_name(unknown[0])}"')
     for key in ("httpProxy", "httpsProxy", "noProxy"):
         if key in spec and spec[key] is not None and not isinstance(spec[key], str):
             raise InputError(f"--proxy {path}: spec.{key} must be a string")

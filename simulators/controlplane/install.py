@@ -5,6 +5,7 @@ ConfigMap and ``kube-system/cluster-config-v1`` (which keeps the install-config)
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,11 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease",
 
 class InstallConfigError(ValueError):
     reason = "InvalidInstallConfig"
+
+
+def field_name(name: Any) -> str:
+    """A field name from a file, fit for a one-line error: escaped and cut short."""
+    return json.dumps(str(name))[1:-1][:64]
 
 
 def _kind(value: Any) -> str:
@@ -144,7 +150,7 @@ def load_install_config(text: str | None) -> dict[str, Any]:
         raise InstallConfigError(f"install-config must be a YAML mapping, not {_kind(data)}")
     unknown = sorted(str(k) for k in set(data) - KNOWN_FIELDS)
     if unknown:
-        raise InstallConfigError(f'install-config: unknown field "{unknown[0][:64]}"')
+        raise InstallConfigError(f'install-config: unknown field "{field_name(unknown[0])}"')
     _check_types(data)
     merged = copy.deepcopy(DEFAULT_INSTALL_CONFIG)
     merged.update(data)
@@ -177,9 +183,9 @@ def plan(config: dict[str, Any], api_port: int = 6443) -> InstallPlan:
     proxy = config.get("proxy") or {}
     if not isinstance(proxy, dict):
         raise InstallConfigError("install-config: proxy must be a mapping")
-    unknown_proxy = sorted(set(proxy) - {"httpProxy", "httpsProxy", "noProxy"})
+    unknown_proxy = sorted(set(proxy) - {"httpProxy", "httpsProxy", "noProxy"}, key=str)
     if unknown_proxy:
-        raise InstallConfigError(f'install-config: unknown field "proxy.{unknown_proxy[0]}"')
+        raise InstallConfigError(f'install-config: unknown field "proxy.{field_name(unknown_proxy[0])}"')
     bundle = config.get("additionalTrustBundle") or ""
     policy = config.get("additionalTrustBundlePolicy") or "Proxyonly"
     if policy not in ("Proxyonly", "Always"):

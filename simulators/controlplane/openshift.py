@@ -73,6 +73,15 @@ def valid_no_proxy_entry(entry: str) -> bool:
 
 def validate_proxy_spec(spec: dict[str, Any]) -> None:
     """Raise ProxyConfigError for an invalid ``Proxy.spec`` (DESIGN.md §2)."""
+    for field in ("httpProxy", "httpsProxy", "noProxy"):
+        if spec.get(field) is not None and not isinstance(spec[field], str):
+            raise ProxyConfigError(f"{field} must be a string")
+    endpoints = spec.get("readinessEndpoints")
+    if endpoints is not None and (not isinstance(endpoints, list) or not all(isinstance(e, str) for e in endpoints)):
+        raise ProxyConfigError("readinessEndpoints must be a list of strings")
+    trusted = spec.get("trustedCA")
+    if trusted is not None and (not isinstance(trusted, dict) or not isinstance(trusted.get("name", ""), str)):
+        raise ProxyConfigError("trustedCA must be a mapping with a string name")
     http_proxy, https_proxy = spec.get("httpProxy") or "", spec.get("httpsProxy") or ""
     no_proxy = spec.get("noProxy") or ""
     if not (http_proxy or https_proxy or no_proxy):

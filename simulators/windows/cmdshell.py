@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from simulators.windows.commandline import split_command_line
+from simulators.windows.filesystem import WindowsPathError
 
 if TYPE_CHECKING:
     from simulators.windows.powershell.interpreter import Interpreter, NativeResult
     from simulators.windows.session import Session
 
 MAX_LINE = 8191  # cmd.exe's own limit on the command lines it processes
+BAD_NAME = "The filename, directory name, or volume label syntax is incorrect.\n"
 VERSION_BANNER = "Microsoft Windows [Version 10.0.20348.2031]"
 NOT_RECOGNIZED = 9009
 _VARIABLE = re.compile(r"%([^%\r\n]+)%")
@@ -178,8 +180,13 @@ async def run_line(interpreter: Interpreter, line: str, stdin: str | None = None
     for command in commands:
         if (command.operator == "&&" and code != 0) or (command.operator == "||" and code == 0):
             continue
-        stdout, stderr, code, exited = await _run_command(interpreter, session, command, stdin)
-        problem = _redirect(session, command, stdout, stderr, out, err)
+        try:
+            stdout, stderr, code, exited = await _run_command(interpreter, session, command, stdin)
+            problem = _redirect(session, command, stdout, stderr, out, err)
+        except WindowsPathError:  # a name Windows itself rejects (a ":" or "*" in it, ...)
+            stdout, stderr, code, exited = "", BAD_NAME, 1, False
+            problem = None
+            err.append(stderr)
         if problem:
             err.append(problem)
             code = 1
