@@ -3,8 +3,11 @@
 The lab (control plane, fleet, kubelets) runs in this process; the reconciler runs as
 ``proxyfleet reconcile`` in a second process, as it would against a real cluster, so its CPU is
 measured on its own. Phases: first contact with a proxy-less cluster (no reboot expected), then
-a runtime proxy add with a CA (one reboot per node). Convergence is measured from the moment the
-Proxy status is published until every Node carries ``proxyfleet.io/https-proxy`` with the new
+a runtime proxy add (one reboot per node) with a production-sized trust bundle: the user's CAs
+plus the cluster's whole public root set, ``--bundle-certificates`` in all (150 by default), on
+the lab's harsh defaults (mixed cmd.exe/PowerShell default shells, services that start after
+sshd, Restart-Computer that sometimes returns no exit status). Convergence is measured from the
+moment the Proxy is written until every Node carries ``proxyfleet.io/https-proxy`` with the new
 value (written only after the reboot and the fresh-session verification).
 
     python bench/bench_reconciler.py --nodes 100 --max-unavailable 10 --reboot-seconds 1
@@ -31,6 +34,7 @@ from harness import admin
 from harness.lab import Lab, LabSettings
 from harness.reconciler.reporting import APPLIED_PROXY
 from simulators.controlplane.controllers import NODES
+from simulators.windows.trust import public_roots
 
 PROXY_URL = "http://proxy.corp.internal:3128"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -51,7 +55,8 @@ async def wait_for(condition: object, limit: float, what: str) -> float:
     return time.monotonic() - started
 
 
-async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: float) -> dict[str, object]:
+async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: float,
+              bundle_certificates: int) -> dict[str, object]:
     settings = LabSettings(nodes=nodes, proxy=False, reboot_duration=reboot_seconds, shutdown_delay=0.1,
                            heartbeat=10.0, node_grace=600.0)
     async with Lab(settings) as lab:
@@ -72,7 +77,8 @@ async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: fl
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "harness", "reconcile", "--kubeconfig", str(lab.control_plane.kubeconfig_path),
             "--ssh-port", str(lab.fleet.port), "--max-unavailable", str(max_unavailable),
-            "--resync-seconds", "3600", stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            "--resync-seconds", "3600", "--service-poll-seconds", "0.5",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         try:
             first_contact = await wait_for(lambda: annotated("none"), limit, "first contact")
             boots_before = [len(n.machine.boots) for n in members]
@@ -80,7 +86,10 @@ async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: fl
             commands = sum(n.ssh_commands for n in members)
             reconciler_cpu, lab_cpu = cpu_seconds(process.pid), time.process_time()
 
-            await admin.set_trusted_ca(lab.api(), trustme.CA().cert_pem.bytes().decode())
+            system = len(public_roots()) + 1  # the public root set and the lab's public CA
+            extra = max(1, bundle_certificates - system)
+            user_cas = [trustme.CA(organization_name=f"corp CA {i}") for i in range(extra)]
+            await admin.set_trusted_ca(lab.api(), "".join(ca.cert_pem.bytes().decode() for ca in user_cas))
             await admin.set_proxy(lab.api(), http_proxy=PROXY_URL, https_proxy=PROXY_URL,
                                   no_proxy=".corp.internal", trusted_ca="corp-ca")
             published = time.monotonic()
@@ -96,6 +105,9 @@ async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: fl
             await process.wait()
         return {
             "nodes": nodes, "max_unavailable": max_unavailable, "reboot_seconds": reboot_seconds,
+            "bundle_certificates": system + len(user_cas),
+            "default_shells": sorted({n.config.default_shell for n in members}),
+            "sessions_ended_without_exit_status": sum(n.lost_exit_statuses for n in members),
             "first_contact_seconds": round(first_contact, 1),
             "proxy_change_converged_seconds": round(converge, 1),
             "reboots_per_node": sorted(set(reboots)),
@@ -127,8 +139,10 @@ def main() -> None:
     parser.add_argument("--max-unavailable", type=int, default=10)
     parser.add_argument("--reboot-seconds", type=float, default=1.0)
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--bundle-certificates", type=int, default=150)
     args = parser.parse_args()
-    result = asyncio.run(run(args.nodes, args.max_unavailable, args.reboot_seconds, args.timeout))
+    result = asyncio.run(run(args.nodes, args.max_unavailable, args.reboot_seconds, args.timeout,
+                             args.bundle_certificates))
     print(json.dumps(result, indent=2))
 
 

@@ -47,7 +47,6 @@ from harness.reconciler.reporting import (
 )
 from harness.reconciler.scripts import (
     BUNDLE_PATH,
-    CERT_DIR,
     apply_data,
     apply_script,
     observe_script,
@@ -370,12 +369,8 @@ class Reconciler:
             return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
                                                  deconfigure)
         plan = plan_changes(desired, observed, self._known_certificates(desired, observed), self.variant)
-        files: dict[str, bytes] = {}
-        if plan.upload_bundle:
-            files[BUNDLE_PATH] = desired.bundle_pem.encode()
-        for certificate in plan.import_certificates:
-            files[f"{CERT_DIR}\\{certificate.thumbprint}.crt"] = certificate.pem().encode()
-        await connection.put_files(files)
+        if plan.upload_bundle:  # a copy for people and tools on the node; the imports come with the data
+            await connection.put_files({BUNDLE_PATH: desired.bundle_pem.encode()})
         if not plan.changes_node:
             state = "deconfigured" if deconfigure else "configured"
             labels = (node or {}).get("metadata", {}).get("labels") or {}

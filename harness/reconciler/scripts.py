@@ -60,10 +60,14 @@ APPLY_SCRIPT = (
     "  [Environment]::SetEnvironmentVariable([string]$name, $null, 'Machine')\n"
     "  $changed.deleted += [string]$name\n"
     "}\n"
-    "foreach ($thumbprint in @($data.import)) {\n"
-    f"  $null = Import-Certificate -FilePath ('{CERT_DIR}\\' + $thumbprint + '.crt') "
-    "-CertStoreLocation Cert:\\LocalMachine\\Root\n"
-    "  $changed.imported += [string]$thumbprint\n"
+    f"if (@($data.import).Count -gt 0) {{ $null = New-Item -ItemType Directory -Path '{CERT_DIR}' -Force }}\n"
+    "foreach ($certificate in @($data.import)) {\n"
+    # Import-Certificate reads a file: write each one, import it, and remove the file again.
+    f"  $file = '{CERT_DIR}\\' + [string]$certificate.thumbprint + '.crt'\n"
+    "  [IO.File]::WriteAllText($file, [string]$certificate.pem)\n"
+    "  $null = Import-Certificate -FilePath $file -CertStoreLocation Cert:\\LocalMachine\\Root\n"
+    "  Remove-Item -LiteralPath $file -Force\n"
+    "  $changed.imported += [string]$certificate.thumbprint\n"
     "}\n"
     "foreach ($thumbprint in @($data.remove)) {\n"
     "  $path = 'Cert:\\LocalMachine\\Root\\' + $thumbprint\n"
@@ -84,7 +88,7 @@ def apply_data(plan: ChangePlan) -> dict[str, Any]:
     return {
         "set": [{"name": name, "value": plan.set_environment[name]} for name in sorted(plan.set_environment)],
         "delete": sorted(plan.delete_environment),
-        "import": [_thumbprint(c.thumbprint) for c in plan.import_certificates],
+        "import": [{"thumbprint": _thumbprint(c.thumbprint), "pem": c.pem()} for c in plan.import_certificates],
         "remove": [_thumbprint(t) for t in plan.remove_certificates],
         "record_before": _record(plan.record_before),
         "record_after": _record(plan.record_after),

@@ -11,12 +11,12 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
 
 from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
 _PEM_BLOCK = re.compile(
@@ -103,9 +103,15 @@ class Certificate:
             raise CertificateFormatError("no PEM certificate block found")
         return cls.from_der(blocks[0])
 
+    @functools.cached_property
+    def _pem(self) -> str:
+        body = base64.b64encode(self.der).decode("ascii")
+        lines = "\n".join(body[i:i + 64] for i in range(0, len(body), 64))
+        return f"-----BEGIN CERTIFICATE-----\n{lines}\n-----END CERTIFICATE-----\n"
+
     def pem(self) -> str:
-        cert = x509.load_der_x509_certificate(self.der)
-        return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
+        """The certificate as PEM text (what ``openssl x509`` and .NET write)."""
+        return self._pem
 
 
 def pem_blocks(data: bytes) -> list[bytes]:
@@ -120,8 +126,14 @@ def pem_blocks(data: bytes) -> list[bytes]:
 
 
 def certificates_in_bundle(data: bytes) -> list[Certificate]:
-    """Every certificate of a PEM bundle; raises if any block is not a certificate."""
-    return [Certificate.from_der(der) for der in pem_blocks(data)]
+    """Every certificate of a PEM bundle; raises if any block is not a certificate. The same
+    bundle (a cluster's 150-certificate trust bundle, read again for every node) is parsed once."""
+    return list(_parse_bundle(data))
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_bundle(data: bytes) -> tuple[Certificate, ...]:
+    return tuple(Certificate.from_der(der) for der in pem_blocks(data))
 
 
 def certificate_from_file(data: bytes) -> Certificate:
