@@ -155,6 +155,7 @@ class Reconciler:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._resync
         await self.queue.stop()
+        await self.host_keys.close()
         await self.connections.close_all()
 
     async def __aenter__(self) -> Reconciler:

@@ -16,6 +16,7 @@ Two policies:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,10 @@ class HostKeyPins:
         self.core = client.CoreV1Api(api)
         self.namespace = namespace
         self.known_hosts = known_hosts
-        self._lock = asyncio.Lock()  # pins are written one at a time: each write reads the latest
+        # First contacts that arrive together (a new fleet: hundreds at once) share one write.
+        self._pending: dict[str, tuple[str, asyncio.Future[None]]] = {}
+        self._writer: asyncio.Task[None] | None = None
+        self.writes = 0
 
     def expectation(self, address: str, port: int, configmaps: dict[str, dict[str, Any]]) -> Expectation:
         """The key ``address`` must present; raises ``HostKeyPolicyError`` for a host that may
@@ -89,14 +93,49 @@ class HostKeyPins:
         if not _KEY.match(address):
             raise HostKeyPolicyError("HostKeyNotPinned", f"cannot pin a host key for {address!r}: not a valid "
                                                          "ConfigMap key")
-        async with self._lock:
-            try:
-                await asyncio.to_thread(self._pin, address, key)
-            except ApiException as exc:
-                raise HostKeyPolicyError("HostKeyNotPinned", f"recording the SSH host key of {address} failed "
-                                                             f"({exc.status} {exc.reason}); nothing was sent") from None
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending[address] = (key, done)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_pending(), name="pin host keys")
+        await done
 
-    def _pin(self, address: str, key: str) -> None:
+    async def close(self) -> None:
+        """Stop writing; first contacts still waiting fail (nothing was sent to them)."""
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+        for _, done in self._pending.values():
+            if not done.done():
+                done.set_exception(HostKeyPolicyError("HostKeyNotPinned", "the reconciler is stopping"))
+        self._pending.clear()
+
+    async def _write_pending(self) -> None:
+        """Write every pin waiting, in one update per batch, until none waits."""
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            try:
+                refused = await asyncio.to_thread(self._pin, {a: k for a, (k, _) in batch.items()})
+                self.writes += 1
+            except ApiException as exc:
+                error = HostKeyPolicyError("HostKeyNotPinned", f"recording SSH host keys failed ({exc.status} "
+                                                               f"{exc.reason}); nothing was sent")
+                for _, done in batch.values():
+                    done.set_exception(error)
+                continue
+            except HostKeyPolicyError as error:
+                for _, done in batch.values():
+                    done.set_exception(error)
+                continue
+            for address, (_, done) in batch.items():
+                if address in refused:
+                    done.set_exception(HostKeyPolicyError("HostKeyMismatch", f"{address} already has a different "
+                                                                             "pinned host key"))
+                else:
+                    done.set_result(None)
+
+    def _pin(self, pins: dict[str, str]) -> set[str]:
+        """Store ``pins``; returns the addresses that already had a different one (not changed)."""
         for _ in range(5):  # optimistic concurrency: re-read and retry on a conflict
             try:
                 current = self.core.read_namespaced_config_map(PINS_CONFIGMAP, self.namespace)
@@ -104,23 +143,24 @@ class HostKeyPins:
                 if exc.status != 404:
                     raise
                 body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=PINS_CONFIGMAP, namespace=self.namespace),
-                                          data={address: key})
+                                          data=dict(pins))
                 try:
                     self.core.create_namespaced_config_map(self.namespace, body)
-                    return
+                    return set()
                 except ApiException as conflict:
                     if conflict.status == 409:
                         continue
                     raise
             data = dict(current.data or {})
-            if data.get(address) not in (None, key):
-                raise HostKeyPolicyError("HostKeyMismatch", f"{address} already has a different pinned host key")
-            data[address] = key
+            refused = {a for a, k in pins.items() if data.get(a) not in (None, k)}
+            if all(data.get(a) == k for a, k in pins.items() if a not in refused):
+                return refused  # nothing new to store
+            data.update({a: k for a, k in pins.items() if a not in refused})
             current.data = data
             try:
                 self.core.replace_namespaced_config_map(PINS_CONFIGMAP, self.namespace, current)
-                return
+                return refused
             except ApiException as exc:
                 if exc.status != 409:
                     raise
-        raise HostKeyPolicyError("HostKeyNotPinned", f"recording the SSH host key of {address} kept conflicting")
+        raise HostKeyPolicyError("HostKeyNotPinned", "recording SSH host keys kept conflicting")

@@ -75,6 +75,11 @@ class Certificate:
 
     @classmethod
     def from_der(cls, der: bytes) -> Certificate:
+        """Parse DER (cached: a fleet imports the same bundle on every node)."""
+        return _from_der(der)
+
+    @classmethod
+    def _parse(cls, der: bytes) -> Certificate:
         try:
             cert = x509.load_der_x509_certificate(der)
         except ValueError as exc:
@@ -112,6 +117,11 @@ class Certificate:
     def pem(self) -> str:
         """The certificate as PEM text (what ``openssl x509`` and .NET write)."""
         return self._pem
+
+
+@functools.lru_cache(maxsize=4096)
+def _from_der(der: bytes) -> Certificate:
+    return Certificate._parse(der)
 
 
 def pem_blocks(data: bytes) -> list[bytes]:

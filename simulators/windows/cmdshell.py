@@ -51,8 +51,14 @@ def expand_variables(line: str, environment: dict[str, str]) -> str:
     return _VARIABLE.sub(lambda m: folded.get(m.group(1).lower(), m.group(0)), line)
 
 
+_SPECIAL = re.compile(r'[\^"&|<>()]')
+
+
 def parse_line(line: str) -> list[CmdCommand]:
     """Phase 2: split into commands and redirections, honouring quotes and ``^``."""
+    if not _SPECIAL.search(line):  # one plain command (a powershell.exe -EncodedCommand line)
+        text = line.strip()
+        return [CmdCommand("", text, words=split_command_line(text))] if text else []
     commands: list[CmdCommand] = []
     current: list[str] = []
     operator = ""

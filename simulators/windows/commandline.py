@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import binascii
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ def join_arguments(args: list[str]) -> str:
 
 def split_command_line(text: str) -> list[str]:
     """Split like ``CommandLineToArgvW`` (the rules of the Microsoft C runtime since 2008)."""
+    if '"' not in text:  # no quoting at all: backslashes are literal, words end at blanks
+        return [word for word in re.split(r"[ \t]+", text) if word]
     args: list[str] = []
     i, n = 0, len(text)
     while i < n:

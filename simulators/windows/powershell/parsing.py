@@ -7,6 +7,8 @@ by the parser because PowerShell tokenizes differently in expression and argumen
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import NoReturn
 
@@ -43,8 +45,19 @@ _COMPARISON = {
 _ASSIGNMENT = ("+=", "-=", "*=", "/=", "=")
 
 
+_CACHED_TEXT = 64 * 1024
+
+
 def parse(text: str) -> ast.StatementBlock:
-    """Parse a whole script."""
+    """Parse a whole script. The syntax tree is immutable, so a text seen before (a reconciler's
+    script arrives at every node of a fleet) is parsed once."""
+    if len(text) <= _CACHED_TEXT:
+        return _parse_cached(text)
+    return Parser(text).parse_script()
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_cached(text: str) -> ast.StatementBlock:
     return Parser(text).parse_script()
 
 
