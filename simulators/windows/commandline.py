@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import base64
-import re
 import binascii
+import re
 from dataclasses import dataclass, field
 
 

@@ -8,7 +8,6 @@ by the parser because PowerShell tokenizes differently in expression and argumen
 from __future__ import annotations
 
 import functools
-
 import re
 from typing import NoReturn
 
