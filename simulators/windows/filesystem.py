@@ -13,6 +13,7 @@ in-use files cannot on a real host; what else a recursive delete reaches goes.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 from pathlib import Path
@@ -68,8 +69,10 @@ class DriveNotFound(WindowsPathError):
         self.drive = drive
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize(path: str, cwd: str = "C:\\") -> str:
-    """Canonical absolute form ``C:\\dir\\file`` (no trailing separator except the root)."""
+    """Canonical absolute form ``C:\\dir\\file`` (no trailing separator except the root).
+    Pure, and asked for the same paths over and over: cached."""
     text = path.replace("/", "\\")
     if re.match(r"^\\[A-Za-z]:", text):  # /C:/k/x as OpenSSH's SFTP server shows it
         text = text[1:]
@@ -108,8 +111,12 @@ class WindowsFilesystem:
 
     def host_path(self, windows_path: str) -> Path:
         """Host path of a canonical Windows path, matching existing names case-insensitively."""
+        parts = normalize(windows_path).split("\\")[1:]
+        exact = self.root.joinpath(*parts)
+        if os.path.lexists(exact):  # written with the case it was created with: one stat
+            return exact
         current = self.root
-        for part in normalize(windows_path).split("\\")[1:]:
+        for part in parts:
             candidate = current / part
             if not candidate.exists() and current.is_dir():
                 folded = part.casefold()
