@@ -82,7 +82,7 @@ def _check_types(data: dict[str, Any]) -> None:
     if data.get("metadata") is not None and data["metadata"].get("name") is not None:
         _expect(data["metadata"]["name"], str, "metadata.name")
     for key, value in (data.get("proxy") or {}).items():
-        if value is not None:
+        if value is not None and key in ("httpProxy", "httpsProxy", "noProxy"):  # others: unknown fields
             _expect(value, str, f"proxy.{key}")
     networking = data.get("networking") or {}
     if networking.get("networkType") is not None:
