@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.fleet import Fleet, FleetSettings
 
 CLIENT = textwrap.dedent("""
     import asyncio, json, sys, time

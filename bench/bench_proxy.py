@@ -19,10 +19,10 @@ import trustme
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from simulators.egress.client import EgressSession, trust_context
-from simulators.network import PROXY_NETWORK, LabNetwork
-from simulators.origins.catalog import INTERNET_SITE, start_origins
-from simulators.proxy.runner import ProxyServer, ProxySettings
+from proxyfleet.simulators.egress.client import EgressSession, trust_context
+from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork
+from proxyfleet.simulators.origins.catalog import INTERNET_SITE, start_origins
+from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 
 
 async def load(network: LabNetwork, proxy_url: str, trust: object, clients: int, seconds: float,

@@ -30,11 +30,10 @@ import trustme
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import admin
-from harness.lab import Lab, LabSettings
-from harness.reconciler.reporting import APPLIED_PROXY
-from simulators.controlplane.controllers import NODES
-from simulators.windows.trust import public_roots
+from proxyfleet.harness.lab import Lab, LabSettings, admin
+from proxyfleet.harness.reconciler.reporting import APPLIED_PROXY
+from proxyfleet.simulators.controlplane.controllers import NODES
+from proxyfleet.simulators.windows.trust import public_roots
 
 PROXY_URL = "http://proxy.corp.internal:3128"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -75,7 +74,8 @@ async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: fl
             return True
 
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "harness", "reconcile", "--kubeconfig", str(lab.control_plane.kubeconfig_path),
+            sys.executable, "-m", "proxyfleet.harness", "reconcile",
+            "--kubeconfig", str(lab.control_plane.kubeconfig_path),
             "--ssh-port", str(lab.fleet.port), "--max-unavailable", str(max_unavailable),
             "--resync-seconds", "3600", "--service-poll-seconds", "0.5",
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)

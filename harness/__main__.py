@@ -1,5 +1,5 @@
-"""``python -m harness`` is the ``proxyfleet`` command."""
+"""``python -m proxyfleet.harness`` is the ``proxyfleet`` command."""
 
-from harness.cli import main
+from proxyfleet.harness.cli import main
 
 main(prog_name="proxyfleet")

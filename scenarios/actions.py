@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.conformance import CheckResult, Conformance
-from harness.lab import DEFAULT_NO_PROXY
-from simulators.windows.node import WindowsNode
+from proxyfleet.harness.conformance import CheckResult, Conformance
+from proxyfleet.harness.lab import DEFAULT_NO_PROXY
+from proxyfleet.simulators.windows.node import WindowsNode
 
 
 async def join(conformance: Conformance, nodes: list[WindowsNode] | None = None,

@@ -3,8 +3,8 @@ also after the reconciler has had time to resync."""
 
 import pytest
 
-from harness.conformance import Conformance
-from scenarios.actions import join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import join
 
 
 @pytest.mark.workflow("baseline")

@@ -5,8 +5,8 @@ the proxy switches to a new MITM CA between adding the new and removing the old 
 import pytest
 import trustme
 
-from harness.conformance import Conformance
-from scenarios.actions import add_proxy, change_proxy, join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import add_proxy, change_proxy, join
 
 ONLY_INTRANET_SITE = "intranet.corp.internal"
 

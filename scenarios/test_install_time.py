@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.conformance import Conformance
-from scenarios.actions import join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import join
 
 
 @pytest.mark.workflow("install-time")

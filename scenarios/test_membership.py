@@ -3,8 +3,8 @@ windows-instances is cleaned (its variables and the certificates it was given re
 
 import pytest
 
-from harness.conformance import Conformance
-from scenarios.actions import add_proxy, change_proxy, join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import add_proxy, change_proxy, join
 
 
 @pytest.mark.workflow("join-after-change")

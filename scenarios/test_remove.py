@@ -3,8 +3,8 @@ is left behind; removing the CA of a proxy that is already gone changes nothing 
 
 import pytest
 
-from harness.conformance import Conformance
-from scenarios.actions import add_proxy, join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import add_proxy, join
 
 
 @pytest.mark.workflow("remove")

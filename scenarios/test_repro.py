@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from harness.conformance import Conformance
-from scenarios.actions import join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import join
 
 
 @pytest.mark.workflow("repro")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.conformance import Conformance
-from scenarios.actions import add_proxy, join
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import add_proxy, join
 
 
 @pytest.mark.workflow("runtime-add")

@@ -20,12 +20,12 @@ from types import TracebackType
 
 import asyncssh
 
-from simulators.network import LabNetwork
-from simulators.windows.certificates import Certificate
-from simulators.windows.kubelet import KubeletSettings
-from simulators.windows.node import NodeConfig, WindowsNode
-from simulators.windows.powershell.commands import CommandTable
-from simulators.windows.trust import windows_builtin_roots
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.windows.kubelet import KubeletSettings
+from proxyfleet.simulators.windows.node import NodeConfig, WindowsNode
+from proxyfleet.simulators.windows.powershell.commands import CommandTable
+from proxyfleet.simulators.windows.trust import windows_builtin_roots
 
 DEFAULT_NETWORK = "127.10.0.0/16"
 DEFAULT_SHELLS = ("cmd", "powershell", "mixed")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# Address plan (all inside 127.0.0.0/8). Nodes live in 127.10.0.0/16 (see simulators.fleet).
+# Address plan (all inside 127.0.0.0/8). Nodes live in 127.10.0.0/16 (see proxyfleet.simulators.fleet).
 PROXY_NETWORK = "127.20.0.0/24"
 INTERNET_NETWORK = "127.30.0.0/24"
 INTRANET_NETWORK = "127.40.0.0/24"

@@ -4,7 +4,7 @@
   the proxy trusts it upstream (it plays the public web PKI);
 * the proxy's *MITM* CA (RSA, because mitmproxy reuses the CA key for the leaves it forges) is
   trusted by a node only after the reconciler imports it;
-* the *cluster* CA signs the API server's certificate (see simulators.controlplane.cluster).
+* the *cluster* CA signs the API server's certificate (see proxyfleet.simulators.controlplane.cluster).
 """
 
 from __future__ import annotations

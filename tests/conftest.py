@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import trustme
 
-from simulators.fleet import Fleet, FleetSettings
-from simulators.windows.certificates import Certificate
-from simulators.windows.machine import WindowsMachine
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.windows.machine import WindowsMachine
 from tests.support import new_machine
 
 pytest_plugins = ["pytester"]

@@ -12,12 +12,12 @@ from typing import TypeVar
 
 import asyncssh
 
-from harness.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
-from simulators.fleet import Fleet
-from simulators.windows.machine import MachineSettings, WindowsMachine
-from simulators.windows.node import WindowsNode
-from simulators.windows.powershell.interpreter import Interpreter, RunResult
-from simulators.windows.session import Session
+from proxyfleet.core.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
+from proxyfleet.simulators.fleet import Fleet
+from proxyfleet.simulators.windows.machine import MachineSettings, WindowsMachine
+from proxyfleet.simulators.windows.node import WindowsNode
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, RunResult
+from proxyfleet.simulators.windows.session import Session
 
 T = TypeVar("T")
 

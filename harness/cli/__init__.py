@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from harness.cli.cluster import cluster
-from harness.cli.conformance import conformance
-from harness.cli.fleet import fleet
-from harness.cli.noproxy import noproxy
-from harness.cli.reconcile import reconcile
-from harness.cli.repro import repro
-from harness.cli.up import up
+from proxyfleet.harness.cli.cluster import cluster
+from proxyfleet.harness.cli.conformance import conformance
+from proxyfleet.harness.cli.fleet import fleet
+from proxyfleet.harness.cli.noproxy import noproxy
+from proxyfleet.harness.cli.reconcile import reconcile
+from proxyfleet.harness.cli.repro import repro
+from proxyfleet.harness.cli.up import up
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from harness.cli.running import wait_for_stop_signal
-from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
-from simulators.controlplane.install import InstallConfigError
-from simulators.network import LabNetwork
-from simulators.pki import new_public_ca, write_certificate
-from simulators.windows.trust import system_bundle_pem
+from proxyfleet.harness.cli.running import wait_for_stop_signal
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.install import InstallConfigError
+from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.pki import new_public_ca, write_certificate
+from proxyfleet.simulators.windows.trust import system_bundle_pem
 
 
 async def _run(settings: ControlPlaneSettings) -> None:

@@ -19,14 +19,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import scenarios
-from harness.conformance.report import write_html, write_json, write_junit
-from harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
-from harness.external import ENV_MODES
-from harness.lifecycle import interrupt_on_sigterm
-from harness.noproxy import redact_text
-from harness.pytest_plugin import PROPERTY
-from harness.reconciler import VARIANTS
+import proxyfleet.scenarios as scenarios
+from proxyfleet.core.lifecycle import interrupt_on_sigterm
+from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.conformance.plugin import PROPERTY
+from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
+from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+from proxyfleet.harness.lab.external import ENV_MODES
+from proxyfleet.harness.reconciler import VARIANTS
 
 WORKFLOWS = ("install-time", "runtime-add", "change", "remove", "baseline", "join-after-change", "deconfigure")
 SCENARIO_DIR = Path(scenarios.__file__).parent

@@ -11,14 +11,14 @@ from urllib.parse import urlsplit
 import click
 from kubernetes.client.exceptions import ApiException
 
-from harness.cli.running import wait_for_stop_signal
-from harness.kubeconfig import KubeconfigError, api_client, internal_api_url, loopback_address, read_access
-from harness.process_limits import raise_open_file_limit
-from simulators.controlplane.authorization import NodeTokens
-from simulators.controlplane.cluster import NODE_CREDENTIALS
-from simulators.fleet import DEFAULT_SHELLS, Fleet, FleetError, FleetSettings
-from simulators.network import Endpoint, LabNetwork
-from simulators.windows.kubelet import KubeletSettings
+from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url, loopback_address, read_access
+from proxyfleet.core.process_limits import raise_open_file_limit
+from proxyfleet.harness.cli.running import wait_for_stop_signal
+from proxyfleet.simulators.controlplane.authorization import NodeTokens
+from proxyfleet.simulators.controlplane.cluster import NODE_CREDENTIALS
+from proxyfleet.simulators.fleet import DEFAULT_SHELLS, Fleet, FleetError, FleetSettings
+from proxyfleet.simulators.network import Endpoint, LabNetwork
+from proxyfleet.simulators.windows.kubelet import KubeletSettings
 
 
 def kubelet_settings(kubeconfig: Path, network: LabNetwork, heartbeat: float) -> KubeletSettings:

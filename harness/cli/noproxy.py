@@ -9,8 +9,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.noproxy import CLIENTS, Decision, redact_text, redact_url
-from harness.noproxy.lint import ClusterFacts, lint
+from proxyfleet.core.noproxy import CLIENTS, Decision, redact_text, redact_url
+from proxyfleet.core.noproxy.lint import ClusterFacts, lint
 
 PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy",
                    "ALL_PROXY", "all_proxy", "REQUEST_METHOD")

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from harness.cli.running import wait_for_stop_signal
-from harness.kubeconfig import KubeconfigError, api_client
-from harness.process_limits import raise_open_file_limit
-from harness.reconciler import VARIANTS, Reconciler, ReconcilerSettings
-from harness.reconciler.controller import OPERATOR_NAMESPACE
-from harness.reconciler.hostkeys import HostKeyPolicyError
+from proxyfleet.core.kubeconfig import KubeconfigError, api_client
+from proxyfleet.core.process_limits import raise_open_file_limit
+from proxyfleet.harness.cli.running import wait_for_stop_signal
+from proxyfleet.harness.reconciler import VARIANTS, Reconciler, ReconcilerSettings
+from proxyfleet.harness.reconciler.controller import OPERATOR_NAMESPACE
+from proxyfleet.harness.reconciler.hostkeys import HostKeyPolicyError
 
 
 async def _run(kubeconfig: Path, settings: ReconcilerSettings) -> None:

@@ -18,14 +18,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
-from harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
-from harness.conformance.results import ConformanceRun
-from harness.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
-from harness.lifecycle import interrupt_on_sigterm
-from harness.noproxy import CLIENTS, redact_url
-from harness.reconciler import VARIANTS
-from harness.secretfiles import write_private
+from proxyfleet.core.lifecycle import interrupt_on_sigterm
+from proxyfleet.core.noproxy import CLIENTS, redact_url
+from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
+from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
+from proxyfleet.harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
+from proxyfleet.harness.conformance.results import ConformanceRun
+from proxyfleet.harness.reconciler import VARIANTS
 
 # The clients whose reading of the variables matters on a Windows node, and who they are there.
 EXPLAINED_CLIENTS = {"go": "containerd", "client-go": "kubelet", "curl": "curl.exe", "dotnet": ".NET/PowerShell 7",

@@ -9,13 +9,21 @@ from pathlib import Path
 import click
 import yaml
 
-from harness import admin
-from harness.cli.repro import BadInput
-from harness.cli.running import wait_for_stop_signal
-from harness.inputs import CustomerProxy, InputError, read_install_config
-from harness.lab import PROXY2_HOST, PROXY2_PORT, PROXY_HOST, PROXY_PORT, Lab, LabSettings, customer_settings
-from harness.reconciler import VARIANTS
-from harness.secretfiles import write_private
+from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.cli.inputs import CustomerProxy, InputError, read_install_config
+from proxyfleet.harness.cli.repro import BadInput
+from proxyfleet.harness.cli.running import wait_for_stop_signal
+from proxyfleet.harness.lab import (
+    PROXY2_HOST,
+    PROXY2_PORT,
+    PROXY_HOST,
+    PROXY_PORT,
+    Lab,
+    LabSettings,
+    admin,
+    customer_settings,
+)
+from proxyfleet.harness.reconciler import VARIANTS
 
 READY_LINE = "lab ready; press Ctrl-C to stop"
 

@@ -4,7 +4,7 @@
 check; ``report`` turns a run's results into JSON, JUnit XML and HTML.
 """
 
-from harness.conformance.judge import Conformance, Step
-from harness.conformance.results import CHECK_FAMILIES, CheckResult, ScenarioResult
+from proxyfleet.harness.conformance.judge import Conformance, Step
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ScenarioResult
 
 __all__ = ["CHECK_FAMILIES", "CheckResult", "Conformance", "ScenarioResult", "Step"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.contract import PROXY_VARIABLES
-from harness.noproxy import redact_url
+from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.core.noproxy import redact_url
 
 
 def env_text(environment: Mapping[str, str | None]) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from harness.contract import PROXY_VARIABLES
-from harness.noproxy import CLIENTS, redact_url
-from simulators.windows.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.core.noproxy import CLIENTS, redact_url
 
 MANAGED_NAMESPACE = "openshift-config-managed"
 MANAGED_BUNDLE = "trusted-ca-bundle"

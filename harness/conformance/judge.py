@@ -28,25 +28,24 @@ from typing import Any
 
 from kubernetes import client
 
-from harness import admin
-from harness.conformance.checks import env_text, service_environment_problems
-from harness.conformance.cordons import CordonTimeline, internal_ip
-from harness.conformance.expectations import (
+from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from proxyfleet.core.nodessh import NodeError
+from proxyfleet.core.noproxy import redact_text, redact_url
+from proxyfleet.harness.conformance.checks import env_text, service_environment_problems
+from proxyfleet.harness.conformance.cordons import CordonTimeline, internal_ip
+from proxyfleet.harness.conformance.expectations import (
     Expected,
     Route,
     certificates_of,
     expected_from_cluster,
     status_matches_spec,
 )
-from harness.conformance.probe import NodeProbe, NodeState, PullResult
-from harness.conformance.results import CheckResult, Status
-from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
-from harness.lab import Lab
-from harness.nodessh import NodeError
-from harness.noproxy import redact_text, redact_url
-from simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
-from simulators.proxy.runner import ProxyServer
-from simulators.windows.node import WindowsNode
+from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
+from proxyfleet.harness.conformance.results import CheckResult, Status
+from proxyfleet.harness.lab import Lab, admin
+from proxyfleet.simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
+from proxyfleet.simulators.proxy.runner import ProxyServer
+from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
 INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"

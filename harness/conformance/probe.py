@@ -11,8 +11,15 @@ from dataclasses import dataclass
 
 import asyncssh
 
-from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
-from harness.nodessh import BOOT_SCRIPT, NodeAddress, NodeConnection, NodeError, read_variables_script, services_script
+from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from proxyfleet.core.nodessh import (
+    BOOT_SCRIPT,
+    NodeAddress,
+    NodeConnection,
+    NodeError,
+    read_variables_script,
+    services_script,
+)
 
 
 @dataclass(frozen=True)

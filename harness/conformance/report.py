@@ -23,8 +23,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from harness.conformance.results import CHECK_FAMILIES, CheckResult, ConformanceRun, ScenarioResult
-from harness.noproxy import redact_text
+from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ConformanceRun, ScenarioResult
 
 
 def _clean(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The reconciler's node-side rhythm on top of ``harness.nodessh``: wait for a *new* boot after a
+"""The reconciler's node-side rhythm on top of ``proxyfleet.core.nodessh``: wait for a *new* boot after a
 restart, and keep one connection per node between reconciles."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import asyncssh
 
-from harness.nodessh import HostKeyMismatch, NodeAddress, NodeConnection, NodeError, RebootTimeout
+from proxyfleet.core.nodessh import HostKeyMismatch, NodeAddress, NodeConnection, NodeError, RebootTimeout
 
 
 async def wait_for_new_boot(target: NodeAddress, client_key: asyncssh.SSHKey, pinned_host_key: str | None,

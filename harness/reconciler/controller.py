@@ -22,20 +22,21 @@ from typing import Any
 import asyncssh
 from kubernetes import client
 
-from harness.contract import EGRESS_SERVICES
-from harness.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
-from harness.noproxy import redact_text
-from harness.reconciler.applying import ConnectionPool, wait_for_new_boot
-from harness.reconciler.desired import (
+from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.contract import EGRESS_SERVICES
+from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
+from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.reconciler.applying import ConnectionPool, wait_for_new_boot
+from proxyfleet.harness.reconciler.desired import (
     DesiredState,
     InvalidClusterInput,
     ObservedState,
     desired_state,
     plan_changes,
 )
-from harness.reconciler.hostkeys import HostKeyPins, HostKeyPolicyError, KnownHosts
-from harness.reconciler.queueing import WorkQueue
-from harness.reconciler.reporting import (
+from proxyfleet.harness.reconciler.hostkeys import HostKeyPins, HostKeyPolicyError, KnownHosts
+from proxyfleet.harness.reconciler.queueing import WorkQueue
+from proxyfleet.harness.reconciler.reporting import (
     APPLIED_PROXY,
     CONFIG_HASH,
     MESSAGE,
@@ -45,7 +46,7 @@ from harness.reconciler.reporting import (
     USERNAME,
     ClusterWriter,
 )
-from harness.reconciler.scripts import (
+from proxyfleet.harness.reconciler.scripts import (
     BUNDLE_PATH,
     apply_data,
     apply_script,
@@ -53,9 +54,8 @@ from harness.reconciler.scripts import (
     unquoted_apply_script,
     verify_script,
 )
-from harness.reconciler.variants import variant as find_variant
-from harness.reconciler.watching import ClusterWatch
-from simulators.windows.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.harness.reconciler.variants import variant as find_variant
+from proxyfleet.harness.reconciler.watching import ClusterWatch
 
 log = logging.getLogger(__name__)
 OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"

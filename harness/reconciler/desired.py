@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.contract import PROXY_VARIABLES
-from harness.reconciler.variants import CORRECT, Variant
-from simulators.windows.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.harness.reconciler.variants import CORRECT, Variant
 
 BUNDLE_KEY = "ca-bundle.crt"
 

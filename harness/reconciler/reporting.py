@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from harness.noproxy import redact_text
+from proxyfleet.core.noproxy import redact_text
 
 PREFIX = "proxyfleet.io/"
 STATE_LABEL = PREFIX + "proxy-state"

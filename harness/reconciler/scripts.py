@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.nodessh import BOOT_SCRIPT, read_variables_script, services_script
-from harness.reconciler.desired import ChangePlan
-from simulators.windows.certificates import Certificate
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.nodessh import BOOT_SCRIPT, read_variables_script, services_script
+from proxyfleet.harness.reconciler.desired import ChangePlan
 
 BUNDLE_PATH = r"C:\k\ca-bundle.crt"
 RECORD_PATH = r"C:\k\imported-certs.pem"

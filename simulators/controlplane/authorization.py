@@ -25,7 +25,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.errors import APIError
 
 MASTERS = "system:masters"
 NODES = "system:nodes"

@@ -14,15 +14,15 @@ import trustme
 import yaml
 from aiohttp import web
 
-from harness.secretfiles import write_private
-from simulators.controlplane.authorization import ADMIN, NodeTokens, bootstrap_identity, new_bootstrap_token
-from simulators.controlplane.controllers import NODES, NodeLifecycleController, ProxyConfigController
-from simulators.controlplane.errors import APIError
-from simulators.controlplane.install import InstallPlan, load_install_config, plan
-from simulators.controlplane.resources import RESOURCE_TYPES
-from simulators.controlplane.server import APIServer
-from simulators.controlplane.store import Store
-from simulators.network import CONTROL_PLANE_NETWORK, Endpoint, LabNetwork
+from proxyfleet.core.secretfiles import write_private
+from proxyfleet.simulators.controlplane.authorization import ADMIN, NodeTokens, bootstrap_identity, new_bootstrap_token
+from proxyfleet.simulators.controlplane.controllers import NODES, NodeLifecycleController, ProxyConfigController
+from proxyfleet.simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.install import InstallPlan, load_install_config, plan
+from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES
+from proxyfleet.simulators.controlplane.server import APIServer
+from proxyfleet.simulators.controlplane.store import Store
+from proxyfleet.simulators.network import CONTROL_PLANE_NETWORK, Endpoint, LabNetwork
 
 API_PORT = 6443
 # Beside the kubeconfig: whoever simulates the nodes (proxyfleet fleet) derives each kubelet's

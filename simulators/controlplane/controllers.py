@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-from simulators.controlplane.errors import APIError
-from simulators.controlplane.openshift import (
+from proxyfleet.core.certificates import pem_blocks
+from proxyfleet.simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.openshift import (
     BUNDLE_KEY,
     INJECT_LABEL,
     OPENSHIFT_CONFIG,
@@ -32,11 +33,10 @@ from simulators.controlplane.openshift import (
     merge_bundles,
     validate_proxy_spec,
 )
-from simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
-from simulators.controlplane.store import Store, Watcher, now_rfc3339
-from simulators.egress.client import EgressError, EgressSession, trust_context
-from simulators.network import LabNetwork
-from simulators.windows.certificates import pem_blocks
+from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
+from proxyfleet.simulators.controlplane.store import Store, Watcher, now_rfc3339
+from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
+from proxyfleet.simulators.network import LabNetwork
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-from simulators.controlplane.errors import APIError, bad_request
+from proxyfleet.simulators.controlplane.errors import APIError, bad_request
 
 JSON = "application/json"
 MAX_DEPTH = 100

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from simulators.controlplane.openshift import BUNDLE_KEY, OPENSHIFT_CONFIG, validate_bundle
+from proxyfleet.simulators.controlplane.openshift import BUNDLE_KEY, OPENSHIFT_CONFIG, validate_bundle
 
 DEFAULT_INSTALL_CONFIG: dict[str, Any] = {
     "apiVersion": "v1",

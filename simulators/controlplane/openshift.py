@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 from cryptography import x509
 
-from harness.noproxy.urls import split_netloc
-from simulators.windows.certificates import CertificateFormatError, pem_blocks
+from proxyfleet.core.certificates import CertificateFormatError, pem_blocks
+from proxyfleet.core.noproxy.urls import split_netloc
 
 OPENSHIFT_CONFIG = "openshift-config"
 OPENSHIFT_CONFIG_MANAGED = "openshift-config-managed"

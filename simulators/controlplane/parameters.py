@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from simulators.controlplane.errors import APIError, bad_request
+from proxyfleet.simulators.controlplane.errors import APIError, bad_request
 
 _FALSE = {"0", "false"}
 # strconv.ParseInt base 10: an optional sign and ASCII digits, nothing else (no spaces, no "_").

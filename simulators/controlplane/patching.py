@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from simulators.controlplane.errors import APIError, bad_request
+from proxyfleet.simulators.controlplane.errors import APIError, bad_request
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simulators.controlplane.errors import bad_request
+from proxyfleet.simulators.controlplane.errors import bad_request
 
 Predicate = Callable[[dict[str, Any]], bool]
 _SET = re.compile(r"^\s*([A-Za-z0-9._/-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")

@@ -21,8 +21,8 @@ from typing import Any
 
 from aiohttp import web
 
-from simulators.controlplane import decoding, parameters, patching
-from simulators.controlplane.authorization import (
+from proxyfleet.simulators.controlplane import decoding, parameters, patching
+from proxyfleet.simulators.controlplane.authorization import (
     ANONYMOUS,
     Identity,
     NodeTokens,
@@ -31,7 +31,7 @@ from simulators.controlplane.authorization import (
     allowed,
     forbidden,
 )
-from simulators.controlplane.errors import (
+from proxyfleet.simulators.controlplane.errors import (
     APIError,
     bad_request,
     gone,
@@ -40,7 +40,7 @@ from simulators.controlplane.errors import (
     no_such_path,
     unauthorized,
 )
-from simulators.controlplane.resources import (
+from proxyfleet.simulators.controlplane.resources import (
     GROUP_VERSIONS,
     ResourceType,
     find_type,
@@ -49,9 +49,9 @@ from simulators.controlplane.resources import (
     types_in,
     unknown_fields,
 )
-from simulators.controlplane.selectors import field_selector, label_selector
-from simulators.controlplane.store import Store, Watcher
-from simulators.controlplane.tables import to_table
+from proxyfleet.simulators.controlplane.selectors import field_selector, label_selector
+from proxyfleet.simulators.controlplane.store import Store, Watcher
+from proxyfleet.simulators.controlplane.tables import to_table
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request size limit
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -507,7 +507,7 @@ class APIServer:
                 raise bad_request("the namespace of the provided object does not match the "
                                   "namespace sent on the request")
             metadata["namespace"] = route.namespace
-            from simulators.controlplane.resources import RESOURCE_TYPES
+            from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES
 
             namespaces = next(t for t in RESOURCE_TYPES if t.plural == "namespaces")
             if self.store.peek(namespaces, "", route.namespace or "") is None:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from simulators.controlplane.errors import already_exists, bad_request, conflict, gone, not_found
-from simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
+from proxyfleet.simulators.controlplane.errors import already_exists, bad_request, conflict, gone, not_found
+from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
 
 Predicate = Callable[[dict[str, Any]], bool]
 DEFAULT_HISTORY = 10_000  # events kept for watch resumption (kube keeps far fewer)

@@ -18,8 +18,8 @@ from urllib.parse import unquote, urlsplit
 
 import h11
 
-from harness.noproxy.urls import URLError, parse_target
-from simulators.network import LabNetwork, NetworkError, NoRoute, NoSuchHost
+from proxyfleet.core.noproxy.urls import URLError, parse_target
+from proxyfleet.simulators.network import LabNetwork, NetworkError, NoRoute, NoSuchHost
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 30.0

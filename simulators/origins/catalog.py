@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import trustme
 from aiohttp import web
 
-from simulators.network import INTERNET_NETWORK, INTRANET_NETWORK, Endpoint, LabNetwork, is_loopback
-from simulators.origins.registry import Image, Registry, build_image, website
-from simulators.origins.server import AccessRecord, OriginServer, Violation
+from proxyfleet.simulators.network import INTERNET_NETWORK, INTRANET_NETWORK, Endpoint, LabNetwork, is_loopback
+from proxyfleet.simulators.origins.registry import Image, Registry, build_image, website
+from proxyfleet.simulators.origins.server import AccessRecord, OriginServer, Violation
 
 INTERNET_REGISTRY = "quay.io"
 INTERNET_SITE = "www.example.com"

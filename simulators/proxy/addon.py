@@ -30,7 +30,7 @@ from mitmproxy.io import FlowWriter
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.tls import TlsData
 
-from simulators.network import LabNetwork, NetworkError
+from proxyfleet.simulators.network import LabNetwork, NetworkError
 
 
 def _now() -> str:

@@ -25,9 +25,9 @@ from typing import Any
 
 import trustme
 
-from harness.lifecycle import die_with_parent
-from harness.secretfiles import write_private
-from simulators.network import Endpoint, LabNetwork
+from proxyfleet.core.lifecycle import die_with_parent
+from proxyfleet.core.secretfiles import write_private
+from proxyfleet.simulators.network import Endpoint, LabNetwork
 
 ADDON = Path(__file__).with_name("addon.py")
 _LIVE: set[int] = set()  # process groups to kill if the interpreter exits abruptly
@@ -152,13 +152,6 @@ class ProxyServer:
             arguments += ["--set", f"{key}={value}"]
         return arguments
 
-    def _child_environment(self) -> dict[str, str]:
-        environment = dict(os.environ)
-        project_root = str(Path(__file__).resolve().parents[2])
-        environment["PYTHONPATH"] = os.pathsep.join(
-            p for p in (project_root, environment.get("PYTHONPATH", "")) if p)
-        return environment
-
     async def start(self, startup_limit: float = 60.0) -> None:
         if self.running:
             return
@@ -166,13 +159,12 @@ class ProxyServer:
         if not self.port:
             self.port = _free_port(self.settings.listen_address)
         started = time.monotonic()
-        environment = self._child_environment()
         stderr = self._stderr_path.open("ab")  # handed to the child
         try:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
                 *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=stderr, env=environment,
+                stdout=asyncio.subprocess.DEVNULL, stderr=stderr,
                 start_new_session=True, preexec_fn=die_with_parent)
         finally:
             stderr.close()

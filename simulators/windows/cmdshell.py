@@ -15,12 +15,12 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from simulators.windows.commandline import split_command_line
-from simulators.windows.filesystem import WindowsPathError
+from proxyfleet.simulators.windows.commandline import split_command_line
+from proxyfleet.simulators.windows.filesystem import WindowsPathError
 
 if TYPE_CHECKING:
-    from simulators.windows.powershell.interpreter import Interpreter, NativeResult
-    from simulators.windows.session import Session
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
+    from proxyfleet.simulators.windows.session import Session
 
 MAX_LINE = 8191  # cmd.exe's own limit on the command lines it processes
 BAD_NAME = "The filename, directory name, or volume label syntax is incorrect.\n"
@@ -171,7 +171,7 @@ async def run_line(interpreter: Interpreter, line: str, stdin: str | None = None
                    session: Session | None = None) -> NativeResult:
     """Run one ``cmd.exe /c`` line in a child of ``interpreter``'s session (or, at an interactive
     prompt, in ``session`` itself, so ``set`` and ``cd`` last)."""
-    from simulators.windows.powershell.interpreter import NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import NativeResult
 
     if len(line) > MAX_LINE:
         return NativeResult("", "The command line is too long.\n", 1)
@@ -232,8 +232,8 @@ def _redirect(session: Session, command: CmdCommand, stdout: str, stderr: str,
 async def _run_command(interpreter: Interpreter, session: Session, command: CmdCommand,
                        stdin: str | None) -> tuple[str, str, int, bool]:
     """(stdout, stderr, errorlevel, whether the line ends here)."""
-    from simulators.windows.powershell.commands import NativeCommand
-    from simulators.windows.powershell.interpreter import Interpreter
+    from proxyfleet.simulators.windows.powershell.commands import NativeCommand
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 
     if command.stdin is not None:
         try:
@@ -300,6 +300,6 @@ def _set(session: Session, rest: str, out: list[str]) -> int:
 
 
 def _child(parent: Session) -> Session:
-    from simulators.windows.powershell.native import child_session
+    from proxyfleet.simulators.windows.powershell.native import child_session
 
     return child_session(parent)

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from harness.noproxy import CLIENTS, redact_url
-from simulators.egress.client import EgressError, EgressSession, Response, Trace, trust_context
-from simulators.network import LabNetwork
-from simulators.windows.environment import EnvironmentBlock
-from simulators.windows.machine import WindowsMachine
+from proxyfleet.core.noproxy import CLIENTS, redact_url
+from proxyfleet.simulators.egress.client import EgressError, EgressSession, Response, Trace, trust_context
+from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.windows.environment import EnvironmentBlock
+from proxyfleet.simulators.windows.machine import WindowsMachine
 
 if TYPE_CHECKING:
-    from simulators.windows.powershell.interpreter import Interpreter, NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
 
 DOCKER_HUB = "registry-1.docker.io"
 MANIFEST_ACCEPT = ("application/vnd.oci.image.manifest.v1+json, "
@@ -201,7 +201,7 @@ def _crictl_time(machine: WindowsMachine) -> str:
 
 async def crictl(interpreter: Interpreter, name: str, args: list[str],
                  stdin: str | None) -> NativeResult:
-    from simulators.windows.powershell.interpreter import NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import NativeResult
 
     machine = interpreter.session.machine
     words = [a for a in args if a not in ("--debug", "-D")]
@@ -350,7 +350,7 @@ def _write_out(template: str, values: Mapping[str, Any]) -> str:
 
 async def curl(interpreter: Interpreter, name: str, args: list[str],
                stdin: str | None) -> NativeResult:
-    from simulators.windows.powershell.interpreter import NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import NativeResult
 
     try:
         options, urls = parse_curl_arguments(args)

@@ -20,12 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.noproxy import CLIENTS
-from simulators.egress.client import EgressError, EgressSession, trust_context
-from simulators.network import LabNetwork
-from simulators.windows.certificates import pem_blocks
-from simulators.windows.environment import EnvironmentBlock
-from simulators.windows.machine import ProcessRecord, WindowsMachine
+from proxyfleet.core.certificates import pem_blocks
+from proxyfleet.core.noproxy import CLIENTS
+from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
+from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.windows.environment import EnvironmentBlock
+from proxyfleet.simulators.windows.machine import ProcessRecord, WindowsMachine
 
 KUBELET_VERSION = "v1.30.4"
 LEASE_NAMESPACE = "kube-node-lease"

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simulators.windows.certificates import CertStores
-from simulators.windows.environment import EnvironmentBlock, expand_references
-from simulators.windows.filesystem import WindowsFilesystem
-from simulators.windows.registry import MACHINE_ENVIRONMENT, OPENSSH, USER_ENVIRONMENT, Registry
+from proxyfleet.simulators.windows.certstores import CertStores
+from proxyfleet.simulators.windows.environment import EnvironmentBlock, expand_references
+from proxyfleet.simulators.windows.filesystem import WindowsFilesystem
+from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT, OPENSSH, USER_ENVIRONMENT, Registry
 
 POWERSHELL_EXE = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
 EGRESS_SERVICES = (

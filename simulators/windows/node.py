@@ -22,14 +22,14 @@ from typing import Any
 
 import asyncssh
 
-from simulators.network import LabNetwork
-from simulators.windows.certificates import Certificate
-from simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
-from simulators.windows.machine import LAST_STAGE, BootRecord, MachineSettings, WindowsMachine, utc_now
-from simulators.windows.powershell.commands import CommandTable, default_commands
-from simulators.windows.session import Session
-from simulators.windows.shell import run_exec, run_interactive
-from simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
+from proxyfleet.simulators.windows.machine import LAST_STAGE, BootRecord, MachineSettings, WindowsMachine, utc_now
+from proxyfleet.simulators.windows.powershell.commands import CommandTable, default_commands
+from proxyfleet.simulators.windows.session import Session
+from proxyfleet.simulators.windows.shell import run_exec, run_interactive
+from proxyfleet.simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
 
 log = logging.getLogger(__name__)
 COMMAND_LINES_KEPT = 200

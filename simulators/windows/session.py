@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from simulators.windows.environment import EnvironmentBlock
-from simulators.windows.filesystem import normalize
-from simulators.windows.machine import WindowsMachine
-from simulators.windows.registry import MACHINE_ENVIRONMENT, USER_ENVIRONMENT
+from proxyfleet.simulators.windows.environment import EnvironmentBlock
+from proxyfleet.simulators.windows.filesystem import normalize
+from proxyfleet.simulators.windows.machine import WindowsMachine
+from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT, USER_ENVIRONMENT
 
 
 class NodeRuntime(Protocol):

@@ -14,12 +14,12 @@ from typing import Any
 
 import asyncssh
 
-from simulators.windows.cmdshell import VERSION_BANNER, run_line
-from simulators.windows.powershell.commands import CommandTable
-from simulators.windows.powershell.errors import ParseError
-from simulators.windows.powershell.interpreter import Interpreter, RunResult
-from simulators.windows.powershell.parsing import parse
-from simulators.windows.session import Session
+from proxyfleet.simulators.windows.cmdshell import VERSION_BANNER, run_line
+from proxyfleet.simulators.windows.powershell.commands import CommandTable
+from proxyfleet.simulators.windows.powershell.errors import ParseError
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, RunResult
+from proxyfleet.simulators.windows.powershell.parsing import parse
+from proxyfleet.simulators.windows.session import Session
 
 BANNER = ("Windows PowerShell\r\nCopyright (C) Microsoft Corporation. All rights reserved.\r\n\r\n"
           "Try the new cross-platform PowerShell https://aka.ms/pscore6\r\n\r\n")

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
-from simulators.windows.filesystem import DriveNotFound, WindowsFilesystem, WindowsPathError, normalize
+from proxyfleet.simulators.windows.filesystem import DriveNotFound, WindowsFilesystem, WindowsPathError, normalize
 
 if TYPE_CHECKING:
-    from simulators.windows.node import WindowsNode
+    from proxyfleet.simulators.windows.node import WindowsNode
 
 
 class NodeSSHServer(asyncssh.SSHServer):

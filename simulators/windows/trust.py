@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from simulators.windows.certificates import Certificate, certificates_in_bundle
+from proxyfleet.core.certificates import Certificate, certificates_in_bundle
 
 # Common names (or, without one, organisational units) of roots a Windows Server 2022 Root store
 # holds out of the box that the Mozilla list also carries.

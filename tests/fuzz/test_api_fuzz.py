@@ -12,11 +12,11 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simulators.controlplane.authorization import ADMIN, NodeTokens
-from simulators.controlplane.install import load_install_config, plan
-from simulators.controlplane.resources import RESOURCE_TYPES
-from simulators.controlplane.server import APIServer
-from simulators.controlplane.store import Store
+from proxyfleet.simulators.controlplane.authorization import ADMIN, NodeTokens
+from proxyfleet.simulators.controlplane.install import load_install_config, plan
+from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES
+from proxyfleet.simulators.controlplane.server import APIServer
+from proxyfleet.simulators.controlplane.store import Store
 from tests.fuzz.strategies import EXAMPLES, json_documents
 
 TOKENS = {"admin": ADMIN}

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
+from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
 from tests.fuzz.strategies import EXAMPLES, json_documents
 
 WORK = Path(tempfile.mkdtemp(prefix="proxyfleet-inputs-fuzz-"))

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
-from simulators.windows.cmdshell import run_line
-from simulators.windows.powershell.budgets import Budget
-from simulators.windows.powershell.errors import ParseError
-from simulators.windows.powershell.interpreter import Interpreter
-from simulators.windows.powershell.parsing import parse
-from simulators.windows.session import Session
+from proxyfleet.simulators.windows.cmdshell import run_line
+from proxyfleet.simulators.windows.powershell.budgets import Budget
+from proxyfleet.simulators.windows.powershell.errors import ParseError
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
+from proxyfleet.simulators.windows.powershell.parsing import parse
+from proxyfleet.simulators.windows.session import Session
 from tests.fuzz.strategies import EXAMPLES, powershell_text
 from tests.support import new_machine
 

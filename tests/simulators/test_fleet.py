@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from simulators.fleet import Fleet, FleetError, FleetSettings
+from proxyfleet.simulators.fleet import Fleet, FleetError, FleetSettings
 from tests.support import run_on, wait_until
 
 
@@ -68,7 +68,7 @@ def port_is_free(address: str, port: int) -> bool:
 async def test_fleet_command_runs_until_sigterm_and_cleans_up(tmp_path: Path) -> None:
     state = tmp_path / "state"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "harness", "fleet", "--nodes", "3", "--state-dir", str(state),
+        sys.executable, "-m", "proxyfleet.harness", "fleet", "--nodes", "3", "--state-dir", str(state),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     manifest_path = state / "fleet.json"
     await wait_until(lambda: manifest_path.exists(), timeout=30, what="fleet.json")

@@ -11,8 +11,8 @@ import pytest
 import pytest_asyncio
 from kubernetes import client
 
-from harness.lab import Lab, LabSettings
-from simulators.windows.node import WindowsNode
+from proxyfleet.harness.lab import Lab, LabSettings
+from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import run_powershell, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

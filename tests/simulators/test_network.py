@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from harness.noproxy import CLIENTS
-from simulators.egress.client import EgressError, EgressSession, trust_context
-from simulators.network import Endpoint, LabNetwork, NoRoute, NoSuchHost
-from simulators.windows.environment import EnvironmentBlock
+from proxyfleet.core.noproxy import CLIENTS
+from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
+from proxyfleet.simulators.network import Endpoint, LabNetwork, NoRoute, NoSuchHost
+from proxyfleet.simulators.windows.environment import EnvironmentBlock
 
 
 def test_endpoints_must_be_loopback() -> None:

@@ -11,18 +11,18 @@ import pytest
 import pytest_asyncio
 import trustme
 
-from simulators.fleet import Fleet, FleetSettings
-from simulators.network import PROXY_NETWORK, LabNetwork
-from simulators.origins.catalog import (
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork
+from proxyfleet.simulators.origins.catalog import (
     INTERNET_REGISTRY,
     INTRANET_REGISTRY,
     INTRANET_REGISTRY_IP,
     Origins,
     start_origins,
 )
-from simulators.proxy.runner import ProxyServer, ProxySettings
-from simulators.windows.certificates import Certificate
-from simulators.windows.node import WindowsNode
+from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
+from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import run_powershell, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

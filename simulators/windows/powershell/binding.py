@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from simulators.windows.powershell.errors import CommandFailure, ErrorRecord
-from simulators.windows.powershell.values import (
+from proxyfleet.simulators.windows.powershell.errors import CommandFailure, ErrorRecord
+from proxyfleet.simulators.windows.powershell.values import (
     ConversionError,
     Hashtable,
     PSObject,
@@ -24,7 +24,7 @@ from simulators.windows.powershell.values import (
 )
 
 if TYPE_CHECKING:
-    from simulators.windows.powershell.interpreter import CommandContext
+    from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
 
 Handler = Callable[["CommandContext", dict[str, Any]], Awaitable[None]]
 

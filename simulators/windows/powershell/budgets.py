@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from simulators.windows.powershell.errors import CommandFailure, ErrorRecord, ScriptHalted
+from proxyfleet.simulators.windows.powershell.errors import CommandFailure, ErrorRecord, ScriptHalted
 
 MAX_STRING_CHARS = 16 * 1024 * 1024
 MAX_ELEMENTS = 1024 * 1024

@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from simulators.windows.filesystem import WindowsPathError, normalize
-from simulators.windows.powershell.binding import CmdletSpec
+from proxyfleet.simulators.windows.filesystem import WindowsPathError, normalize
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec
 
 if TYPE_CHECKING:
-    from simulators.windows.powershell.interpreter import Interpreter, NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
 
 NativeHandler = Callable[["Interpreter", str, list[str], str | None], Awaitable["NativeResult"]]
 
@@ -94,7 +94,7 @@ class CommandTable:
 @functools.cache
 def default_commands() -> CommandTable:
     """Every cmdlet of the subset and the node's built-in programs."""
-    from simulators.windows.powershell.cmdlets import ALL_CMDLETS
-    from simulators.windows.powershell.native import BUILTIN_PROGRAMS
+    from proxyfleet.simulators.windows.powershell.cmdlets import ALL_CMDLETS
+    from proxyfleet.simulators.windows.powershell.native import BUILTIN_PROGRAMS
 
     return CommandTable(ALL_CMDLETS, BUILTIN_PROGRAMS)

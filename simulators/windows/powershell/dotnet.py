@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from simulators.windows.powershell.errors import CommandFailure, ErrorRecord
-from simulators.windows.powershell.values import (
+from proxyfleet.simulators.windows.powershell.errors import CommandFailure, ErrorRecord
+from proxyfleet.simulators.windows.powershell.values import (
     ConversionError,
     EnumValue,
     Hashtable,
@@ -33,7 +33,7 @@ from simulators.windows.powershell.values import (
 )
 
 if TYPE_CHECKING:
-    from simulators.windows.session import Session
+    from proxyfleet.simulators.windows.session import Session
 
 _TYPE_ALIASES = {
     "environment": "System.Environment",
@@ -451,7 +451,7 @@ def get_member(value: Any, name: str) -> Any:
 
 def _datetime_to_string(value: dt.datetime, fmt: Any = None) -> str:
     if fmt is None:
-        from simulators.windows.powershell.values import format_datetime
+        from proxyfleet.simulators.windows.powershell.values import format_datetime
         return format_datetime(value)
     text = to_string(fmt)
     if text in ("o", "O"):

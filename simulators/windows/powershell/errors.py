@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from simulators.windows.powershell.syntax import Extent
+from proxyfleet.simulators.windows.powershell.syntax import Extent
 
 
 @dataclass

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from simulators.windows.powershell.values import (
+from proxyfleet.simulators.windows.powershell.values import (
     EnumValue,
     Hashtable,
     PSObject,

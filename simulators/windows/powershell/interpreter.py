@@ -1,4 +1,4 @@
-"""Runs parsed PowerShell against a :class:`~simulators.windows.session.Session`.
+"""Runs parsed PowerShell against a :class:`~proxyfleet.simulators.windows.session.Session`.
 
 Error semantics follow Windows PowerShell 5.1: non-terminating errors go to the error stream
 and set ``$?``; statement-terminating errors stop one statement (the script goes on unless
@@ -14,16 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from simulators.windows.powershell import syntax as ast
-from simulators.windows.powershell.binding import (
+from proxyfleet.simulators.windows.powershell import syntax as ast
+from proxyfleet.simulators.windows.powershell.binding import (
     CmdletSpec,
     bind_arguments,
     bind_pipeline_item,
     check_mandatory,
     pipeline_input_error,
 )
-from simulators.windows.powershell.budgets import Budget
-from simulators.windows.powershell.dotnet import (
+from proxyfleet.simulators.windows.powershell.budgets import Budget
+from proxyfleet.simulators.windows.powershell.dotnet import (
     DotNetError,
     TypeRef,
     convert_to,
@@ -33,7 +33,7 @@ from simulators.windows.powershell.dotnet import (
     resolve_type,
     static_member,
 )
-from simulators.windows.powershell.errors import (
+from proxyfleet.simulators.windows.powershell.errors import (
     CommandFailure,
     ErrorRecord,
     ExitRequested,
@@ -43,10 +43,10 @@ from simulators.windows.powershell.errors import (
     format_error_record,
     format_parse_error,
 )
-from simulators.windows.powershell.formatting import format_for_host
-from simulators.windows.powershell.operators import binary, unary
-from simulators.windows.powershell.parsing import parse
-from simulators.windows.powershell.values import (
+from proxyfleet.simulators.windows.powershell.formatting import format_for_host
+from proxyfleet.simulators.windows.powershell.operators import binary, unary
+from proxyfleet.simulators.windows.powershell.parsing import parse
+from proxyfleet.simulators.windows.powershell.values import (
     ConversionError,
     Hashtable,
     PSObject,
@@ -60,8 +60,8 @@ from simulators.windows.powershell.values import (
 )
 
 if TYPE_CHECKING:
-    from simulators.windows.powershell.commands import CommandTable
-    from simulators.windows.session import Session
+    from proxyfleet.simulators.windows.powershell.commands import CommandTable
+    from proxyfleet.simulators.windows.session import Session
 
 YIELD_EVERY = 500
 # Python failures that must never escape a statement (see Interpreter._simulator_failure).
@@ -164,7 +164,7 @@ class Interpreter:
     def __init__(self, session: Session, commands: CommandTable | None = None,
                  budget: Budget | None = None) -> None:
         if commands is None:
-            from simulators.windows.powershell.commands import default_commands
+            from proxyfleet.simulators.windows.powershell.commands import default_commands
             commands = default_commands()
         self.session = session
         self.commands = commands
@@ -567,8 +567,8 @@ class Interpreter:
 
     def _redirect_to_file(self, path: str, text: str, append: bool, extent: ast.Extent) -> None:
         """``> file``: Out-File's work, and Out-File's errors (the statement stops)."""
-        from simulators.windows.powershell.cmdlets.content import out_file
-        from simulators.windows.powershell.providers import PathProblem
+        from proxyfleet.simulators.windows.powershell.cmdlets.content import out_file
+        from proxyfleet.simulators.windows.powershell.providers import PathProblem
 
         command = "Microsoft.PowerShell.Commands.OutFileCommand"
         try:

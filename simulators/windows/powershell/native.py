@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simulators.windows import egress
-from simulators.windows.cmdshell import VERSION_BANNER, run_line
-from simulators.windows.commandline import (
+from proxyfleet.simulators.windows import egress
+from proxyfleet.simulators.windows.cmdshell import VERSION_BANNER, run_line
+from proxyfleet.simulators.windows.commandline import (
     UsageError,
     cmd_command_text,
     parse_powershell_arguments,
     split_command_line,
 )
-from simulators.windows.powershell.commands import NativeCommand
-from simulators.windows.powershell.interpreter import Interpreter, NativeResult
+from proxyfleet.simulators.windows.powershell.commands import NativeCommand
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
 
 if TYPE_CHECKING:
-    from simulators.windows.session import Session
+    from proxyfleet.simulators.windows.session import Session
 
 SYSTEM32 = r"C:\Windows\System32"
 POWERSHELL_DIR = r"C:\Windows\System32\WindowsPowerShell\v1.0"
@@ -40,7 +40,7 @@ async def whoami(interpreter: Interpreter, name: str, args: list[str],
 
 def child_session(parent: Session) -> Session:
     """A child process: same user, a copy of the parent's process environment."""
-    from simulators.windows.session import Session
+    from proxyfleet.simulators.windows.session import Session
 
     child = Session(parent.machine, parent.username, parent.runtime)
     child.environment = parent.environment.copy()
@@ -51,7 +51,7 @@ def child_session(parent: Session) -> Session:
 async def powershell(interpreter: Interpreter, name: str, args: list[str],
                      stdin: str | None) -> NativeResult:
     # The child sees the command line PowerShell 5.1 built, split by the C runtime.
-    from simulators.windows.commandline import join_arguments
+    from proxyfleet.simulators.windows.commandline import join_arguments
 
     argv = split_command_line(join_arguments(args))
     try:

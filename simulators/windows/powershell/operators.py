@@ -7,16 +7,16 @@ from typing import Any
 
 import regex
 
-from simulators.windows.powershell.budgets import (
+from proxyfleet.simulators.windows.powershell.budgets import (
     MAX_ELEMENTS,
     REGEX_SECONDS,
     check_elements,
     check_string,
     regex_timeout,
 )
-from simulators.windows.powershell.dotnet import TypeRef, convert_to, is_instance
-from simulators.windows.powershell.errors import CommandFailure, ErrorRecord
-from simulators.windows.powershell.values import (
+from proxyfleet.simulators.windows.powershell.dotnet import TypeRef, convert_to, is_instance
+from proxyfleet.simulators.windows.powershell.errors import CommandFailure, ErrorRecord
+from proxyfleet.simulators.windows.powershell.values import (
     ConversionError,
     Hashtable,
     compare_order,

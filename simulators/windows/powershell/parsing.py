@@ -11,9 +11,9 @@ import functools
 import re
 from typing import NoReturn
 
-from simulators.windows.powershell import syntax as ast
-from simulators.windows.powershell.errors import ParseError, ParseProblem
-from simulators.windows.powershell.lexing import (
+from proxyfleet.simulators.windows.powershell import syntax as ast
+from proxyfleet.simulators.windows.powershell.errors import ParseError, ParseProblem
+from proxyfleet.simulators.windows.powershell.lexing import (
     BACKTICK_ESCAPES,
     DOUBLE_QUOTES,
     GENERIC_TERMINATORS,

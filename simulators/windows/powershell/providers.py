@@ -8,13 +8,14 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from simulators.windows.certificates import Certificate, CertStore
-from simulators.windows.filesystem import DriveNotFound, WindowsPathError, normalize
-from simulators.windows.powershell.values import PSObject, wildcard_regex
-from simulators.windows.registry import RegistryKey, canonical_key_path, drive_path
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.windows.certstores import CertStore
+from proxyfleet.simulators.windows.filesystem import DriveNotFound, WindowsPathError, normalize
+from proxyfleet.simulators.windows.powershell.values import PSObject, wildcard_regex
+from proxyfleet.simulators.windows.registry import RegistryKey, canonical_key_path, drive_path
 
 if TYPE_CHECKING:
-    from simulators.windows.session import Session
+    from proxyfleet.simulators.windows.session import Session
 
 FILESYSTEM = "FileSystem"
 REGISTRY = "Registry"

@@ -24,7 +24,7 @@ from typing import Any
 
 import regex
 
-from simulators.windows.powershell.syntax import StatementBlock
+from proxyfleet.simulators.windows.powershell.syntax import StatementBlock
 
 
 class PSObject:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
+from proxyfleet.harness.cli import main
 from tests.support import wait_until
 
 
 async def start(*args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(sys.executable, "-m", "harness", *args,
+    return await asyncio.create_subprocess_exec(sys.executable, "-m", "proxyfleet.harness", *args,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
 

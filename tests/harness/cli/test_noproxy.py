@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from harness.cli import main
+from proxyfleet.harness.cli import main
 
 
 def run(*args: str) -> tuple[int, str]:

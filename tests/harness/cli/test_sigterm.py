@@ -43,7 +43,7 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     token = uuid.uuid4().hex
     env = {**os.environ, "PROXYFLEET_TEST_RUN": token, "TMPDIR": str(tmp_path)}
     log = (tmp_path / "run.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "harness", "conformance", "--nodes", "2", "--workflow",
+    process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "conformance", "--nodes", "2", "--workflow",
                                 "runtime-add", "--workflow", "change"], env=env, cwd=tmp_path,
                                stdout=log, stderr=log)
     marker = f"PROXYFLEET_TEST_RUN={token}"

@@ -32,7 +32,7 @@ spec:
 
 
 def proxyfleet(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "proxyfleet.harness", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=timeout)
 
 
@@ -116,7 +116,7 @@ def test_bad_input_is_one_clear_line_and_exit_2_with_nothing_started(inputs: Pat
     args, message = BAD_INPUTS[case]
     scratch = inputs / "tmp"  # every temporary directory a lab or run would make lands here
     scratch.mkdir()
-    process = subprocess.Popen([sys.executable, "-m", "harness", *args], cwd=inputs, text=True,
+    process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", *args], cwd=inputs, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={**os.environ, "TMPDIR": str(scratch)})
     out, err = process.communicate(timeout=60)
@@ -152,7 +152,7 @@ def test_repro_runs_the_customer_proxy_and_explains_the_paths(inputs: Path) -> N
 @pytest.mark.slow
 def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) -> None:
     state = tmp_path / "lab"
-    process = subprocess.Popen([sys.executable, "-m", "harness", "up", "--nodes", "2", "--state-dir", str(state)],
+    process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--nodes", "2", "--state-dir", str(state)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert process.stderr is not None and process.stdout is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.conformance.checks import env_text, proxy_variables, service_environment_problems
+from proxyfleet.harness.conformance.checks import env_text, proxy_variables, service_environment_problems
 
 EXPECTED = {"HTTP_PROXY": "http://p:3128", "HTTPS_PROXY": "http://p:3128", "NO_PROXY": ".svc"}
 

@@ -2,7 +2,7 @@
 
 import datetime as dt
 
-from harness.conformance.cordons import CordonChange, CordonTimeline
+from proxyfleet.harness.conformance.cordons import CordonChange, CordonTimeline
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 NODE = "127.10.0.1"

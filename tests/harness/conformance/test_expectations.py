@@ -2,7 +2,7 @@
 
 import trustme
 
-from harness.conformance.expectations import expected_from, status_matches_spec
+from proxyfleet.harness.conformance.expectations import expected_from, status_matches_spec
 
 URL = "http://proxy.corp.internal:3128"
 

@@ -19,7 +19,7 @@ def readme_scenario() -> str:
 
 USER_SCENARIO = '''
 import pytest
-from harness.lab import DEFAULT_NO_PROXY
+from proxyfleet.harness.lab import DEFAULT_NO_PROXY
 
 
 @pytest.mark.workflow("my-workflow")

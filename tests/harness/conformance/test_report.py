@@ -5,8 +5,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.conformance.report import render_html, write_json, write_junit
-from harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+from proxyfleet.harness.conformance.report import render_html, write_json, write_junit
+from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
 
 SECRET = "http://o'brien:pa$(x)@proxy2.corp.internal:8080"
 

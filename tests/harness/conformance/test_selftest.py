@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.results import CHECK_FAMILIES
-from harness.reconciler import VARIANTS
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES
+from proxyfleet.harness.reconciler import VARIANTS
 
 # variant -> (the workflow that exposes it, the check that must name it)
 CATCHES = {
@@ -29,7 +29,7 @@ CATCHES = {
 
 def conformance(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     report = tmp_path / "r.json"
-    result = subprocess.run([sys.executable, "-m", "harness", "conformance", "--json", str(report), *args],
+    result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--json", str(report), *args],
                             capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert report.exists(), result.stderr[-3000:]
     return result, json.loads(report.read_text())
@@ -79,7 +79,7 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
 @pytest.mark.slow
 @pytest.mark.parametrize(("variant", "passes"), [("correct", True), ("no-cert-import", False)])
 def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: str, passes: bool) -> None:
-    command = (f"{sys.executable} -m harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
+    command = (f"{sys.executable} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
                f"--max-unavailable {{max_unavailable}} --variant {variant} --service-poll-seconds 0.2")
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "8",
                                  "--reconciler-command", command)

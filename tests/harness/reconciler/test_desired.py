@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import trustme
 
-from harness.nodessh import encoded_command
-from harness.reconciler.desired import InvalidClusterInput, ObservedState, desired_state, plan_changes
-from harness.reconciler.scripts import apply_data, apply_script, observe_script, unquoted_apply_script
-from harness.reconciler.variants import VARIANTS, variant
-from simulators.windows.certificates import Certificate
-from simulators.windows.machine import WindowsMachine
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.nodessh import encoded_command
+from proxyfleet.harness.reconciler.desired import InvalidClusterInput, ObservedState, desired_state, plan_changes
+from proxyfleet.harness.reconciler.scripts import apply_data, apply_script, observe_script, unquoted_apply_script
+from proxyfleet.harness.reconciler.variants import VARIANTS, variant
+from proxyfleet.simulators.windows.machine import WindowsMachine
 from tests.support import ps, ps_with_data
 
 PROXY = {"status": {"httpProxy": "http://p:3128", "httpsProxy": "http://p:3128", "noProxy": ".svc,10.0.0.0/8"}}

@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 import trustme
 
-from harness import admin
-from harness.lab import Lab, LabSettings
-from harness.reconciler import Reconciler, ReconcilerSettings
-from simulators.windows.certificates import Certificate, certificates_in_bundle
-from simulators.windows.node import WindowsNode
-from simulators.windows.trust import windows_builtin_roots
+from proxyfleet.core.certificates import Certificate, certificates_in_bundle
+from proxyfleet.harness.lab import Lab, LabSettings, admin
+from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings
+from proxyfleet.simulators.windows.node import WindowsNode
+from proxyfleet.simulators.windows.trust import windows_builtin_roots
 from tests.support import wait_until
 
 USER = "svc-proxy"

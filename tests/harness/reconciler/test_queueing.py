@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from harness.reconciler.queueing import WorkQueue
+from proxyfleet.harness.reconciler.queueing import WorkQueue
 from tests.support import wait_until
 
 

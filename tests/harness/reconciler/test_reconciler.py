@@ -15,13 +15,12 @@ import pytest
 import trustme
 from kubernetes import client
 
-from harness import admin
-from harness.lab import Lab, LabSettings
-from harness.reconciler import Reconciler, ReconcilerSettings
-from harness.reconciler.hostkeys import PINS_CONFIGMAP
-from harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING, STATE_LABEL
-from simulators.windows.certificates import Certificate
-from simulators.windows.node import WindowsNode
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.harness.lab import Lab, LabSettings, admin
+from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings
+from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
+from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING, STATE_LABEL
+from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import wait_until
 
 PROXY_URL = "http://proxy.corp.internal:3128"

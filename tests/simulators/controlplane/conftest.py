@@ -7,7 +7,7 @@ import pytest
 import trustme
 from kubernetes import client, config
 
-from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from simulators.controlplane.cluster import ControlPlane
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.support import wait_until
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from simulators.controlplane.authorization import (
+from proxyfleet.simulators.controlplane.authorization import (
     ADMIN,
     NodeTokens,
     Request,
@@ -17,7 +17,7 @@ from simulators.controlplane.authorization import (
     forbidden,
     node_identity,
 )
-from simulators.controlplane.cluster import ControlPlane
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.simulators.controlplane.test_api import raw
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "win-0001"}}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from simulators.controlplane.cluster import ControlPlane
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.support import wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")

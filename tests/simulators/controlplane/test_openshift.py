@@ -11,9 +11,9 @@ import trustme
 import yaml
 from kubernetes import client
 
-from simulators.controlplane.cluster import ControlPlane
-from simulators.controlplane.install import InstallConfigError, load_install_config, plan
-from simulators.controlplane.openshift import (
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
+from proxyfleet.simulators.controlplane.install import InstallConfigError, load_install_config, plan
+from proxyfleet.simulators.controlplane.openshift import (
     ClusterNetworking,
     ProxyConfigError,
     TrustBundleError,

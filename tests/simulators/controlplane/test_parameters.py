@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulators.controlplane.errors import APIError
-from simulators.controlplane.parameters import flag, integer
+from proxyfleet.simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.parameters import flag, integer
 
 
 @pytest.mark.parametrize("value", ["true", "True", "TRUE", "1", "t", "T", "yes", "", "2"])

@@ -8,7 +8,7 @@ import ssl
 import trustme
 from aiohttp import web
 
-from simulators.origins.server import OriginServer
+from proxyfleet.simulators.origins.server import OriginServer
 
 
 async def _hello(request: web.Request) -> web.Response:

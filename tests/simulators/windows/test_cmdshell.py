@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from simulators.windows.cmdshell import MAX_LINE, CmdSyntaxError, expand_variables, parse_line, run_line
-from simulators.windows.machine import WindowsMachine
-from simulators.windows.powershell.interpreter import Interpreter
-from simulators.windows.session import Session
+from proxyfleet.simulators.windows.cmdshell import MAX_LINE, CmdSyntaxError, expand_variables, parse_line, run_line
+from proxyfleet.simulators.windows.machine import WindowsMachine
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
+from proxyfleet.simulators.windows.session import Session
 
 
 async def cmd(machine: WindowsMachine, line: str) -> tuple[str, str, int]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from simulators.windows.filesystem import WindowsPathError, normalize
-from simulators.windows.machine import WindowsMachine
-from simulators.windows.registry import MACHINE_ENVIRONMENT
+from proxyfleet.simulators.windows.filesystem import WindowsPathError, normalize
+from proxyfleet.simulators.windows.machine import WindowsMachine
+from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT
 from tests.support import new_machine, ps
 
 

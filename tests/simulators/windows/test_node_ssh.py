@@ -9,7 +9,7 @@ import asyncssh
 import pytest
 import trustme
 
-from simulators.fleet import Fleet
+from proxyfleet.simulators.fleet import Fleet
 from tests.support import connect, run_on, run_powershell, wait_until
 
 

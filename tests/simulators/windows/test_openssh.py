@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simulators.fleet import Fleet
-from simulators.windows.node import WindowsNode
+from proxyfleet.simulators.fleet import Fleet
+from proxyfleet.simulators.windows.node import WindowsNode
 
 pytestmark = [
     pytest.mark.openssh,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simulators.windows.powershell.binding import CmdletSpec
-from simulators.windows.powershell.cmdlets import certificates, content, items, objects, system, web
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec
+from proxyfleet.simulators.windows.powershell.cmdlets import certificates, content, items, objects, system, web
 
 ALL_CMDLETS: tuple[CmdletSpec, ...] = (
     *items.CMDLETS,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulators.windows.certificates import CertificateFormatError, certificate_from_file
-from simulators.windows.powershell.binding import CmdletSpec, Param
-from simulators.windows.powershell.interpreter import CommandContext
-from simulators.windows.powershell.providers import (
+from proxyfleet.core.certificates import CertificateFormatError
+from proxyfleet.simulators.windows.certstores import certificate_from_file
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.providers import (
     CERTIFICATE,
     FILESYSTEM,
     PathProblem,

@@ -7,14 +7,14 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from simulators.windows.powershell.binding import CmdletSpec, Param
-from simulators.windows.powershell.cmdlets.items import LITERAL_PATH, report, resolve_paths
-from simulators.windows.powershell.interpreter import CommandContext
-from simulators.windows.powershell.providers import FILESYSTEM, PathProblem, resolve
-from simulators.windows.powershell.values import PSObject, enumerate_value, to_string
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.cmdlets.items import LITERAL_PATH, report, resolve_paths
+from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.providers import FILESYSTEM, PathProblem, resolve
+from proxyfleet.simulators.windows.powershell.values import PSObject, enumerate_value, to_string
 
 if TYPE_CHECKING:
-    from simulators.windows.powershell.interpreter import Interpreter
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 
 _NS = "Microsoft.PowerShell.Commands."
 ENCODINGS = ("Unknown", "String", "Unicode", "BigEndianUnicode", "UTF8", "UTF7", "UTF32", "ASCII",
@@ -143,7 +143,7 @@ async def add_content(ctx: CommandContext, args: dict[str, Any]) -> None:
 
 
 async def out_file_cmd(ctx: CommandContext, args: dict[str, Any]) -> None:
-    from simulators.windows.powershell.formatting import format_for_host
+    from proxyfleet.simulators.windows.powershell.formatting import format_for_host
 
     items = ctx.input if "InputObject" not in args else [args["InputObject"]]
     text = "".join(items) if args.get("NoNewline") and all(isinstance(i, str) for i in items) \

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulators.windows.powershell.binding import CmdletSpec, Param
-from simulators.windows.powershell.interpreter import CommandContext
-from simulators.windows.powershell.providers import (
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.providers import (
     CERTIFICATE,
     ENVIRONMENT,
     FILESYSTEM,
@@ -23,8 +23,8 @@ from simulators.windows.powershell.providers import (
     remove_item,
     resolve,
 )
-from simulators.windows.powershell.values import PSObject, to_number, to_string, wildcard_regex
-from simulators.windows.registry import VALUE_KINDS
+from proxyfleet.simulators.windows.powershell.values import PSObject, to_number, to_string, wildcard_regex
+from proxyfleet.simulators.windows.registry import VALUE_KINDS
 
 _NS = "Microsoft.PowerShell.Commands."
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from simulators.windows.powershell.binding import CmdletSpec, Param
-from simulators.windows.powershell.dotnet import get_member, invoke_method
-from simulators.windows.powershell.errors import ErrorRecord
-from simulators.windows.powershell.formatting import JsonFormatError, format_for_host, from_json, to_json
-from simulators.windows.powershell.interpreter import CommandContext
-from simulators.windows.powershell.operators import compare
-from simulators.windows.powershell.values import (
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.dotnet import get_member, invoke_method
+from proxyfleet.simulators.windows.powershell.errors import ErrorRecord
+from proxyfleet.simulators.windows.powershell.formatting import JsonFormatError, format_for_host, from_json, to_json
+from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.operators import compare
+from proxyfleet.simulators.windows.powershell.values import (
     Hashtable,
     PSObject,
     ScriptBlock,

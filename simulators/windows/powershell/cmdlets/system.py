@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from simulators.windows.machine import ProcessRecord, Service, ServiceError
-from simulators.windows.powershell.binding import CmdletSpec, Param
-from simulators.windows.powershell.dotnet import DotNetError, _datetime_to_string
-from simulators.windows.powershell.interpreter import CommandContext
-from simulators.windows.powershell.values import EnumValue, PSObject, to_string, wildcard_regex
+from proxyfleet.simulators.windows.machine import ProcessRecord, Service, ServiceError
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.dotnet import DotNetError, _datetime_to_string
+from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.values import EnumValue, PSObject, to_string, wildcard_regex
 
 _NS = "Microsoft.PowerShell.Commands."
 _STATUS = {"Stopped": 1, "StartPending": 2, "StopPending": 3, "Running": 4}

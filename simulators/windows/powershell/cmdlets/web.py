@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from simulators.egress.client import EgressError, EgressSession
-from simulators.windows.egress import machine_trust, node_network
-from simulators.windows.powershell.binding import CmdletSpec, Param
-from simulators.windows.powershell.interpreter import CommandContext
-from simulators.windows.powershell.values import Hashtable, PSObject, to_string
+from proxyfleet.simulators.egress.client import EgressError, EgressSession
+from proxyfleet.simulators.windows.egress import machine_trust, node_network
+from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.values import Hashtable, PSObject, to_string
 
 _TYPE = "Microsoft.PowerShell.Commands.InvokeWebRequestCommand"
 _MESSAGES = {

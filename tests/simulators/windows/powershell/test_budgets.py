@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from simulators.windows.machine import WindowsMachine
-from simulators.windows.powershell.budgets import Budget
-from simulators.windows.powershell.interpreter import Interpreter
-from simulators.windows.session import Session
+from proxyfleet.simulators.windows.machine import WindowsMachine
+from proxyfleet.simulators.windows.powershell.budgets import Budget
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
+from proxyfleet.simulators.windows.session import Session
 from tests.support import ps
 
 

@@ -8,9 +8,9 @@ import json
 import pytest
 import trustme
 
-from simulators.windows.machine import WindowsMachine
-from simulators.windows.registry import MACHINE_ENVIRONMENT
-from simulators.windows.session import Session
+from proxyfleet.simulators.windows.machine import WindowsMachine
+from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT
+from proxyfleet.simulators.windows.session import Session
 from tests.support import ps
 
 ENV_KEY = r"HKLM:\SYSTEM\CurrentControlSet\Control\Session Manager\Environment"
@@ -204,7 +204,7 @@ async def test_native_programs(machine: WindowsMachine) -> None:
     encoded = __import__("base64").b64encode("Write-Output 'from encoded'".encode("utf-16-le")).decode()
     assert (await ps(machine, f"powershell -NoProfile -EncodedCommand {encoded}")).stdout.strip() == "from encoded"
     # In Windows PowerShell 5.1 'curl' is an alias of Invoke-WebRequest; curl.exe is the program.
-    from simulators.windows.powershell.commands import default_commands
+    from proxyfleet.simulators.windows.powershell.commands import default_commands
 
     assert default_commands().resolve("curl").name == "Invoke-WebRequest"  # type: ignore[union-attr]
     assert default_commands().resolve("curl.exe").name == "curl.exe"  # type: ignore[union-attr]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from simulators.windows.powershell import syntax as ast
-from simulators.windows.powershell.errors import ParseError, format_parse_error
-from simulators.windows.powershell.parsing import parse
+from proxyfleet.simulators.windows.powershell import syntax as ast
+from proxyfleet.simulators.windows.powershell.errors import ParseError, format_parse_error
+from proxyfleet.simulators.windows.powershell.parsing import parse
 
 
 def only_pipeline(text: str) -> ast.Pipeline:

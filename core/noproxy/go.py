@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness.noproxy.decisions import Decision
-from harness.noproxy.urls import URLError, parse_ip, parse_target
+from proxyfleet.core.noproxy.decisions import Decision
+from proxyfleet.core.noproxy.urls import URLError, parse_ip, parse_target
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Go 1.23.7 (x/net 0.36) stopped matching IP-literal hosts against domain entries.

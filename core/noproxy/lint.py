@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.noproxy.decisions import redact_url
-from harness.noproxy.urls import parse_ip
+from proxyfleet.core.noproxy.decisions import redact_url
+from proxyfleet.core.noproxy.urls import parse_ip
 
 Severity = Literal["error", "warning", "info"]
 

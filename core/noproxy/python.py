@@ -11,8 +11,8 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from harness.noproxy.decisions import Decision
-from harness.noproxy.urls import URLError, parse_ip, parse_target
+from proxyfleet.core.noproxy.decisions import Decision
+from proxyfleet.core.noproxy.urls import URLError, parse_ip, parse_target
 
 
 def environment_proxies(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:

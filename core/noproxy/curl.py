@@ -13,8 +13,8 @@ import ipaddress
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from harness.noproxy.decisions import Decision
-from harness.noproxy.urls import URLError, parse_target
+from proxyfleet.core.noproxy.decisions import Decision
+from proxyfleet.core.noproxy.urls import URLError, parse_target
 
 DEFAULT_PROXY_PORT = "1080"
 DEFAULT_HTTPS_PROXY_PORT = "443"

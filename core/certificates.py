@@ -1,9 +1,9 @@
-"""Certificates and certificate stores, as Windows' ``Cert:`` drive shows them.
+"""X.509 certificates and PEM bundles, with the properties Windows shows for them.
 
-Stores are keyed by SHA-1 thumbprint in upper-case hex, like ``X509Certificate2.Thumbprint``.
-Subjects and issuers are rendered as .NET renders ``X500DistinguishedName.Name``: most
-specific RDN first, ``", "`` between RDNs, Windows' attribute abbreviations (``S=`` for
-stateOrProvince, ``E=`` for email).
+Thumbprints are SHA-1 in upper-case hex, like ``X509Certificate2.Thumbprint``. Subjects and
+issuers are rendered as .NET renders ``X500DistinguishedName.Name``: most specific RDN first,
+``", "`` between RDNs, Windows' attribute abbreviations (``S=`` for stateOrProvince, ``E=`` for
+email). Shared by the reconciler, the judge and the simulated nodes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import datetime as dt
 import functools
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -36,9 +36,6 @@ _ABBREVIATIONS = {
     NameOID.SERIAL_NUMBER: "SERIALNUMBER",
 }
 
-# The stores a Windows Server 2022 machine has under Cert:\LocalMachine and Cert:\CurrentUser.
-STORE_NAMES = ("Root", "CA", "My", "AuthRoot", "TrustedPublisher", "TrustedPeople", "Disallowed")
-STORE_LOCATIONS = ("LocalMachine", "CurrentUser")
 
 
 class CertificateFormatError(ValueError):
@@ -144,70 +141,3 @@ def certificates_in_bundle(data: bytes) -> list[Certificate]:
 @functools.lru_cache(maxsize=32)
 def _parse_bundle(data: bytes) -> tuple[Certificate, ...]:
     return tuple(Certificate.from_der(der) for der in pem_blocks(data))
-
-
-def certificate_from_file(data: bytes) -> Certificate:
-    """What ``Import-Certificate`` reads from a file.
-
-    A DER file holds one certificate. A PEM (Base-64) file is read like Windows'
-    ``CryptQueryObject`` does: only the first certificate is taken, the rest of a bundle is
-    silently ignored — a real trap for code that imports a whole bundle with one call.
-    """
-    if data.lstrip().startswith(b"-----BEGIN"):
-        blocks = pem_blocks(data)
-        if not blocks:
-            raise CertificateFormatError("no certificate in PEM file")
-        return Certificate.from_der(blocks[0])
-    return Certificate.from_der(data)
-
-
-@dataclass
-class CertStore:
-    """One store, e.g. ``Cert:\\LocalMachine\\Root``."""
-
-    location: str
-    name: str
-    certificates: dict[str, Certificate] = field(default_factory=dict)
-
-    def add(self, certificate: Certificate) -> bool:
-        """Add a certificate; returns False if it was already present (Windows keeps one)."""
-        if certificate.thumbprint in self.certificates:
-            return False
-        self.certificates[certificate.thumbprint] = certificate
-        return True
-
-    def remove(self, thumbprint: str) -> bool:
-        return self.certificates.pop(thumbprint.upper(), None) is not None
-
-    def get(self, thumbprint: str) -> Certificate | None:
-        return self.certificates.get(thumbprint.upper())
-
-    def thumbprints(self) -> list[str]:
-        return sorted(self.certificates)
-
-
-@dataclass
-class CertStores:
-    """All stores of a machine, addressed case-insensitively by location and name."""
-
-    stores: dict[tuple[str, str], CertStore] = field(default_factory=dict)
-
-    @classmethod
-    def standard(cls) -> CertStores:
-        stores = cls()
-        for location in STORE_LOCATIONS:
-            for name in STORE_NAMES:
-                stores.stores[(location.lower(), name.lower())] = CertStore(location, name)
-        return stores
-
-    def get(self, location: str, name: str) -> CertStore | None:
-        return self.stores.get((location.lower(), name.lower()))
-
-    @property
-    def machine_root(self) -> CertStore:
-        store = self.get("LocalMachine", "Root")
-        assert store is not None
-        return store
-
-    def in_location(self, location: str) -> list[CertStore]:
-        return [store for (loc, _), store in self.stores.items() if loc == location.lower()]

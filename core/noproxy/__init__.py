@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from harness.noproxy.curl import CurlRules
-from harness.noproxy.decisions import ClientRules, Decision, redact_text, redact_url
-from harness.noproxy.dotnet import DotnetRules
-from harness.noproxy.go import ClientGoRules, GoRules
-from harness.noproxy.python import PythonRequestsRules, PythonUrllibRules
-from harness.noproxy.winhttp import WinHttpRules
+from proxyfleet.core.noproxy.curl import CurlRules
+from proxyfleet.core.noproxy.decisions import ClientRules, Decision, redact_text, redact_url
+from proxyfleet.core.noproxy.dotnet import DotnetRules
+from proxyfleet.core.noproxy.go import ClientGoRules, GoRules
+from proxyfleet.core.noproxy.python import PythonRequestsRules, PythonUrllibRules
+from proxyfleet.core.noproxy.winhttp import WinHttpRules
 
 CLIENTS: dict[str, ClientRules] = {
     rules.name: rules

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.noproxy import CLIENTS, redact_text, redact_url
+from proxyfleet.core.noproxy import CLIENTS, redact_text, redact_url
 
 A = "http://a.proxy:3128"
 B = "http://b.proxy:3128"

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from harness.noproxy import CLIENTS, redact_text, redact_url
-from harness.noproxy.go import GoRules
+from proxyfleet.core.noproxy import CLIENTS, redact_text, redact_url
+from proxyfleet.core.noproxy.go import GoRules
 
 ROLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 BASE_PORT = 20000 + (os.getpid() % 5000) * 8  # one block of ports per worker process

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from harness.noproxy.decisions import Decision
-from harness.noproxy.urls import URLError, parse_target
+from proxyfleet.core.noproxy.decisions import Decision
+from proxyfleet.core.noproxy.urls import URLError, parse_target
 
 _AUTHORITY = re.compile(r"^(?:(?P<userinfo>[^@]*)@)?(?P<host>\[[^\]]*\]|[^:/]*)(?::(?P<port>\d+))?")
 

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from harness.conformance.judge import Conformance
-from harness.external import ENV_MODES
-from harness.lab import Lab, LabSettings, customer_settings
-from harness.lifecycle import die_with_parent, interrupt_on_sigterm
+from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
+from proxyfleet.harness.conformance.judge import Conformance
+from proxyfleet.harness.lab import Lab, LabSettings, customer_settings
+from proxyfleet.harness.lab.external import ENV_MODES
 
 PROPERTY = "proxyfleet"
 

@@ -12,10 +12,16 @@ from urllib.parse import unquote, urlsplit
 
 import yaml
 
-from harness.noproxy import redact_text, redact_url
-from simulators.controlplane.install import InstallConfigError, field_name, load_install_config, load_yaml, plan
-from simulators.controlplane.openshift import ProxyConfigError, validate_proxy_spec
-from simulators.windows.certificates import CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.noproxy import redact_text, redact_url
+from proxyfleet.simulators.controlplane.install import (
+    InstallConfigError,
+    field_name,
+    load_install_config,
+    load_yaml,
+    plan,
+)
+from proxyfleet.simulators.controlplane.openshift import ProxyConfigError, validate_proxy_spec
 
 PROXY_SPEC_FIELDS = {"httpProxy", "httpsProxy", "noProxy", "readinessEndpoints", "trustedCA"}
 PROXY_TOP_FIELDS = {"apiVersion", "kind", "metadata", "spec", "status"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.noproxy.decisions import Decision
-from harness.noproxy.urls import URLError, parse_ip, parse_target
+from proxyfleet.core.noproxy.decisions import Decision
+from proxyfleet.core.noproxy.urls import URLError, parse_ip, parse_target
 
 PROXY_SERVER = "proxy-server"
 BYPASS_LIST = "bypass-list"

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import admin
-from harness.external import ExternalReconcilerError, command_line, olm_environment
-from harness.lab import Lab, LabSettings
+from proxyfleet.harness.lab import Lab, LabSettings, admin
+from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line, olm_environment
 from tests.support import wait_until
 
 # A stand-in operator: records the proxy variables it was started with, then idles.
@@ -38,7 +37,7 @@ def test_olm_drops_empty_values() -> None:
 
 
 async def test_olm_restarts_the_operator_with_the_proxy_status_variables(tmp_path: Path) -> None:
-    script = tmp_path / "operator.py"
+    script = tmp_path / "stand_in_operator.py"  # not operator.py: that would shadow the stdlib module
     script.write_text(OPERATOR)
     seen = tmp_path / "seen.jsonl"
     settings = LabSettings(nodes=1, proxy=False, reconciler_env="olm",

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from harness.nodessh import MAX_COMMAND, data_prologue, encoded_command, error_summary
+from proxyfleet.core.nodessh import MAX_COMMAND, data_prologue, encoded_command, error_summary
 
 
 def test_scripts_run_through_powershell_and_fit_cmds_limit() -> None:
@@ -40,7 +40,7 @@ def test_error_summaries_drop_the_script_echo() -> None:
 
 def test_importing_the_reconciler_leaves_logging_alone() -> None:
     # No import side effects: the reconciler silences asyncssh itself when it starts.
-    level = subprocess.run([sys.executable, "-c", "import logging, harness.reconciler, simulators.fleet; "
+    level = subprocess.run([sys.executable, "-c", "import logging, proxyfleet.harness.reconciler, proxyfleet.simulators.fleet; "
                                                   "print(logging.getLogger('asyncssh').level)"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert level == "0"

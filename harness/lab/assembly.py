@@ -25,21 +25,21 @@ import trustme
 import yaml
 from kubernetes import client, config
 
-from harness import admin
-from harness.external import ExternalReconciler, ExternalReconcilerError, command_line
-from harness.kubeconfig import api_client
-from harness.process_limits import raise_open_file_limit
-from harness.reconciler import Reconciler, ReconcilerSettings
-from simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
-from simulators.controlplane.resources import find_type
-from simulators.fleet import Fleet, FleetSettings
-from simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
-from simulators.origins.catalog import Origins, start_origins
-from simulators.pki import new_public_ca
-from simulators.proxy.runner import ProxyServer, ProxySettings
-from simulators.windows.certificates import Certificate
-from simulators.windows.kubelet import KubeletSettings
-from simulators.windows.trust import system_bundle_pem, windows_builtin_roots
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.kubeconfig import api_client
+from proxyfleet.core.process_limits import raise_open_file_limit
+from proxyfleet.harness.lab import admin
+from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
+from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.resources import find_type
+from proxyfleet.simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
+from proxyfleet.simulators.origins.catalog import Origins, start_origins
+from proxyfleet.simulators.pki import new_public_ca
+from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
+from proxyfleet.simulators.windows.kubelet import KubeletSettings
+from proxyfleet.simulators.windows.trust import system_bundle_pem, windows_builtin_roots
 
 log = logging.getLogger(__name__)
 # asyncio gives every TLS connection a 256 KiB read buffer; a lab holds thousands of them (each

@@ -25,7 +25,7 @@ from typing import Any
 
 import asyncssh
 
-from harness.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
 
 BOOT_SCRIPT = "(Get-CimInstance -ClassName Win32_OperatingSystem).LastBootUpTime.ToUniversalTime().ToString('o')"
 REBOOT_SCRIPT = "Restart-Computer -Force"

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.contract import PROXY_VARIABLES
-from harness.lifecycle import die_with_parent
-from harness.secretfiles import open_private_append
+from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.core.lifecycle import die_with_parent
+from proxyfleet.core.secretfiles import open_private_append
 
 log = logging.getLogger(__name__)
 STOP_GRACE = 10.0

@@ -1,0 +1,1 @@
+"""The embedded Kubernetes-compatible control plane with OpenShift's proxy semantics."""

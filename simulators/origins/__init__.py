@@ -1,0 +1,1 @@
+"""The lab's destinations: HTTPS origins (registries, sites) behind an egress firewall."""
