@@ -1,4 +1,5 @@
-"""The node contract of DESIGN.md §1, as the constants both the reconciler and the suites use."""
+"""Every name the node contract (DESIGN.md sections 1 and 2) and the cluster's objects share, defined once:
+the reconciler, the simulated control plane, the lab and the judge all import them from here."""
 
 from __future__ import annotations
 
@@ -8,3 +9,25 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 # The services whose egress the proxy settings govern; each reads its environment when it starts.
 EGRESS_SERVICES = ("containerd", "kubelet", "kube-proxy", "hybrid-overlay-node", "windows_exporter",
                    "windows-instance-config-daemon")
+
+# config.openshift.io/v1 Proxy, cluster-scoped, one object named "cluster".
+CONFIG_GROUP = "config.openshift.io"
+CONFIG_VERSION = "v1"
+PROXIES = "proxies"
+PROXY_NAME = "cluster"
+PROXY = (CONFIG_GROUP, CONFIG_VERSION, PROXIES, PROXY_NAME)  # CustomObjectsApi arguments
+
+# Where trusted CAs live and travel.
+OPENSHIFT_CONFIG = "openshift-config"  # the user's trustedCA ConfigMap (spec.trustedCA.name)
+OPENSHIFT_CONFIG_MANAGED = "openshift-config-managed"
+TRUSTED_BUNDLE_NAME = "trusted-ca-bundle"  # the merged bundle, in OPENSHIFT_CONFIG_MANAGED
+USER_CA_BUNDLE = "user-ca-bundle"  # what the installer names additionalTrustBundle's ConfigMap
+BUNDLE_KEY = "ca-bundle.crt"
+INJECT_LABEL = "config.openshift.io/inject-trusted-cabundle"
+
+# The Windows Machine Config Operator's namespace and what it reads there.
+OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"
+INSTANCES = "windows-instances"  # BYOH instances: address -> "username=<user>"
+KEY_SECRET = "cloud-private-key"
+KEY_FIELD = "private-key.pem"
+TRUSTED_CA = "trusted-ca"  # the operator's injected copy of the merged bundle

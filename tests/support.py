@@ -16,7 +16,8 @@ from proxyfleet.core.nodessh import DATA_DIRECTORY, data_prologue, encoded_comma
 from proxyfleet.simulators.fleet import Fleet
 from proxyfleet.simulators.windows.machine import MachineSettings, WindowsMachine
 from proxyfleet.simulators.windows.node import WindowsNode
-from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, RunResult
+from proxyfleet.simulators.windows.powershell.context import RunResult
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 from proxyfleet.simulators.windows.session import Session
 
 T = TypeVar("T")

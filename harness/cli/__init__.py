@@ -1,28 +1,56 @@
-"""The ``proxyfleet`` command line."""
+"""The ``proxyfleet`` command line.
+
+Subcommands are imported when they run, not when the command starts: ``proxyfleet --help`` and
+``proxyfleet noproxy explain`` must not pay for the Kubernetes client, mitmproxy and asyncssh
+that the lab commands load."""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import click
 
-from proxyfleet.harness.cli.cluster import cluster
-from proxyfleet.harness.cli.conformance import conformance
-from proxyfleet.harness.cli.fleet import fleet
-from proxyfleet.harness.cli.noproxy import noproxy
-from proxyfleet.harness.cli.reconcile import reconcile
-from proxyfleet.harness.cli.repro import repro
-from proxyfleet.harness.cli.up import up
+# name -> (module, the one-line help `proxyfleet --help` shows without importing the module;
+# tests/harness/cli/test_cli.py keeps it equal to the command's own)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "cluster": ("proxyfleet.harness.cli.cluster",
+                "Run the embedded Kubernetes/OpenShift control plane and write DIR/kubeconfig."),
+    "conformance": ("proxyfleet.harness.cli.conformance",
+                    "Run the conformance scenarios on the embedded lab and judge the reconciler."),
+    "fleet": ("proxyfleet.harness.cli.fleet",
+              "Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."),
+    "noproxy": ("proxyfleet.harness.cli.noproxy",
+                "How HTTP clients read HTTP(S)_PROXY and NO_PROXY (Go, client-go, curl, Python, .NET, WinHTTP)."),
+    "reconcile": ("proxyfleet.harness.cli.reconcile",
+                  "Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."),
+    "repro": ("proxyfleet.harness.cli.repro",
+              "Reproduce a customer's proxy settings on the lab and explain every failing path."),
+    "up": ("proxyfleet.harness.cli.up",
+           "Bring up the whole lab (cluster, proxies, origins, fleet, reconciler) until Ctrl-C."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose subcommands live in modules imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        command = getattr(importlib.import_module(COMMANDS[cmd_name][0]), cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="proxyfleet")
-def main() -> None:
+def main(**_: Any) -> None:
     """Conformance harness for cluster-wide egress proxy support on Windows nodes."""
-
-
-main.add_command(cluster)
-main.add_command(conformance)
-main.add_command(fleet)
-main.add_command(noproxy)
-main.add_command(reconcile)
-main.add_command(repro)
-main.add_command(up)

@@ -8,21 +8,21 @@ from pathlib import Path
 
 import click
 
+from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.cli.running import wait_for_stop_signal
-from proxyfleet.harness.reconciler import VARIANTS, Reconciler, ReconcilerSettings
-from proxyfleet.harness.reconciler.controller import OPERATOR_NAMESPACE
+from proxyfleet.harness.reconciler import VARIANTS, ReconcilerSettings, make_reconciler
 from proxyfleet.harness.reconciler.hostkeys import HostKeyPolicyError
 
 
-async def _run(kubeconfig: Path, settings: ReconcilerSettings) -> None:
+async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | None) -> None:
     raise_open_file_limit()
-    reconciler = Reconciler(api_client(kubeconfig), settings)
+    reconciler = make_reconciler(api_client(kubeconfig), settings, variant)
     await reconciler.start()
     click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
                f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}"
-               + (f", variant {settings.variant}" if settings.variant else "") + ")", err=True)
+               + (f", variant {variant}" if variant else "") + ")", err=True)
     click.echo("watch progress: kubectl get nodes -L proxyfleet.io/proxy-state; press Ctrl-C to stop", err=True)
     try:
         await wait_for_stop_signal()
@@ -53,10 +53,9 @@ def reconcile(kubeconfig: Path, namespace: str, ssh_port: int, max_unavailable: 
     """Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s")
     settings = ReconcilerSettings(namespace=namespace, ssh_port=ssh_port, max_unavailable=max_unavailable,
-                                  variant=None if variant == "correct" else variant,
                                   resync_period=resync_seconds, reboot_timeout=reboot_timeout,
                                   service_poll=service_poll_seconds, known_hosts=known_hosts)
     try:
-        asyncio.run(_run(kubeconfig, settings))
+        asyncio.run(_run(kubeconfig, settings, None if variant == "correct" else variant))
     except (KubeconfigError, HostKeyPolicyError) as exc:
         raise click.ClickException(str(exc)) from exc

@@ -12,13 +12,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.core.contract import BUNDLE_KEY, OPENSHIFT_CONFIG_MANAGED, PROXY, PROXY_VARIABLES, TRUSTED_BUNDLE_NAME
 from proxyfleet.core.noproxy import CLIENTS, redact_url
-
-MANAGED_NAMESPACE = "openshift-config-managed"
-MANAGED_BUNDLE = "trusted-ca-bundle"
-BUNDLE_KEY = "ca-bundle.crt"
-PROXY = ("config.openshift.io", "v1", "proxies", "cluster")
 
 
 @dataclass(frozen=True)
@@ -80,7 +75,7 @@ async def expected_from_cluster(api: client.ApiClient) -> Expected:
     proxy: Any = await asyncio.to_thread(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY)
     try:
         bundle = await asyncio.to_thread(client.CoreV1Api(api).read_namespaced_config_map,
-                                         MANAGED_BUNDLE, MANAGED_NAMESPACE)
+                                         TRUSTED_BUNDLE_NAME, OPENSHIFT_CONFIG_MANAGED)
         pem = (bundle.data or {}).get(BUNDLE_KEY, "")
     except ApiException as exc:
         if exc.status != 404:

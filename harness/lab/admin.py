@@ -15,8 +15,15 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"
-PROXY = ("config.openshift.io", "v1", "proxies", "cluster")
+from proxyfleet.core.contract import (
+    BUNDLE_KEY,
+    INSTANCES,
+    KEY_FIELD,
+    KEY_SECRET,
+    OPENSHIFT_CONFIG,
+    OPERATOR_NAMESPACE,
+    PROXY,
+)
 
 
 async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -38,25 +45,25 @@ async def _upsert_configmap(api: client.ApiClient, namespace: str, name: str, da
 
 async def set_ssh_key(api: client.ApiClient, private_key: bytes, namespace: str = OPERATOR_NAMESPACE) -> None:
     core = client.CoreV1Api(api)
-    body = client.V1Secret(metadata=client.V1ObjectMeta(name="cloud-private-key", namespace=namespace),
-                           data={"private-key.pem": base64.b64encode(private_key).decode()})
+    body = client.V1Secret(metadata=client.V1ObjectMeta(name=KEY_SECRET, namespace=namespace),
+                           data={KEY_FIELD: base64.b64encode(private_key).decode()})
     try:
         await _call(core.create_namespaced_secret, namespace, body)
     except ApiException as exc:
         if exc.status != 409:
             raise
-        await _call(core.replace_namespaced_secret, "cloud-private-key", namespace, body)
+        await _call(core.replace_namespaced_secret, KEY_SECRET, namespace, body)
 
 
 async def set_instances(api: client.ApiClient, instances: Iterable[tuple[str, str]],
                         namespace: str = OPERATOR_NAMESPACE) -> None:
     """windows-instances: ``address: username=<user>`` for each instance."""
-    await _upsert_configmap(api, namespace, "windows-instances",
+    await _upsert_configmap(api, namespace, INSTANCES,
                             {address: f"username={user}" for address, user in instances})
 
 
 async def set_trusted_ca(api: client.ApiClient, bundle_pem: str, name: str = "corp-ca") -> None:
-    await _upsert_configmap(api, "openshift-config", name, {"ca-bundle.crt": bundle_pem})
+    await _upsert_configmap(api, OPENSHIFT_CONFIG, name, {BUNDLE_KEY: bundle_pem})
 
 
 async def set_proxy(api: client.ApiClient, *, http_proxy: str = "", https_proxy: str = "",

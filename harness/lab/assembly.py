@@ -26,11 +26,12 @@ import yaml
 from kubernetes import client, config
 
 from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.contract import CONFIG_GROUP, CONFIG_VERSION, OPERATOR_NAMESPACE, PROXIES
 from proxyfleet.core.kubeconfig import api_client
 from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
-from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings
+from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.resources import find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
@@ -256,10 +257,10 @@ class Lab:
         assert self.fleet is not None
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
-            variant=None if variant == "correct" else variant, settle_delay=self.settings.settle_delay,
+            settle_delay=self.settings.settle_delay,
             resync_period=10.0, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0,
             service_start_timeout=30.0, service_poll=0.1)
-        reconciler = Reconciler(api_client(self.kubeconfig), settings)  # its own connection pool
+        reconciler = make_reconciler(api_client(self.kubeconfig), settings, variant)  # its own connection pool
         await reconciler.start()
         self.reconciler = reconciler
         self._stack.append(("reconciler", reconciler.stop))
@@ -268,14 +269,14 @@ class Lab:
         assert self.fleet is not None and self.control_plane is not None
         try:
             argv = command_line(template, {"kubeconfig": self.kubeconfig, "ssh_port": self.fleet.port,
-                                           "namespace": admin.OPERATOR_NAMESPACE,
+                                           "namespace": OPERATOR_NAMESPACE,
                                            "max_unavailable": self.max_unavailable})
             reconciler = ExternalReconciler(argv, self.state_dir / "reconciler.log", self.settings.reconciler_env)
         except ExternalReconcilerError as exc:
             raise LabError(str(exc)) from None
         self.external_reconciler = reconciler
         store = self.control_plane.store
-        proxies = find_type("config.openshift.io", "v1", "proxies")
+        proxies = find_type(CONFIG_GROUP, CONFIG_VERSION, PROXIES)
         assert proxies is not None
         current = store.list(proxies, None, lambda obj: True)
         try:

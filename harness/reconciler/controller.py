@@ -22,12 +22,13 @@ from typing import Any
 import asyncssh
 from kubernetes import client
 
-from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.contract import EGRESS_SERVICES
+from proxyfleet.core.contract import EGRESS_SERVICES, INSTANCES, KEY_FIELD, KEY_SECRET, OPERATOR_NAMESPACE, TRUSTED_CA
+from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.harness.reconciler.applying import ConnectionPool, wait_for_new_boot
 from proxyfleet.harness.reconciler.desired import (
+    ChangePlan,
     DesiredState,
     InvalidClusterInput,
     ObservedState,
@@ -42,7 +43,6 @@ from proxyfleet.harness.reconciler.reporting import (
     MESSAGE,
     REBOOT_PENDING,
     STATE_LABEL,
-    TRUSTED_CA,
     USERNAME,
     ClusterWriter,
 )
@@ -51,17 +51,11 @@ from proxyfleet.harness.reconciler.scripts import (
     apply_data,
     apply_script,
     observe_script,
-    unquoted_apply_script,
     verify_script,
 )
-from proxyfleet.harness.reconciler.variants import variant as find_variant
 from proxyfleet.harness.reconciler.watching import ClusterWatch
 
 log = logging.getLogger(__name__)
-OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"
-INSTANCES = "windows-instances"
-KEY_SECRET = "cloud-private-key"
-KEY_FIELD = "private-key.pem"
 
 
 @dataclass
@@ -71,7 +65,6 @@ class ReconcilerSettings:
     max_unavailable: int = 1
     # Strict host keys: only hosts in this OpenSSH known_hosts file (None: pin on first contact).
     known_hosts: Path | None = None
-    variant: str | None = None
     workers: int = 64
     resync_period: float = 60.0
     reboot_timeout: float = 600.0
@@ -110,17 +103,24 @@ def _observed(data: dict[str, Any]) -> ObservedState:
         hostname=str(data.get("hostname") or ""),
         environment={k: v for k, v in (data.get("environment") or {}).items()},
         root_thumbprints=frozenset(str(t).upper() for t in data.get("root") or []),
-        imported_pem=str(data.get("imported") or ""),
+        record=str(data.get("imported") or ""),
         bundle_sha256=data.get("bundle"),
         boot_time=str(data.get("boot") or ""),
         service_start_times=dict(data.get("services") or {}))
 
 
 class Reconciler:
+    """The reference reconciler. Broken variants (``variants.py``) subclass it and override the
+    one hook they break (``desired``, ``plan``, ``apply_script``, ``wait_for_boot``,
+    ``reboot_again``, ``environment_mismatches``, ``stale_services``, ``_reboot_and_verify``);
+    nothing here knows about them."""
+
+    name = "correct"
+    description = "the reference reconciler"
+
     def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
         self.api = api
         self.settings = settings or ReconcilerSettings()
-        self.variant = find_variant(self.settings.variant)
         self.writer = ClusterWriter(api, self.settings.namespace)
         self.records: dict[str, NodeRecord] = {}
         # A worker is held through a node's whole reboot: leave room for the others beyond maxUnavailable.
@@ -142,7 +142,7 @@ class Reconciler:
     async def start(self) -> None:
         silence_command_logging()
         loop = asyncio.get_running_loop()
-        self.watch = ClusterWatch(self.api, self.settings.namespace, self._on_change, loop)
+        self.watch = ClusterWatch(self.api, self.settings.namespace, self._on_change)
         self.watch.start()
         self.queue.start()
         self._resync = loop.create_task(self._resync_loop(), name="reconciler resync")
@@ -177,7 +177,7 @@ class Reconciler:
     def instances(self) -> dict[str, str]:
         """windows-instances: address -> username (entries that do not parse are reported)."""
         assert self.watch is not None
-        configmap = self.watch.cache.configmaps.get(INSTANCES) or {}
+        configmap = self.watch.configmaps.get(INSTANCES) or {}
         found: dict[str, str] = {}
         for address, value in (configmap.get("data") or {}).items():
             key, sep, username = str(value).partition("=")
@@ -193,11 +193,11 @@ class Reconciler:
         """Instances plus nodes this reconciler configured earlier (to deconfigure if removed)."""
         assert self.watch is not None
         addresses = set(self.instances())
-        for node in self.watch.cache.nodes.values():
+        for node in self.watch.nodes.cache.values():
             if CONFIG_HASH in (node["metadata"].get("annotations") or {}):
-                for entry in (node.get("status") or {}).get("addresses") or []:
-                    if entry.get("type") == "InternalIP":
-                        addresses.add(entry["address"])
+                address = internal_ip(node)
+                if address:
+                    addresses.add(address)
         return addresses
 
     def enqueue_all(self, delay: float = 0.0) -> None:
@@ -219,18 +219,18 @@ class Reconciler:
     async def _ensure_trusted_ca(self) -> None:
         """While a proxy is configured, ``trusted-ca`` exists and carries the injection label."""
         assert self.watch is not None
-        status = (self.watch.cache.proxy or {}).get("status") or {}
-        if not (status.get("httpProxy") or status.get("httpsProxy")) or len(self.watch.cache.synced) < 4:
+        status = (self.watch.proxy or {}).get("status") or {}
+        if not (status.get("httpProxy") or status.get("httpsProxy")) or not self.watch.synced.is_set():
             return
         with contextlib.suppress(Exception):
-            if await self.writer.ensure_trusted_ca(self.watch.cache.configmaps.get(TRUSTED_CA)):
+            if await self.writer.ensure_trusted_ca(self.watch.configmaps.get(TRUSTED_CA)):
                 await self.writer.event(None, "TrustedCARequested",
                                         f"created or relabelled ConfigMap {TRUSTED_CA} for the cluster's "
                                         "trusted CA bundle")
 
     def _client_key(self) -> asyncssh.SSHKey | None:
         assert self.watch is not None
-        secret = self.watch.cache.secrets.get(KEY_SECRET) or {}
+        secret = self.watch.secrets.get(KEY_SECRET) or {}
         data = (secret.get("data") or {}).get(KEY_FIELD)
         if not data:
             return None
@@ -271,7 +271,7 @@ class Reconciler:
         await self.watch.synced.wait()
         record = self.records.setdefault(address, NodeRecord())
         instances = self.instances()
-        node = self.watch.cache.node_by_address(address)
+        node = self.watch.node_by_address(address)
         annotations = dict((node or {}).get("metadata", {}).get("annotations") or {})
         deconfigure = address not in instances
         if deconfigure and CONFIG_HASH not in annotations:
@@ -285,8 +285,8 @@ class Reconciler:
             await self._set_state(node, record, "failed", f"no SSH key in Secret {KEY_SECRET}")
             return None
         try:
-            desired = desired_state(None if deconfigure else self.watch.cache.proxy,
-                                    self.watch.cache.configmaps.get(TRUSTED_CA), self.variant)
+            desired = self.desired(None if deconfigure else self.watch.proxy,
+                                   self.watch.configmaps.get(TRUSTED_CA))
         except InvalidClusterInput as exc:
             self._report_once(node, exc.reason, f"not applying the cluster's proxy settings: {exc}", "Warning")
             await self._set_state(node, record, "failed", str(exc))
@@ -298,7 +298,7 @@ class Reconciler:
             await self._set_state(node, record, "waiting", "waiting for the trusted CA bundle to be injected")
             return self.settings.backoff_base
         try:
-            expectation = self.host_keys.expectation(address, self.settings.ssh_port, self.watch.cache.configmaps)
+            expectation = self.host_keys.expectation(address, self.settings.ssh_port, self.watch.configmaps.cache)
         except HostKeyPolicyError as exc:
             self._report_once(node, exc.reason, str(exc), "Warning")
             await self._set_state(node, record, "failed", str(exc))
@@ -342,11 +342,44 @@ class Reconciler:
         record.failures = 0
         return None
 
-    def _known_certificates(self, desired: DesiredState, observed: ObservedState) -> dict[str, Certificate]:
-        known = {c.thumbprint: c for c in desired.certificates}
-        with contextlib.suppress(CertificateFormatError):
-            known.update({c.thumbprint: c for c in certificates_in_bundle(observed.imported_pem.encode())})
-        return known
+    # --- the hooks a broken variant overrides -------------------------------------------------
+
+    def desired(self, proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | None) -> DesiredState:
+        """The node target for the cluster's Proxy and trusted CA bundle."""
+        return desired_state(proxy, trusted_ca)
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        """What to change on one node."""
+        return plan_changes(desired, observed)
+
+    def apply_script(self, plan: ChangePlan) -> str:
+        """The script that applies ``plan`` (constant: the values travel in its data file)."""
+        return apply_script()
+
+    async def wait_for_boot(self, connection: NodeConnection, old_boot: str) -> tuple[NodeConnection, str, int]:
+        """After the restart request: SSH gone and back with a boot time other than ``old_boot``.
+        Returns the new connection, the new boot time and how many connection attempts it took."""
+        pinned = connection.pinned_host_key or connection.host_key
+        fresh, new_boot, polls = await wait_for_new_boot(connection.target, connection.client_key, pinned,
+                                                         old_boot, self.settings.reboot_timeout)
+        fresh.round_trips = 0  # its boot-time query is counted in polls
+        return fresh, new_boot, polls
+
+    def reboot_again(self, attempts: int, *, confirmed: bool, failure: VerificationFailed | None) -> bool:
+        """Whether to restart once more. Never: a restart whose exit status was lost still rebooted
+        (the new boot proves it), and services not up yet are waited for, not rebooted for."""
+        return False
+
+    def environment_mismatches(self, desired: dict[str, str | None],
+                               process_env: dict[str, Any]) -> dict[str, str | None]:
+        """The variables a fresh session sees differently than the cluster wants."""
+        return {k: v for k, v in desired.items() if (process_env.get(k) or None) != v}
+
+    def stale_services(self, services: dict[str, Any], boot: str) -> list[str]:
+        """Egress services not (re)started since ``boot``."""
+        return [s for s in EGRESS_SERVICES if not services.get(s) or str(services[s]) < boot]
+
+    # --- converging one node ------------------------------------------------------------------
 
     async def _converge(self, connection: NodeConnection, node: dict[str, Any] | None,
                         annotations: dict[str, str], desired: DesiredState, record: NodeRecord,
@@ -369,7 +402,7 @@ class Reconciler:
                 return connection
             return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
                                                  deconfigure)
-        plan = plan_changes(desired, observed, self._known_certificates(desired, observed), self.variant)
+        plan = self.plan(desired, observed)
         if plan.upload_bundle:  # a copy for people and tools on the node; the imports come with the data
             await connection.put_files({BUNDLE_PATH: desired.bundle_pem.encode()})
         if not plan.changes_node:
@@ -382,7 +415,7 @@ class Reconciler:
                 record.state, record.message = state, "already as desired"  # the cluster already says so
             return connection
         record.state, record.message = "applying", plan.summary()  # before the node changes
-        script = unquoted_apply_script(plan) if self.variant.unquoted_values else apply_script()
+        script = self.apply_script(plan)
         changed = await connection.script(script, data=apply_data(plan))
         record.changes += 1
         if node is not None:
@@ -390,10 +423,6 @@ class Reconciler:
             await self._set_state(node, record, "applying", plan.summary(),
                                   {REBOOT_PENDING: observed.boot_time, USERNAME: connection.target.username})
         log.info("applied on %s: %s (%s)", connection.target.address, plan.summary(), changed)
-        if self.variant.no_reboot:
-            record.round_trips.append(connection.round_trips)
-            await self._record_done(node, record, desired, deconfigure, "applied (no reboot)")
-            return connection
         return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record, deconfigure)
 
     async def _reboot_and_verify(self, connection: NodeConnection, node: dict[str, Any] | None,
@@ -416,26 +445,16 @@ class Reconciler:
                     confirmed = await connection.request_reboot()
                     record.reboots += 1
                     before_reboot = connection.round_trips
-                    pinned = connection.pinned_host_key or connection.host_key
-                    polls = 0
-                    if self.variant.early_reachability:
-                        new_boot = old_boot  # the bug: the node answers before it has gone down
-                        connection = NodeConnection(connection.target, connection.client_key, pinned,
-                                                    self.settings.connect_timeout)
-                        await connection.connect()
-                    else:
-                        connection, new_boot, polls = await wait_for_new_boot(
-                            connection.target, connection.client_key, pinned, old_boot, self.settings.reboot_timeout)
-                        connection.round_trips = 0  # its boot-time query is counted in polls
-                    if self.variant.reboot_without_exit_status and not confirmed and attempts < 3:
-                        old_boot = new_boot  # the bug: no exit status read as a failed restart
+                    connection, new_boot, polls = await self.wait_for_boot(connection, old_boot)
+                    if self.reboot_again(attempts, confirmed=confirmed, failure=None):
+                        old_boot = new_boot
                         continue
                     try:
                         await self._verify_and_finish(node, connection, desired, record, new_boot, deconfigure,
                                                       before_reboot, polls)
-                    except VerificationFailed:
-                        if self.variant.no_service_wait and attempts < 3:
-                            old_boot = new_boot  # the bug: services not up yet read as a failed restart
+                    except VerificationFailed as exc:
+                        if self.reboot_again(attempts, confirmed=confirmed, failure=exc):
+                            old_boot = new_boot
                             continue
                         await connection.close()
                         raise
@@ -460,16 +479,15 @@ class Reconciler:
         while True:
             verified = await connection.script(verify_script())
             process_env = verified.get("environment") or {}
-            wrong = {k: v for k, v in desired.environment.items()
-                     if (process_env.get(k) or None) != v and not (v is None and self.variant.no_env_removal)}
+            wrong = self.environment_mismatches(desired.environment, process_env)
             if wrong:
                 raise VerificationFailed(f"after the reboot a fresh session sees {sorted(wrong)} differently "
                                          "than the cluster wants")
             services = verified.get("services") or {}
-            stale = [s for s in EGRESS_SERVICES if not services.get(s) or str(services[s]) < boot]
-            if not stale or self.variant.early_reachability:
+            stale = self.stale_services(services, boot)
+            if not stale:
                 break
-            if self.variant.no_service_wait or asyncio.get_running_loop().time() > deadline:
+            if asyncio.get_running_loop().time() >= deadline:
                 raise VerificationFailed(f"services {stale} did not start after the reboot")
             waited += 1
             await asyncio.sleep(self.settings.service_poll)  # polling the node, not synchronising

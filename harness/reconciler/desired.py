@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.contract import PROXY_VARIABLES
-from proxyfleet.harness.reconciler.variants import CORRECT, Variant
-
-BUNDLE_KEY = "ca-bundle.crt"
+from proxyfleet.core.contract import BUNDLE_KEY, PROXY_VARIABLES
 
 
 class InvalidClusterInput(ValueError):
@@ -51,8 +49,7 @@ def _check_value(name: str, value: str) -> None:
         raise InvalidClusterInput("UnsafeValue", f"{name} is longer than Windows allows for a variable")
 
 
-def desired_state(proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | None,
-                  variant: Variant = CORRECT) -> DesiredState:
+def desired_state(proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | None) -> DesiredState:
     """The node target for the cluster's Proxy (its status) and trusted-ca ConfigMap."""
     status = (proxy or {}).get("status") or {}
     values = {"HTTP_PROXY": status.get("httpProxy") or None,
@@ -64,8 +61,6 @@ def desired_state(proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | Non
     for name, value in values.items():
         if value is not None:
             _check_value(name, value)
-    if values["NO_PROXY"] and variant.semicolon_noproxy:
-        values["NO_PROXY"] = values["NO_PROXY"].replace(",", ";")
     bundle = ((trusted_ca or {}).get("data") or {}).get(BUNDLE_KEY, "") if configured else ""
     certificates: tuple[Certificate, ...] = ()
     if bundle:
@@ -79,6 +74,14 @@ def desired_state(proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | Non
     return DesiredState(values, tuple(unique.values()), bundle)
 
 
+_THUMBPRINT = re.compile(r"\b[0-9A-Fa-f]{40}\b")
+
+
+def recorded_thumbprints(record: str) -> frozenset[str]:
+    """The thumbprints an import record lists (one per line; anything else is ignored)."""
+    return frozenset(t.upper() for t in _THUMBPRINT.findall(record))
+
+
 @dataclass(frozen=True)
 class ObservedState:
     """What one SSH round trip read from the node."""
@@ -86,7 +89,7 @@ class ObservedState:
     hostname: str
     environment: dict[str, str | None]
     root_thumbprints: frozenset[str]
-    imported_pem: str
+    record: str  # this reconciler's import record on the node
     bundle_sha256: str | None
     boot_time: str
     service_start_times: dict[str, str | None]
@@ -94,10 +97,7 @@ class ObservedState:
     @property
     def imported(self) -> frozenset[str]:
         """Thumbprints this reconciler recorded as its own imports."""
-        try:
-            return frozenset(c.thumbprint for c in certificates_in_bundle(self.imported_pem.encode()))
-        except CertificateFormatError:
-            return frozenset()
+        return recorded_thumbprints(self.record)
 
 
 @dataclass
@@ -106,8 +106,8 @@ class ChangePlan:
     delete_environment: list[str] = field(default_factory=list)
     import_certificates: list[Certificate] = field(default_factory=list)
     remove_certificates: list[str] = field(default_factory=list)
-    record_before: list[Certificate] = field(default_factory=list)  # own imports, widened first
-    record_after: list[Certificate] = field(default_factory=list)
+    record_before: list[str] = field(default_factory=list)  # own imports, widened first
+    record_after: list[str] = field(default_factory=list)
     upload_bundle: bool = False
 
     @property
@@ -128,31 +128,25 @@ class ChangePlan:
         return "; ".join(parts) or "nothing to change"
 
 
-def plan_changes(desired: DesiredState, observed: ObservedState, known: dict[str, Certificate],
-                 variant: Variant = CORRECT) -> ChangePlan:
-    """The difference between the target and the node. ``known``: certificates by thumbprint
-    (from the bundle and the node's own import record) so records can be rewritten."""
+def plan_changes(desired: DesiredState, observed: ObservedState) -> ChangePlan:
+    """The difference between the target and the node. Only certificates this reconciler imported
+    (its record) are ever removed: a root Windows already had is not its to take away, even when
+    the bundle carried it too. The record is widened before imports and narrowed after removals,
+    so a pass cut short never orphans an import."""
     plan = ChangePlan()
     for name, value in desired.environment.items():
         current = observed.environment.get(name)
         if value is None:
-            if current is not None and not variant.no_env_removal:
+            if current is not None:
                 plan.delete_environment.append(name)
         elif current != value:
             plan.set_environment[name] = value
     own = observed.imported
-    if not variant.no_cert_import:
-        plan.import_certificates = [c for c in desired.certificates
-                                    if c.thumbprint not in observed.root_thumbprints]
-    if not variant.no_cert_removal:
-        plan.remove_certificates = sorted(t for t in own - desired.thumbprints if t in observed.root_thumbprints)
-    imported = {c.thumbprint for c in plan.import_certificates}
-    # The real operator's mistake: it records the whole bundle as its own, built-in roots too.
-    widened = own | (desired.thumbprints if variant.records_whole_bundle else imported)
-    plan.record_before = [known[t] for t in sorted(widened) if t in known]
-    kept = widened if variant.no_cert_removal else frozenset(
-        t for t in widened - set(plan.remove_certificates) if t in desired.thumbprints)
-    plan.record_after = [known[t] for t in sorted(kept) if t in known]
+    plan.import_certificates = [c for c in desired.certificates if c.thumbprint not in observed.root_thumbprints]
+    plan.remove_certificates = sorted(t for t in own - desired.thumbprints if t in observed.root_thumbprints)
+    widened = own | {c.thumbprint for c in plan.import_certificates}
+    plan.record_before = sorted(widened)
+    plan.record_after = sorted(t for t in widened - set(plan.remove_certificates) if t in desired.thumbprints)
     bundle_hash = hashlib.sha256(desired.bundle_pem.encode()).hexdigest().upper() if desired.bundle_pem else None
     plan.upload_bundle = bundle_hash is not None and bundle_hash != observed.bundle_sha256
     return plan

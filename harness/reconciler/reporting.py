@@ -12,6 +12,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.core.contract import INJECT_LABEL, INSTANCES, TRUSTED_CA
 from proxyfleet.core.noproxy import redact_text
 
 PREFIX = "proxyfleet.io/"
@@ -21,8 +22,6 @@ REBOOT_PENDING = PREFIX + "reboot-pending"  # the boot time the reboot was reque
 USERNAME = PREFIX + "username"
 MESSAGE = PREFIX + "message"
 APPLIED_PROXY = PREFIX + "https-proxy"  # the HTTPS_PROXY last verified on the node (redacted), or "none"
-INJECT_LABEL = "config.openshift.io/inject-trusted-cabundle"
-TRUSTED_CA = "trusted-ca"
 COMPONENT = "proxyfleet-reconciler"
 
 
@@ -45,7 +44,7 @@ class ClusterWriter:
                                                  api_version="v1")
             namespace = "default"
         else:
-            reference = client.V1ObjectReference(kind="ConfigMap", name="windows-instances",
+            reference = client.V1ObjectReference(kind="ConfigMap", name=INSTANCES,
                                                  namespace=self.namespace, api_version="v1")
             namespace = self.namespace
         stamp = _now()

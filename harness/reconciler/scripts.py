@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.nodessh import BOOT_SCRIPT, read_variables_script, services_script
 from proxyfleet.harness.reconciler.desired import ChangePlan
 
 BUNDLE_PATH = r"C:\k\ca-bundle.crt"
-RECORD_PATH = r"C:\k\imported-certs.pem"
+# This reconciler's own import record: one thumbprint per line (not WMCO's imported-certs.pem,
+# which records the whole bundle, built-in roots included).
+RECORD_PATH = r"C:\k\proxyfleet-imported-certs.txt"
 CERT_DIR = r"C:\k\certs"
 _THUMBPRINT = re.compile(r"^[0-9A-F]{40}$")
 
@@ -25,10 +26,6 @@ def _thumbprint(value: str) -> str:
     if not _THUMBPRINT.match(value):
         raise ValueError(f"not a certificate thumbprint: {value!r}")
     return value
-
-
-def _record(certificates: list[Certificate]) -> str:
-    return "".join(c.pem() for c in certificates)
 
 
 def observe_script() -> str:
@@ -90,8 +87,8 @@ def apply_data(plan: ChangePlan) -> dict[str, Any]:
         "delete": sorted(plan.delete_environment),
         "import": [{"thumbprint": _thumbprint(c.thumbprint), "pem": c.pem()} for c in plan.import_certificates],
         "remove": [_thumbprint(t) for t in plan.remove_certificates],
-        "record_before": _record(plan.record_before),
-        "record_after": _record(plan.record_after),
+        "record_before": "".join(f"{_thumbprint(t)}\n" for t in plan.record_before),
+        "record_after": "".join(f"{_thumbprint(t)}\n" for t in plan.record_after),
     }
 
 

@@ -1,58 +1,165 @@
 """Deliberately broken reconcilers, each reproducing a real failure mode, so the conformance
-suites can prove they catch it."""
+suites can prove they catch it.
+
+Each is a subclass of the reference ``Reconciler`` that overrides the one hook it breaks; the
+reference code path holds no flag for any of them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from typing import Any
+
+from kubernetes import client
+
+from proxyfleet.core.nodessh import NodeConnection
+from proxyfleet.harness.reconciler.controller import (
+    NodeRecord,
+    Reconciler,
+    ReconcilerSettings,
+    VerificationFailed,
+)
+from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, ObservedState, plan_changes
+from proxyfleet.harness.reconciler.scripts import unquoted_apply_script
+
+RETRIES = 3  # how many restarts the looping variants attempt before giving up
 
 
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    description: str
-    semicolon_noproxy: bool = False
-    no_reboot: bool = False
-    early_reachability: bool = False
-    no_cert_import: bool = False
-    no_cert_removal: bool = False
-    no_env_removal: bool = False
-    unquoted_values: bool = False
-    no_service_wait: bool = False
-    reboot_without_exit_status: bool = False
-    records_whole_bundle: bool = False
+class SemicolonNoProxy(Reconciler):
+    name = "semicolon-noproxy"
+    description = "joins NO_PROXY with ';' (WinINet style): no client splits on it"
+
+    def desired(self, proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | None) -> DesiredState:
+        desired = super().desired(proxy, trusted_ca)
+        no_proxy = desired.environment.get("NO_PROXY")
+        if not no_proxy:
+            return desired
+        return dataclasses.replace(desired, environment={**desired.environment,
+                                                         "NO_PROXY": no_proxy.replace(",", ";")})
 
 
-CORRECT = Variant("correct", "the reference reconciler")
-VARIANTS: dict[str, Variant] = {v.name: v for v in (
-    CORRECT,
-    Variant("semicolon-noproxy", "joins NO_PROXY with ';' (WinINet style): no client splits on it",
-            semicolon_noproxy=True),
-    Variant("no-reboot", "writes the registry but never reboots: services keep the old environment",
-            no_reboot=True),
-    Variant("early-reachability", "treats the node as back right after issuing the reboot",
-            early_reachability=True),
-    Variant("no-cert-import", "never imports the trusted CA bundle", no_cert_import=True),
-    Variant("no-cert-removal", "never removes certificates it imported (rotation leaves the old CA)",
-            no_cert_removal=True),
-    Variant("no-env-removal", "never deletes proxy variables (removal leaves them behind)",
-            no_env_removal=True),
-    Variant("unquoted-values", "interpolates cluster values into PowerShell unescaped",
-            unquoted_values=True),
-    Variant("records-whole-bundle", "records every bundle certificate as its own import, so built-in roots "
-                                    "that are also in the bundle are deleted when the proxy goes (as WMCO does)",
-            records_whole_bundle=True),
-    Variant("no-service-wait", "verifies once right after SSH returns and reboots again when the "
-                               "services are not up yet (sshd starts first)", no_service_wait=True),
-    Variant("reboot-without-exit-status", "reads a Restart-Computer that returned no exit status as a failure "
-                                          "and reboots again (OCPBUGS-90077)", reboot_without_exit_status=True),
+class NoReboot(Reconciler):
+    name = "no-reboot"
+    description = "writes the registry but never reboots: services keep the old environment"
+
+    async def _reboot_and_verify(self, connection: NodeConnection, node: dict[str, Any] | None,
+                                 old_boot: str, desired: DesiredState, record: NodeRecord,
+                                 deconfigure: bool) -> NodeConnection:
+        record.round_trips.append(connection.round_trips)
+        await self._record_done(node, record, desired, deconfigure, "applied (no reboot)")
+        return connection
+
+
+class EarlyReachability(Reconciler):
+    name = "early-reachability"
+    description = "treats the node as back right after issuing the reboot"
+
+    async def wait_for_boot(self, connection: NodeConnection, old_boot: str) -> tuple[NodeConnection, str, int]:
+        # The bug: the node still answers before it has gone down, and that counts as "back".
+        again = NodeConnection(connection.target, connection.client_key,
+                               connection.pinned_host_key or connection.host_key, self.settings.connect_timeout)
+        await again.connect()
+        return again, old_boot, 0
+
+    def stale_services(self, services: dict[str, Any], boot: str) -> list[str]:
+        return []
+
+
+class NoCertImport(Reconciler):
+    name = "no-cert-import"
+    description = "never imports the trusted CA bundle"
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        # Planned as if every bundle certificate were already in the Root store.
+        return plan_changes(desired, dataclasses.replace(
+            observed, root_thumbprints=observed.root_thumbprints | desired.thumbprints))
+
+
+class NoCertRemoval(Reconciler):
+    name = "no-cert-removal"
+    description = "never removes certificates it imported (rotation leaves the old CA)"
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        plan = super().plan(desired, observed)
+        plan.remove_certificates = []
+        plan.record_after = list(plan.record_before)
+        return plan
+
+
+class NoEnvRemoval(Reconciler):
+    name = "no-env-removal"
+    description = "never deletes proxy variables (removal leaves them behind)"
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        plan = super().plan(desired, observed)
+        plan.delete_environment = []
+        return plan
+
+    def environment_mismatches(self, desired: dict[str, str | None],
+                               process_env: dict[str, Any]) -> dict[str, str | None]:
+        return {k: v for k, v in super().environment_mismatches(desired, process_env).items() if v is not None}
+
+
+class UnquotedValues(Reconciler):
+    name = "unquoted-values"
+    description = "interpolates cluster values into PowerShell unescaped"
+
+    def apply_script(self, plan: ChangePlan) -> str:
+        return unquoted_apply_script(plan)
+
+
+class RecordsWholeBundle(Reconciler):
+    name = "records-whole-bundle"
+    description = ("records every bundle certificate as its own import, so built-in roots that are also in "
+                   "the bundle are deleted when the proxy goes (as WMCO does)")
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        plan = super().plan(desired, observed)
+        claimed = set(plan.record_before) | desired.thumbprints
+        plan.record_before = sorted(claimed)
+        plan.record_after = sorted(t for t in claimed - set(plan.remove_certificates) if t in desired.thumbprints)
+        return plan
+
+
+class NoServiceWait(Reconciler):
+    name = "no-service-wait"
+    description = ("verifies once right after SSH returns and reboots again when the services are not up yet "
+                   "(sshd starts first)")
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, dataclasses.replace(settings or ReconcilerSettings(), service_start_timeout=0.0))
+
+    def reboot_again(self, attempts: int, *, confirmed: bool, failure: VerificationFailed | None) -> bool:
+        return failure is not None and attempts < RETRIES
+
+
+class RebootWithoutExitStatus(Reconciler):
+    name = "reboot-without-exit-status"
+    description = ("reads a Restart-Computer that returned no exit status as a failure and reboots again "
+                   "(OCPBUGS-90077)")
+
+    def reboot_again(self, attempts: int, *, confirmed: bool, failure: VerificationFailed | None) -> bool:
+        return failure is None and not confirmed and attempts < RETRIES
+
+
+VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
+    Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
+    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus,
 )}
 
 
-def variant(name: str | None) -> Variant:
+def reconciler_class(name: str | None) -> type[Reconciler]:
+    """The reconciler called ``name`` ("correct" or None: the reference one)."""
     if name is None:
-        return CORRECT
+        return Reconciler
     try:
         return VARIANTS[name]
     except KeyError:
         raise ValueError(f"unknown reconciler variant {name!r}; choose one of "
                          + ", ".join(sorted(VARIANTS))) from None
+
+
+def make_reconciler(api: client.ApiClient, settings: ReconcilerSettings | None = None,
+                    variant: str | None = None) -> Reconciler:
+    """A reconciler by variant name."""
+    return reconciler_class(variant)(api, settings)

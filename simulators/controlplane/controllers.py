@@ -19,13 +19,15 @@ from typing import Any
 import yaml
 
 from proxyfleet.core.certificates import pem_blocks
-from proxyfleet.simulators.controlplane.errors import APIError
-from proxyfleet.simulators.controlplane.openshift import (
+from proxyfleet.core.contract import (
     BUNDLE_KEY,
     INJECT_LABEL,
     OPENSHIFT_CONFIG,
     OPENSHIFT_CONFIG_MANAGED,
     TRUSTED_BUNDLE_NAME,
+)
+from proxyfleet.simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.openshift import (
     ClusterNetworking,
     ProxyConfigError,
     TrustBundleError,

@@ -11,7 +11,8 @@ from typing import Any
 
 import yaml
 
-from proxyfleet.simulators.controlplane.openshift import BUNDLE_KEY, OPENSHIFT_CONFIG, validate_bundle
+from proxyfleet.core.contract import BUNDLE_KEY, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, USER_CA_BUNDLE
+from proxyfleet.simulators.controlplane.openshift import validate_bundle
 
 DEFAULT_INSTALL_CONFIG: dict[str, Any] = {
     "apiVersion": "v1",
@@ -35,7 +36,7 @@ PLATFORMS = {"aws": "AWS", "gcp": "GCP", "azure": "Azure", "openstack": "OpenSta
              "external": "External", "ibmcloud": "IBMCloud", "powervs": "PowerVS"}
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "openshift-config",
                      "openshift-config-managed", "openshift-network-operator",
-                     "openshift-windows-machine-config-operator")
+                     OPERATOR_NAMESPACE)
 
 
 class InstallConfigError(ValueError):
@@ -201,10 +202,10 @@ def plan(config: dict[str, Any], api_port: int = 6443) -> InstallPlan:
                          "status": {"phase": "Active"}}) for ns in SYSTEM_NAMESPACES]
     proxy_spec: dict[str, Any] = {k: proxy[k] for k in ("httpProxy", "httpsProxy", "noProxy") if proxy.get(k)}
     if bundle:
-        objects.append(("/configmaps", {"metadata": {"name": "user-ca-bundle", "namespace": OPENSHIFT_CONFIG},
+        objects.append(("/configmaps", {"metadata": {"name": USER_CA_BUNDLE, "namespace": OPENSHIFT_CONFIG},
                                         "data": {BUNDLE_KEY: bundle}}))
         if policy == "Always" or proxy_spec:
-            proxy_spec["trustedCA"] = {"name": "user-ca-bundle"}
+            proxy_spec["trustedCA"] = {"name": USER_CA_BUNDLE}
     if "trustedCA" not in proxy_spec:
         proxy_spec["trustedCA"] = {"name": ""}
     objects.append(("config.openshift.io/proxies", {"metadata": {"name": "cluster"}, "spec": proxy_spec}))

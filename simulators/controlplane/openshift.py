@@ -12,13 +12,11 @@ from urllib.parse import urlsplit
 from cryptography import x509
 
 from proxyfleet.core.certificates import CertificateFormatError, pem_blocks
+from proxyfleet.core.contract import (
+    BUNDLE_KEY,
+)
 from proxyfleet.core.noproxy.urls import split_netloc
 
-OPENSHIFT_CONFIG = "openshift-config"
-OPENSHIFT_CONFIG_MANAGED = "openshift-config-managed"
-TRUSTED_BUNDLE_NAME = "trusted-ca-bundle"
-INJECT_LABEL = "config.openshift.io/inject-trusted-cabundle"
-BUNDLE_KEY = "ca-bundle.crt"
 NO_PROXY_WILDCARD = "*"
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DOMAIN = re.compile(rf"^\.?{_LABEL}(\.{_LABEL})*\.?$")

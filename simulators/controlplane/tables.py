@@ -14,7 +14,12 @@ def human_age(timestamp: str | None, now: dt.datetime | None = None) -> str:
     """kubectl's HumanDuration: 45s, 5m, 3h, 2d."""
     if not timestamp:
         return "<unknown>"
-    moment = dt.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    try:  # RFC 3339 as clients send it: "Z" or an offset, with or without fractions
+        moment = dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "<invalid>"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
     seconds = int(((now or dt.datetime.now(dt.UTC)) - moment).total_seconds())
     if seconds < 0:
         return "0s"

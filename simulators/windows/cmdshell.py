@@ -19,7 +19,8 @@ from proxyfleet.simulators.windows.commandline import split_command_line
 from proxyfleet.simulators.windows.filesystem import WindowsPathError
 
 if TYPE_CHECKING:
-    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
+    from proxyfleet.simulators.windows.powershell.context import NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
     from proxyfleet.simulators.windows.session import Session
 
 MAX_LINE = 8191  # cmd.exe's own limit on the command lines it processes
@@ -171,7 +172,7 @@ async def run_line(interpreter: Interpreter, line: str, stdin: str | None = None
                    session: Session | None = None) -> NativeResult:
     """Run one ``cmd.exe /c`` line in a child of ``interpreter``'s session (or, at an interactive
     prompt, in ``session`` itself, so ``set`` and ``cd`` last)."""
-    from proxyfleet.simulators.windows.powershell.interpreter import NativeResult
+    from proxyfleet.simulators.windows.powershell.context import NativeResult
 
     if len(line) > MAX_LINE:
         return NativeResult("", "The command line is too long.\n", 1)

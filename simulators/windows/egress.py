@@ -25,7 +25,8 @@ from proxyfleet.simulators.windows.environment import EnvironmentBlock
 from proxyfleet.simulators.windows.machine import WindowsMachine
 
 if TYPE_CHECKING:
-    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
+    from proxyfleet.simulators.windows.powershell.context import NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 
 DOCKER_HUB = "registry-1.docker.io"
 MANIFEST_ACCEPT = ("application/vnd.oci.image.manifest.v1+json, "
@@ -201,7 +202,7 @@ def _crictl_time(machine: WindowsMachine) -> str:
 
 async def crictl(interpreter: Interpreter, name: str, args: list[str],
                  stdin: str | None) -> NativeResult:
-    from proxyfleet.simulators.windows.powershell.interpreter import NativeResult
+    from proxyfleet.simulators.windows.powershell.context import NativeResult
 
     machine = interpreter.session.machine
     words = [a for a in args if a not in ("--debug", "-D")]
@@ -350,7 +351,7 @@ def _write_out(template: str, values: Mapping[str, Any]) -> str:
 
 async def curl(interpreter: Interpreter, name: str, args: list[str],
                stdin: str | None) -> NativeResult:
-    from proxyfleet.simulators.windows.powershell.interpreter import NativeResult
+    from proxyfleet.simulators.windows.powershell.context import NativeResult
 
     try:
         options, urls = parse_curl_arguments(args)

@@ -32,14 +32,6 @@ from proxyfleet.simulators.windows.filesystem import WindowsFilesystem
 from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT, OPENSSH, USER_ENVIRONMENT, Registry
 
 POWERSHELL_EXE = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
-EGRESS_SERVICES = (
-    "containerd",
-    "kubelet",
-    "kube-proxy",
-    "hybrid-overlay-node",
-    "windows_exporter",
-    "windows-instance-config-daemon",
-)
 
 
 @dataclass(frozen=True)

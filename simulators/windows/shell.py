@@ -16,8 +16,9 @@ import asyncssh
 
 from proxyfleet.simulators.windows.cmdshell import VERSION_BANNER, run_line
 from proxyfleet.simulators.windows.powershell.commands import CommandTable
+from proxyfleet.simulators.windows.powershell.context import RunResult
 from proxyfleet.simulators.windows.powershell.errors import ParseError
-from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, RunResult
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 from proxyfleet.simulators.windows.powershell.parsing import parse
 from proxyfleet.simulators.windows.session import Session
 

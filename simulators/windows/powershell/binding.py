@@ -24,7 +24,7 @@ from proxyfleet.simulators.windows.powershell.values import (
 )
 
 if TYPE_CHECKING:
-    from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+    from proxyfleet.simulators.windows.powershell.context import CommandContext
 
 Handler = Callable[["CommandContext", dict[str, Any]], Awaitable[None]]
 

@@ -15,7 +15,8 @@ from proxyfleet.simulators.windows.filesystem import WindowsPathError, normalize
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec
 
 if TYPE_CHECKING:
-    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
+    from proxyfleet.simulators.windows.powershell.context import NativeResult
+    from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 
 NativeHandler = Callable[["Interpreter", str, list[str], str | None], Awaitable["NativeResult"]]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,16 +192,17 @@ _JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n"
                  "\t": "\\t", "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "'": "\\u0027"}
 
 
+_JSON_SPECIAL = re.compile(r'["\\<>&\'\x00-\x1f]')
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return _JSON_ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+
 def _json_string(text: str) -> str:
-    out = []
-    for char in text:
-        if char in _JSON_ESCAPES:
-            out.append(_JSON_ESCAPES[char])
-        elif ord(char) < 0x20:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    """A JSON string as 5.1's ConvertTo-Json writes it (``<``, ``>``, ``&``, ``'`` as \\u escapes)."""
+    return '"' + _JSON_SPECIAL.sub(_json_escape, text) + '"'
 
 
 def _json_value(value: Any, level: int, depth: int) -> Any:

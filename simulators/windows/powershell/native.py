@@ -14,7 +14,8 @@ from proxyfleet.simulators.windows.commandline import (
     split_command_line,
 )
 from proxyfleet.simulators.windows.powershell.commands import NativeCommand
-from proxyfleet.simulators.windows.powershell.interpreter import Interpreter, NativeResult
+from proxyfleet.simulators.windows.powershell.context import NativeResult
+from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
 
 if TYPE_CHECKING:
     from proxyfleet.simulators.windows.session import Session

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 import trustme
+from kubernetes import client
 
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.nodessh import encoded_command
+from proxyfleet.harness.reconciler.controller import Reconciler
 from proxyfleet.harness.reconciler.desired import InvalidClusterInput, ObservedState, desired_state, plan_changes
 from proxyfleet.harness.reconciler.scripts import apply_data, apply_script, observe_script, unquoted_apply_script
-from proxyfleet.harness.reconciler.variants import VARIANTS, variant
+from proxyfleet.harness.reconciler.variants import VARIANTS, make_reconciler, reconciler_class
 from proxyfleet.simulators.windows.machine import WindowsMachine
 from tests.support import ps, ps_with_data
 
@@ -22,6 +24,11 @@ def bundle(*cas: trustme.CA) -> dict[str, dict[str, str]]:
 
 def cert(ca: trustme.CA) -> Certificate:
     return Certificate.from_pem(ca.cert_pem.bytes())
+
+
+def variant(name: str) -> Reconciler:
+    """A broken variant, for its pure hooks (nothing is started; the client never connects)."""
+    return make_reconciler(client.ApiClient(), None, name)
 
 
 def observed(env: dict[str, str | None] | None = None, root: set[str] | None = None,
@@ -42,8 +49,9 @@ def test_desired_state_follows_the_proxy_status() -> None:
 
 
 def test_semicolon_variant_rewrites_no_proxy() -> None:
-    assert desired_state(PROXY, bundle(trustme.CA()), variant("semicolon-noproxy")).environment["NO_PROXY"] == \
+    assert variant("semicolon-noproxy").desired(PROXY, bundle(trustme.CA())).environment["NO_PROXY"] == \
         ".svc;10.0.0.0/8"
+    assert variant("correct").desired(PROXY, bundle(trustme.CA())).environment["NO_PROXY"] == ".svc,10.0.0.0/8"
 
 
 @pytest.mark.parametrize("value", ["http://p:3128\nInvoke-Bad", "http://p:3128\r", "a\x00b"])
@@ -63,10 +71,10 @@ def test_garbage_bundles_are_refused(text: str) -> None:
 def test_first_configuration_plan() -> None:
     corp, builtin = trustme.CA(), trustme.CA()
     desired = desired_state(PROXY, bundle(corp, builtin))
-    plan = plan_changes(desired, observed(root={cert(builtin).thumbprint}), {c.thumbprint: c for c in desired.certificates})
+    plan = plan_changes(desired, observed(root={cert(builtin).thumbprint}))
     assert plan.set_environment == desired.environment
     assert [c.thumbprint for c in plan.import_certificates] == [cert(corp).thumbprint]  # built-in already there
-    assert [c.thumbprint for c in plan.record_after] == [cert(corp).thumbprint]  # only what it imported
+    assert plan.record_after == [cert(corp).thumbprint]  # only what it imported
     assert plan.upload_bundle and plan.changes_node
 
 
@@ -75,15 +83,14 @@ def test_rotation_removes_only_own_imports_and_nothing_changes_twice() -> None:
     desired = desired_state(PROXY, bundle(new, builtin))
     state = observed(env=dict(desired.environment),
                      root={cert(old).thumbprint, cert(builtin).thumbprint},
-                     imported=old.cert_pem.bytes().decode())
-    known = {c.thumbprint: c for c in (*desired.certificates, cert(old))}
-    plan = plan_changes(desired, state, known)
+                     imported=cert(old).thumbprint + "\n")
+    plan = plan_changes(desired, state)
     assert plan.remove_certificates == [cert(old).thumbprint]
     assert [c.thumbprint for c in plan.import_certificates] == [cert(new).thumbprint]
     assert not plan.set_environment and not plan.delete_environment
     settled = observed(env=dict(desired.environment), root={cert(new).thumbprint, cert(builtin).thumbprint},
-                       imported=new.cert_pem.bytes().decode())
-    again = plan_changes(desired, settled, known)
+                       imported=cert(new).thumbprint + "\n")
+    again = plan_changes(desired, settled)
     assert not again.changes_node
 
 
@@ -91,15 +98,40 @@ def test_removal_plan_and_broken_variants() -> None:
     ca = trustme.CA()
     nothing = desired_state(None, None)
     state = observed(env={"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:1", "NO_PROXY": None},
-                     root={cert(ca).thumbprint}, imported=ca.cert_pem.bytes().decode())
-    known = {cert(ca).thumbprint: cert(ca)}
-    plan = plan_changes(nothing, state, known)
+                     root={cert(ca).thumbprint}, imported=cert(ca).thumbprint + "\n")
+    plan = plan_changes(nothing, state)
     assert sorted(plan.delete_environment) == ["HTTPS_PROXY", "HTTP_PROXY"]
     assert plan.remove_certificates == [cert(ca).thumbprint] and plan.record_after == []
-    assert plan_changes(nothing, state, known, variant("no-env-removal")).delete_environment == []
-    assert plan_changes(nothing, state, known, variant("no-cert-removal")).remove_certificates == []
-    assert plan_changes(desired_state(PROXY, bundle(ca)), observed(), known,
-                        variant("no-cert-import")).import_certificates == []
+    assert variant("correct").plan(nothing, state).delete_environment == plan.delete_environment
+    assert variant("no-env-removal").plan(nothing, state).delete_environment == []
+    kept = variant("no-cert-removal").plan(nothing, state)
+    assert kept.remove_certificates == [] and kept.record_after == [cert(ca).thumbprint]
+    assert variant("no-cert-import").plan(desired_state(PROXY, bundle(ca)), observed()).import_certificates == []
+
+
+def test_records_whole_bundle_claims_built_in_roots() -> None:
+    corp, builtin = trustme.CA(), trustme.CA()
+    desired = desired_state(PROXY, bundle(corp, builtin))
+    first = observed(root={cert(builtin).thumbprint})
+    assert variant("correct").plan(desired, first).record_after == [cert(corp).thumbprint]
+    claimed = variant("records-whole-bundle").plan(desired, first)
+    assert claimed.record_after == sorted({cert(corp).thumbprint, cert(builtin).thumbprint})
+    # and so, when the proxy goes, the built-in root goes with it
+    gone = observed(env=dict(desired.environment), root={cert(corp).thumbprint, cert(builtin).thumbprint},
+                    imported="".join(f"{t}\n" for t in claimed.record_after))
+    assert cert(builtin).thumbprint in plan_changes(desired_state(None, None), gone).remove_certificates
+
+
+def test_the_reference_verifier_is_not_weakened_by_any_variant() -> None:
+    wanted: dict[str, str | None] = {"HTTP_PROXY": None, "HTTPS_PROXY": None, "NO_PROXY": None}
+    left = {"HTTP_PROXY": "http://p:1"}
+    assert variant("correct").environment_mismatches(wanted, left) == {"HTTP_PROXY": None}
+    assert variant("no-env-removal").environment_mismatches(wanted, left) == {}
+    assert variant("correct").stale_services({"kubelet": "2026-01-01"}, "2026-02-01")
+    assert not variant("correct").reboot_again(1, confirmed=False, failure=None)
+    assert variant("reboot-without-exit-status").reboot_again(1, confirmed=False, failure=None)
+    for name in VARIANTS:  # each variant changes the reference class only by overriding
+        assert issubclass(reconciler_class(name), Reconciler)
 
 
 def test_every_variant_is_named() -> None:
@@ -107,7 +139,7 @@ def test_every_variant_is_named() -> None:
                              "no-cert-removal", "no-env-removal", "unquoted-values", "records-whole-bundle",
                              "no-service-wait", "reboot-without-exit-status"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
-        variant("nope")
+        reconciler_class("nope")
 
 
 NASTY = ["http://user:p'w\"d@proxy:3128", "http://$(Remove-Item C:\\k -Recurse)@proxy:3128",
@@ -118,7 +150,7 @@ NASTY = ["http://user:p'w\"d@proxy:3128", "http://$(Remove-Item C:\\k -Recurse)@
 @pytest.mark.parametrize("value", NASTY)
 async def test_values_reach_the_node_verbatim_and_are_never_code(machine: WindowsMachine, value: str) -> None:
     desired = desired_state({"status": {"httpProxy": value, "noProxy": value}}, None)
-    plan = plan_changes(desired, observed(), {})
+    plan = plan_changes(desired, observed())
     assert value not in apply_script()  # the script is constant code; values are data
     result = await ps_with_data(machine, apply_script(), apply_data(plan))
     assert result.exit_code == 0, result.stderr
@@ -130,7 +162,7 @@ async def test_values_reach_the_node_verbatim_and_are_never_code(machine: Window
 
 async def test_the_unquoted_variant_executes_injected_code(machine: WindowsMachine) -> None:
     value = "http://proxy:3128/$(Set-Content -Path C:\\k\\pwned.txt -Value owned)"
-    plan = plan_changes(desired_state({"status": {"httpProxy": value}}, None), observed(), {})
+    plan = plan_changes(desired_state({"status": {"httpProxy": value}}, None), observed())
     await ps_with_data(machine, unquoted_apply_script(plan), apply_data(plan))
     assert machine.filesystem.exists("C:\\k\\pwned.txt")  # the broken variant is really broken
     assert machine.machine_environment()["HTTP_PROXY"] != value

@@ -16,8 +16,9 @@ import trustme
 from kubernetes import client
 
 from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.contract import OPERATOR_NAMESPACE, PROXY
 from proxyfleet.harness.lab import Lab, LabSettings, admin
-from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings
+from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
 from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING, STATE_LABEL
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -38,8 +39,9 @@ def reconciler(lab: Lab, **settings: Any) -> Reconciler:
     assert lab.fleet is not None
     options: dict[str, Any] = dict(ssh_port=lab.fleet.port, resync_period=2.0, max_unavailable=1, settle_delay=0.3,
                                    reboot_timeout=30, backoff_base=0.2, backoff_max=1.0)
+    variant = settings.pop("variant", None)
     options.update(settings)
-    return Reconciler(lab.api(), ReconcilerSettings(**options))
+    return make_reconciler(lab.api(), ReconcilerSettings(**options), variant)
 
 
 def nodes(lab: Lab) -> list[WindowsNode]:
@@ -162,7 +164,7 @@ async def test_install_time_resync_and_max_unavailable(lab: Lab) -> None:
         assert [n.ssh_connections for n in members] == connections  # over the connection kept open
         assert all(n.ssh_commands > before for n, before in zip(members, commands, strict=True))
         pins = await asyncio.to_thread(client.CoreV1Api(lab.api()).read_namespaced_config_map, PINS_CONFIGMAP,
-                                       admin.OPERATOR_NAMESPACE)
+                                       OPERATOR_NAMESPACE)
         assert pins.data == {n.address: n.host_key_openssh for n in members}  # pinned on first contact
         for node in lab_nodes_objects(await admin.nodes(lab.api())):
             annotations = node["metadata"]["annotations"]
@@ -284,7 +286,7 @@ async def test_a_kubelet_cannot_reopen_the_first_contact_window(lab: Lab) -> Non
     kubelet = client.ApiClient(configuration)
     with pytest.raises(client.exceptions.ApiException) as refused:
         await asyncio.to_thread(client.CoreV1Api(kubelet).delete_namespaced_config_map, PINS_CONFIGMAP,
-                                admin.OPERATOR_NAMESPACE)
+                                OPERATOR_NAMESPACE)
     assert refused.value.status == 403
     kubelet.close()
 
@@ -352,13 +354,13 @@ async def test_values_the_control_plane_would_refuse_are_stored_verbatim_or_refu
         await lab.control_plane.proxy_controller.stop()  # status is now whatever is written to it
         nasty = 'http://us"er:p`a$(Restart-Computer -Force)@proxy.corp.internal:3128'
         nasty_no_proxy = "a.corp;$(Restart-Computer),`b.corp,'c.corp'"
-        await asyncio.to_thread(custom.patch_cluster_custom_object_status, *admin.PROXY,
+        await asyncio.to_thread(custom.patch_cluster_custom_object_status, *PROXY,
                                 {"status": {"httpsProxy": nasty, "noProxy": nasty_no_proxy}})
         await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] == nasty, timeout=60, what="the verbatim value")
         await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the change settled")
         assert machine_env(node)["NO_PROXY"] == nasty_no_proxy
         assert boots(node) == 3  # one reboot per change; nothing executed
-        await asyncio.to_thread(custom.patch_cluster_custom_object_status, *admin.PROXY,
+        await asyncio.to_thread(custom.patch_cluster_custom_object_status, *PROXY,
                                 {"status": {"httpsProxy": "http://proxy.corp:3128\nRestart-Computer -Force"}})
         await wait_until(lambda: rec.records[node.address].state == "failed", timeout=30, what="refusal")
         assert "control characters" in rec.records[node.address].message
@@ -374,7 +376,7 @@ async def test_values_the_control_plane_would_refuse_are_stored_verbatim_or_refu
 async def test_trusted_ca_is_requested_and_restored(lab: Lab) -> None:
     await add_instances(lab, nodes(lab)[:1])
     core = client.CoreV1Api(lab.api())
-    namespace = admin.OPERATOR_NAMESPACE
+    namespace = OPERATOR_NAMESPACE
 
     async def labelled() -> bool:
         try:

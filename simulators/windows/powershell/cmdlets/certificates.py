@@ -7,7 +7,7 @@ from typing import Any
 from proxyfleet.core.certificates import CertificateFormatError
 from proxyfleet.simulators.windows.certstores import certificate_from_file
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
-from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.providers import (
     CERTIFICATE,
     FILESYSTEM,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
 from proxyfleet.simulators.windows.powershell.cmdlets.items import LITERAL_PATH, report, resolve_paths
-from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.providers import FILESYSTEM, PathProblem, resolve
 from proxyfleet.simulators.windows.powershell.values import PSObject, enumerate_value, to_string
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
-from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.providers import (
     CERTIFICATE,
     ENVIRONMENT,

@@ -6,10 +6,10 @@ import functools
 from typing import Any
 
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.dotnet import get_member, invoke_method
 from proxyfleet.simulators.windows.powershell.errors import ErrorRecord
 from proxyfleet.simulators.windows.powershell.formatting import JsonFormatError, format_for_host, from_json, to_json
-from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
 from proxyfleet.simulators.windows.powershell.operators import compare
 from proxyfleet.simulators.windows.powershell.values import (
     Hashtable,

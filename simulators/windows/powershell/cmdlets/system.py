@@ -7,8 +7,8 @@ from typing import Any
 
 from proxyfleet.simulators.windows.machine import ProcessRecord, Service, ServiceError
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
+from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.dotnet import DotNetError, _datetime_to_string
-from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
 from proxyfleet.simulators.windows.powershell.values import EnumValue, PSObject, to_string, wildcard_regex
 
 _NS = "Microsoft.PowerShell.Commands."

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from proxyfleet.simulators.egress.client import EgressError, EgressSession
 from proxyfleet.simulators.windows.egress import machine_trust, node_network
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
-from proxyfleet.simulators.windows.powershell.interpreter import CommandContext
+from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.values import Hashtable, PSObject, to_string
 
 _TYPE = "Microsoft.PowerShell.Commands.InvokeWebRequestCommand"

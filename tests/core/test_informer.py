@@ -1,0 +1,105 @@
+"""The shared informer: cache and indexes (driven directly), and list + watch + 410 re-list
+against the embedded API server with the official client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from kubernetes import client, config
+
+from proxyfleet.core.informer import SYNCED, Informer, by_internal_ip, internal_ip
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from tests.support import wait_until
+
+
+def node(name: str, address: str | None, unschedulable: bool = False) -> dict[str, Any]:
+    status = {"addresses": [{"type": "Hostname", "address": name}]
+              + ([{"type": "InternalIP", "address": address}] if address else [])}
+    return {"metadata": {"name": name}, "spec": {"unschedulable": unschedulable}, "status": status}
+
+
+def offline() -> tuple[Informer, list[tuple[str, str]]]:
+    heard: list[tuple[str, str]] = []
+    informer = Informer(None, lambda: None, name="nodes",  # type: ignore[arg-type]
+                        indexers={"address": by_internal_ip},
+                        handler=lambda event, obj: heard.append((event, obj.get("metadata", {}).get("name", "*"))))
+    return informer, heard
+
+
+def test_internal_ip_ignores_other_address_types() -> None:
+    assert internal_ip(node("a", "127.10.0.1")) == "127.10.0.1"
+    assert internal_ip(node("a", None)) is None
+    assert by_internal_ip(node("a", None)) == []
+
+
+async def test_cache_and_index_follow_every_change_in_order() -> None:
+    informer, heard = offline()
+    informer.apply(SYNCED, {"items": [node("a", "127.10.0.1"), node("b", "127.10.0.2")]})
+    assert informer.synced.is_set()
+    assert informer.first("address", "127.10.0.2")["metadata"]["name"] == "b"  # type: ignore[index]
+    informer.apply("MODIFIED", node("b", "127.10.0.9"))  # its address changed: the old entry goes
+    assert informer.first("address", "127.10.0.2") is None
+    assert informer.first("address", "127.10.0.9") is informer.get("b")
+    informer.apply("ADDED", node("c", "127.10.0.9"))  # two nodes claim one address
+    assert {n["metadata"]["name"] for n in informer.by_index("address", "127.10.0.9")} == {"b", "c"}
+    informer.apply("DELETED", node("b", "127.10.0.9"))
+    assert informer.get("b") is None and informer.by_index("address", "127.10.0.9") == [informer.get("c")]
+    informer.apply(SYNCED, {"items": [node("d", "127.10.0.4")]})  # a re-list replaces everything
+    assert sorted(informer.cache) == ["d"] and informer.first("address", "127.10.0.1") is None
+    assert heard == [(SYNCED, "*"), ("MODIFIED", "b"), ("ADDED", "c"), ("DELETED", "b"), (SYNCED, "*")]
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
+    ca = trustme.CA()
+    running = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", ca.cert_pem.bytes().decode(),
+                                                bookmark_interval=0.2, node_monitor_period=0.2))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@pytest.fixture
+def api(plane: ControlPlane) -> Iterator[client.ApiClient]:
+    api_client = config.new_client_from_config(config_file=str(plane.kubeconfig_path))  # type: ignore[no-untyped-call]
+    yield api_client
+    api_client.close()
+
+
+def configmap(name: str, value: str) -> client.V1ConfigMap:
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data={"v": value})
+
+
+# The API server runs on this test's event loop: client calls go to a thread.
+async def test_lists_watches_and_relists_after_410(api: client.ApiClient, plane: ControlPlane) -> None:
+    core = client.CoreV1Api(api)
+    await asyncio.to_thread(core.create_namespaced_config_map, "default", configmap("before", "1"))
+    heard: list[str] = []
+    informer = Informer(api, core.list_namespaced_config_map, "default", name="configmaps",
+                        handler=lambda event, obj: heard.append(event))
+    informer.start()
+    try:
+        await wait_until(lambda: informer.synced.is_set(), what="the first list")
+        assert informer.get("before") is not None and informer.relists == 1
+        await asyncio.to_thread(core.create_namespaced_config_map, "default", configmap("after", "1"))
+        await wait_until(lambda: informer.get("after") is not None, what="the watch delivering ADDED")
+        await asyncio.to_thread(core.patch_namespaced_config_map, "after", "default", {"data": {"v": "2"}})
+        await wait_until(lambda: (informer.get("after") or {}).get("data", {}).get("v") == "2",
+                         what="the watch delivering MODIFIED")
+        plane.store.compact()
+        await plane.server.close_watches()  # resuming from the old version now gets 410 Gone
+        await asyncio.to_thread(core.create_namespaced_config_map, "default", configmap("while-gone", "1"))
+        await wait_until(lambda: informer.relists >= 2 and informer.get("while-gone") is not None,
+                         timeout=30, what="a re-list after 410")
+        await asyncio.to_thread(core.delete_namespaced_config_map, "before", "default")
+        await wait_until(lambda: informer.get("before") is None, what="the watch delivering DELETED")
+        assert heard.count(SYNCED) == informer.relists
+    finally:
+        informer.stop()
