@@ -28,3 +28,15 @@ async def add_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PROXY) 
 async def change_proxy(conformance: Conformance, url: str, no_proxy: str = DEFAULT_NO_PROXY,
                        name: str = "proxy changed") -> list[CheckResult]:
     return await conformance.step(name, lambda: conformance.set_proxy(url, no_proxy))
+
+
+async def remove_proxy(conformance: Conformance, trusted_ca: str | None = "corp-ca",
+                       name: str = "proxy removed") -> list[CheckResult]:
+    """The company retires its proxy: the network opens direct egress (a lab action, taken in the
+    open), then the administrator removes the proxy from the cluster."""
+
+    async def action() -> None:
+        conformance.lab.set_egress_firewall(False)
+        await conformance.set_proxy("", trusted_ca=trusted_ca)
+
+    return await conformance.step(name, action)

@@ -1,5 +1,5 @@
-"""The non-proxied baseline: without a proxy everything works and nothing proxy-related appears,
-also after the reconciler has had time to resync."""
+"""The non-proxied baseline, on an open network (no egress firewall): without a proxy everything
+works and nothing proxy-related appears, also after the reconciler has had time to resync."""
 
 import pytest
 
@@ -8,6 +8,7 @@ from proxyfleet.scenarios.actions import join
 
 
 @pytest.mark.workflow("baseline")
+@pytest.mark.lab(egress_firewall=False)  # a network without a proxy lets nodes out directly
 async def test_no_proxy_nothing_changes(conformance: Conformance) -> None:
     await join(conformance)
     await conformance.step("nothing changes")

@@ -4,13 +4,13 @@ is left behind; removing the CA of a proxy that is already gone changes nothing 
 import pytest
 
 from proxyfleet.harness.conformance import Conformance
-from proxyfleet.scenarios.actions import add_proxy, join
+from proxyfleet.scenarios.actions import add_proxy, join, remove_proxy
 
 
 @pytest.mark.workflow("remove")
 async def test_proxy_then_trusted_ca_removed(conformance: Conformance) -> None:
     await join(conformance)
     await add_proxy(conformance)
-    await conformance.step("proxy removed", lambda: conformance.set_proxy("", trusted_ca="corp-ca"))
+    await remove_proxy(conformance)
     await conformance.step("trustedCA removed", lambda: conformance.set_proxy("", trusted_ca=None))
     conformance.assert_passed()

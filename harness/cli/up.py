@@ -35,6 +35,7 @@ def describe(lab: Lab) -> list[str]:
     node = lab.fleet.nodes[0]
     flows = lab.proxy.stream_path
     origins = ", ".join(lab.network.names("internet") + lab.network.names("intranet"))
+    firewall = "on: internet origins accept only the proxy" if lab.egress_firewall else "off: an open network"
     lines = [
         f"state:       {lab.state_dir}",
         f"kubeconfig:  {lab.kubeconfig}",
@@ -57,6 +58,7 @@ def describe(lab: Lab) -> list[str]:
         f"flows:       {lab.proxy.flow_log_path} (JSON lines)",
         f"             mitmweb --rfile {flows}",
         f"origins:     {origins}",
+        f"firewall:    {firewall}; refused connections in {lab.violations_path} (JSON lines)",
         f"reconciler:  {lab.settings.reconciler or 'none (run your own against the kubeconfig)'}",
     ]
     return lines
@@ -81,7 +83,10 @@ async def _run(settings: LabSettings) -> None:
               help="Create the cluster from this install-config.yaml (proxy, additionalTrustBundle, networks).")
 @click.option("--reconciler", default="correct", show_default=True, type=click.Choice([*sorted(VARIANTS), "none"]),
               help="The built-in reconciler (or a broken variant), or none to run your own.")
-def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconciler: str) -> None:
+@click.option("--egress-firewall", default="on", show_default=True, type=click.Choice(["on", "off"]),
+              help="on: a corporate network, where internet origins accept only the proxy (so before a proxy is "
+                   "configured internet pulls fail); off: an open network.")
+def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconciler: str, egress_firewall: str) -> None:
     """Bring up the whole lab (cluster, proxies, origins, fleet, reconciler) until Ctrl-C."""
     try:
         config_text = read_install_config(install_config) if install_config else None
@@ -94,7 +99,7 @@ def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconcil
         proxy = (yaml.safe_load(config_text) or {}).get("proxy") or {}
         targets = [(t.host, t.port, t.auth) for t in CustomerProxy(dict(proxy)).targets()]
     settings = LabSettings(nodes=nodes, state_dir=state_dir.resolve() if state_dir else None,
-                           second_proxy=True,
+                           second_proxy=True, egress_firewall=egress_firewall == "on",
                            reconciler=None if reconciler == "none" else reconciler,
                            reboot_duration=1.0, shutdown_delay=0.3, heartbeat=2.0, node_grace=40.0,
                            **customer_settings(config_text, targets))

@@ -178,11 +178,10 @@ class Conformance:
         await admin.set_trusted_ca(self.api, bundle.decode(), name)
 
     async def set_proxy(self, url: str = "", no_proxy: str = "", trusted_ca: str | None = "corp-ca",
-                        internet_open: bool | None = None, https_url: str | None = None) -> None:
+                        https_url: str | None = None) -> None:
         """Set (or with no URL remove) the cluster-wide proxy (``https_url`` defaults to ``url``).
-        The corporate firewall follows: with a proxy, internet origins accept only the proxy;
-        without, anyone (unless told otherwise)."""
-        assert self.lab.origins is not None
+        Only the cluster changes: the network's egress firewall is the lab's
+        (``Lab.set_egress_firewall``)."""
         https = url if https_url is None else https_url
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
                               trusted_ca=trusted_ca or None)
@@ -191,7 +190,6 @@ class Conformance:
             self._old_user_ca |= self._user_ca
             if not trusted_ca:
                 self._user_ca = set()
-        self.lab.origins.internet_open = not configured if internet_open is None else internet_open
 
     # --- a step ----------------------------------------------------------------------------------
 
@@ -409,7 +407,7 @@ class Conformance:
         for image, check in ((INTERNET_IMAGE, "pull-internet"), (INTRANET_IMAGE, "pull-intranet")):
             self._check_pull(address, target, image, check, pulls[image], evidence, record)
         self._check_node_ready(address, node_object, evidence, record)
-        self._check_firewall(address, evidence, record)
+        self._check_firewall(address, target, evidence, record)
         self._check_reboots(step, address, changed, record)
         self._check_drained(step, address, record)
 
@@ -458,11 +456,29 @@ class Conformance:
                         f"through another; {rejected} rejected MITM handshake(s); "
                         f"{direct} direct connection(s) at the origin")
             record(check, ok, f"{image} {route.describe()} (origin sees only the proxy)", observed)
+        elif self._firewalled(host):
+            # No proxy for this destination in a network that demands one: the node must try
+            # directly and be refused at the firewall (a proxy flow would be a guess of its own).
+            assert self.lab.origins is not None
+            refused = self.lab.origins.server(host).name in evidence.violations.get(address, [])
+            ok = not result.ok and refused and not flows
+            observed = ("direct, refused by the egress firewall" if ok else
+                        f"{outcome}; {len(flows)} proxy flow(s) from the node; "
+                        f"{'refused' if refused else 'not refused'} at the firewall")
+            record(check, ok, f"{image} direct, refused by the egress firewall (no proxy for it)", observed)
         else:
             ok = result.ok and bool(direct) and not flows
             observed = ("direct, the origin saw the node" if ok else
                         f"{outcome}; {len(flows)} proxy flow(s) from the node; origin saw the node {direct} time(s)")
             record(check, ok, f"{image} direct (no proxy flow, origin sees the node)", observed)
+
+    def _firewalled(self, host: str) -> bool:
+        """Whether the egress firewall refuses a node's direct connection to ``host``."""
+        assert self.lab.origins is not None
+        try:
+            return self.lab.egress_firewall and self.lab.origins.server(host).kind == "internet"
+        except KeyError:
+            return False
 
     def _check_node_ready(self, address: str, node: dict[str, Any] | None, evidence: Evidence,
                           record: Callable[[str, bool, str, str], None]) -> None:
@@ -475,9 +491,16 @@ class Conformance:
         record("node-ready", ok, f"Ready, schedulable, no kubelet traffic to {plan.api_internal_host} through a proxy",
                "Ready" if ok else (problem or f"{len(api_flows)} API request(s) went through the proxy"))
 
-    def _check_firewall(self, address: str, evidence: Evidence, record: Callable[[str, bool, str, str], None]) -> None:
-        refused = evidence.violations.get(address, [])
-        record("firewall", not refused, "no direct connection refused by the egress firewall",
+    def _check_firewall(self, address: str, target: Expected, evidence: Evidence,
+                        record: Callable[[str, bool, str, str], None]) -> None:
+        """No direct connection where the cluster names a proxy. A refused direct attempt at a
+        destination the cluster sends direct (no proxy yet, or in NO_PROXY) is the network's
+        doing, judged by the pull checks, not a bypass."""
+        assert self.lab.origins is not None
+        hosts = {s.name: s.hosts[0] for s in self.lab.origins.servers}
+        refused = [o for o in evidence.violations.get(address, [])
+                   if o not in hosts or target.route(f"https://{hosts[o]}/").proxy is not None]
+        record("firewall", not refused, "no direct connection where the cluster names a proxy",
                "none" if not refused else f"{len(refused)} refused: " + ", ".join(sorted(set(refused))))
 
     def _check_reboots(self, step: Step, address: str, changed: bool,

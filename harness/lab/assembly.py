@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import contextlib
+import json
 import logging
 import shutil
 import tempfile
@@ -37,6 +38,7 @@ from proxyfleet.simulators.controlplane.resources import find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
 from proxyfleet.simulators.origins.catalog import Origins, start_origins
+from proxyfleet.simulators.origins.server import Violation
 from proxyfleet.simulators.pki import new_public_ca
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 from proxyfleet.simulators.windows.kubelet import KubeletSettings
@@ -122,6 +124,11 @@ class LabSettings:
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
+    # The corporate egress firewall, a property of the network (not of the cluster's Proxy): on,
+    # internet origins accept only the proxy's egress address, so before a proxy is configured
+    # internet pulls fail, as they would; off, an open network. Changed only by
+    # ``Lab.set_egress_firewall``, never as a side effect of a cluster change.
+    egress_firewall: bool = True
 
 
 @dataclass
@@ -207,8 +214,10 @@ class Lab:
                 self.network.add(PROXY2_HOST, PROXY2_PORT, self.proxy2.endpoint, "proxy")
                 self.proxy2.publish_table()
                 self.proxy.publish_table()
-        # Without a proxy in the cluster the network lets nodes out directly.
-        self.origins.internet_open = not self.settings.install_proxy
+        self.origins.internet_open = not self.settings.egress_firewall
+        self.violations_path.write_text("")
+        for server in self.origins.servers:
+            server.on_violation = self._log_violation
 
         kubelet = KubeletSettings(api_url=self.control_plane.internal_url,
                                   token=self.control_plane.kubelet_token, ca_pem=self.control_plane.ca_pem,
@@ -312,6 +321,27 @@ class Lab:
             "proxy": {"httpProxy": url, "httpsProxy": url, "noProxy": DEFAULT_NO_PROXY},
             "additionalTrustBundle": self.settings.mitm_ca.cert_pem.bytes().decode(),
             "additionalTrustBundlePolicy": "Proxyonly"})
+
+    @property
+    def violations_path(self) -> Path:
+        """Connections the egress firewall refused, one JSON object per line, written as they happen."""
+        return self.state_dir / "firewall-violations.jsonl"
+
+    def _log_violation(self, violation: Violation) -> None:
+        with self.violations_path.open("a") as log:
+            log.write(json.dumps(violation.as_json()) + "\n")
+
+    @property
+    def egress_firewall(self) -> bool:
+        """Whether internet origins accept only the proxy (the corporate egress firewall is up)."""
+        assert self.origins is not None
+        return not self.origins.internet_open
+
+    def set_egress_firewall(self, on: bool) -> None:
+        """A change of the network itself (say, the company retires its proxy and opens egress):
+        an explicit lab action, which a scenario takes in the open."""
+        assert self.origins is not None
+        self.origins.internet_open = not on
 
     def proxy_server(self, url: str | None) -> ProxyServer | None:
         """The lab proxy a proxy URL (as in Proxy status) reaches through the lab table, if any."""

@@ -70,6 +70,7 @@ class OriginServer:
     access_log: list[AccessRecord] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     port: int = 0
+    on_violation: Callable[[Violation], None] | None = None  # told of each refusal as it happens
 
     def __post_init__(self) -> None:
         self._server: asyncio.AbstractServer | None = None
@@ -129,8 +130,11 @@ class OriginServer:
             self._runner = None
 
     def _refuse(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
-        self.violations.append(Violation(_now(), self.name, peer[0], peer[1]))
+        violation = Violation(_now(), self.name, peer[0], peer[1])
+        self.violations.append(violation)
         transport.abort()  # a reset, as the egress firewall sends
+        if self.on_violation is not None:
+            self.on_violation(violation)
 
     def _accept(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
         self._transports.add(transport)

@@ -40,8 +40,9 @@ async def test_my_proxy(conformance):
 async def test_a_wrong_expectation_fails(conformance):
     await conformance.step("join", lambda: conformance.add_instances(conformance.nodes))
     lab = conformance.lab
-    lab.origins.internet_open = False  # the network now demands a proxy the cluster does not have
-    await conformance.step("firewall closed")
+    # the proxy intercepts TLS, but nobody made its CA trusted: pulls through it must fail
+    await conformance.step("proxy without its CA",
+                           lambda: conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY, trusted_ca=None))
     conformance.assert_passed()
 '''
 
@@ -52,7 +53,7 @@ def test_user_scenarios_and_the_readme_example_run_with_the_plugin_fixtures(pyte
     result = pytester.runpytest_subprocess("--proxyfleet-nodes=1", "-p", "no:cacheprovider", "-o", "asyncio_mode=auto",
                                            "-o", "asyncio_default_fixture_loop_scope=function", "--junitxml=out.xml")
     result.assert_outcomes(passed=2, failed=1)  # the README's scenario passes as written
-    result.stdout.fnmatch_lines(["*127.10.0.1: pull-internet after 'firewall closed'*"])
+    result.stdout.fnmatch_lines(["*127.10.0.1: pull-internet after 'proxy without its CA'*"])
     cases = {c.get("name"): c for c in ET.parse(pytester.path / "out.xml").getroot().iter("testcase")}
     properties = {p.get("name"): p.get("value") for p in cases["test_my_proxy"].iter("property")}
     data = json.loads(properties["proxyfleet"] or "{}")
