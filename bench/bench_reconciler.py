@@ -59,7 +59,6 @@ async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: fl
     settings = LabSettings(nodes=nodes, proxy=False, reboot_duration=reboot_seconds, shutdown_delay=0.1,
                            heartbeat=10.0, node_grace=600.0)
     async with Lab(settings) as lab:
-        assert lab.fleet is not None and lab.control_plane is not None
         store = lab.control_plane.store
         members = list(lab.fleet.nodes)
         await admin.set_ssh_key(lab.api(), lab.fleet.client_key_path.read_bytes())

@@ -30,7 +30,7 @@ READY_LINE = "lab ready; press Ctrl-C to stop"
 
 def describe(lab: Lab) -> list[str]:
     """What a person needs to use the running lab."""
-    assert lab.fleet is not None and lab.proxy is not None and lab.control_plane is not None
+    assert lab.proxy is not None
     (lab.state_dir / "proxy-ca.crt").write_bytes(lab.mitm_ca_pem)
     node = lab.fleet.nodes[0]
     flows = lab.proxy.stream_path
@@ -66,7 +66,6 @@ def describe(lab: Lab) -> list[str]:
 
 async def _run(settings: LabSettings) -> None:
     async with Lab(settings) as lab:
-        assert lab.fleet is not None
         await admin.set_instances(lab.api(), [(n.address, n.username) for n in lab.fleet.nodes])
         for line in describe(lab):
             click.echo(line)

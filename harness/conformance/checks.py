@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from proxyfleet.core.contract import PROXY_VARIABLES
-from proxyfleet.core.noproxy import redact_url
+from proxyfleet.core.noproxy import redact_text, redact_url
+from proxyfleet.harness.conformance.expectations import Route
 
 
 def env_text(environment: Mapping[str, str | None]) -> str:
@@ -34,3 +38,181 @@ def service_environment_problems(environments: Mapping[str, Mapping[str, str] | 
         if seen != dict(expected):
             problems.append(f"{service}: {env_text(seen)}")
     return problems
+
+
+# --- one pure function per check family: (expected, evidence) -> Verdict --------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A check's outcome with the two short texts a report shows."""
+
+    ok: bool
+    expected: str
+    observed: str
+
+
+def _subjects(thumbprints: Iterable[str], subjects: Mapping[str, str]) -> str:
+    return ", ".join(f"{subjects.get(t, 'certificate')} ({t[:12]}…)" for t in sorted(thumbprints))
+
+
+def _when(moment: dt.datetime | None) -> str:
+    return moment.isoformat(timespec="milliseconds") if moment else "never"
+
+
+def last_line(text: str) -> str:
+    """The tail of a command's output (where an error names its cause), at most 240 characters."""
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][-240:] if lines else ""
+
+
+def converged(problem: str | None, seconds: float | None, timeout: float) -> Verdict:
+    """The node reached its target (and held it) before the deadline."""
+    return Verdict(problem is None, f"settled within {timeout:g}s",
+                   f"settled after {seconds:.2f}s" if problem is None and seconds is not None
+                   else f"still off at the deadline: {problem}")
+
+
+def registry_env(wanted: Mapping[str, str | None], seen: Mapping[str, str | None]) -> Verdict:
+    """Machine proxy variables equal Proxy status byte for byte (unset without a proxy)."""
+    return Verdict(dict(seen) == dict(wanted), env_text(wanted), env_text(seen))
+
+
+def certificates(wanted: frozenset[str], root: frozenset[str], bundle_size: int,
+                 wanted_subjects: Mapping[str, str], other_subjects: Mapping[str, str]) -> Verdict:
+    """The Root store holds exactly the out-of-the-box roots plus the trusted bundle."""
+    missing, extra = wanted - root, root - wanted
+    ok = not missing and not extra
+    observed = "exactly those" if ok else "; ".join(filter(None, [
+        f"missing {_subjects(missing, wanted_subjects)}" if missing else "",
+        f"unexpected {_subjects(extra, other_subjects)}" if extra else ""]))
+    return Verdict(ok, f"baseline + {bundle_size} bundle certificate(s)", observed)
+
+
+def services_restarted(changed: bool, services: Mapping[str, dt.datetime | None], started: dt.datetime) -> Verdict:
+    """After a change of this node's settings every egress service started anew; after none,
+    none did (judged by outcome: a trust-bundle-only change applied live is a change too)."""
+    since = started.isoformat(timespec="milliseconds")
+    if changed:
+        stale = [s for s, t in services.items() if t is None or t < started]
+        return Verdict(not stale, f"every egress service started after {since}",
+                       "all restarted" if not stale else
+                       "not restarted: " + ", ".join(f"{s} (started {_when(services[s])})" for s in stale))
+    restarted = [s for s, t in services.items() if t is not None and t >= started]
+    return Verdict(not restarted, "no restart (nothing changed on this node)",
+                   "none restarted" if not restarted else "restarted: " + ", ".join(restarted))
+
+
+def service_environment(environments: Mapping[str, Mapping[str, str] | None],
+                        wanted: Mapping[str, str | None]) -> Verdict:
+    """Every egress service runs with the proxy variables of Proxy status."""
+    wrong = service_environment_problems(environments, wanted)
+    return Verdict(not wrong, env_text(wanted), "every service" if not wrong else "; ".join(wrong[:3]))
+
+
+@dataclass(frozen=True)
+class PullEvidence:
+    """What one pull left behind: its result, the proxy flows from the node to the image's host
+    (each marked whether it went through the proxy the cluster names), direct requests the origin
+    answered, and whether the egress firewall refused the node there."""
+
+    ok: bool
+    output: str
+    flows: tuple[tuple[bool, Mapping[str, Any]], ...] = ()
+    direct: int = 0
+    refused: bool = False
+
+
+def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence) -> Verdict:
+    """An image pull took the route the cluster's NO_PROXY decides: through the named proxy with its
+    MITM certificate trusted and the origin seeing only the proxy; or direct, seen by the origin;
+    or, direct into a firewalled network, refused there."""
+    outcome = f"pull {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
+    if route.proxy is not None:
+        through = [f for named, f in seen.flows if named]
+        via = [f for f in through if f["kind"] == "request" and f["intercepted"] and f["status"] == 200]
+        rejected = sum(1 for f in through if f["kind"] == "tls-failed")
+        elsewhere = len(seen.flows) - len(through)
+        ok = seen.ok and bool(via) and not seen.direct and not elsewhere
+        return Verdict(ok, f"{image} {route.describe()} (origin sees only the proxy)",
+                       "through the proxy, MITM certificate trusted" if ok else
+                       f"{outcome}; {len(via)} intercepted request(s) through that proxy, {elsewhere} flow(s) "
+                       f"through another; {rejected} rejected MITM handshake(s); "
+                       f"{seen.direct} direct connection(s) at the origin")
+    if firewalled:
+        # No proxy for this destination in a network that demands one: the node must try directly
+        # and be refused at the firewall (a proxy flow would be a guess of its own).
+        ok = not seen.ok and seen.refused and not seen.flows
+        return Verdict(ok, f"{image} direct, refused by the egress firewall (no proxy for it)",
+                       "direct, refused by the egress firewall" if ok else
+                       f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
+                       f"{'refused' if seen.refused else 'not refused'} at the firewall")
+    ok = seen.ok and bool(seen.direct) and not seen.flows
+    return Verdict(ok, f"{image} direct (no proxy flow, origin sees the node)",
+                   "direct, the origin saw the node" if ok else
+                   f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
+                   f"origin saw the node {seen.direct} time(s)")
+
+
+def node_problem(node: Mapping[str, Any] | None) -> str | None:
+    """Why a Node object is not Ready and schedulable (None: it is)."""
+    if node is None:
+        return "no Node object"
+    conditions = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+    ready = conditions.get("Ready") or {}
+    if ready.get("status") != "True":
+        return f"Node not Ready ({ready.get('reason', 'no Ready condition')})"
+    if (node.get("spec") or {}).get("unschedulable"):
+        return "Node cordoned"
+    return None
+
+
+def node_ready(node: Mapping[str, Any] | None, api_flows: int, api_host: str) -> Verdict:
+    """The Node is Ready and schedulable, and no kubelet API request went through a proxy."""
+    problem = node_problem(node)
+    ok = problem is None and not api_flows
+    return Verdict(ok, f"Ready, schedulable, no kubelet traffic to {api_host} through a proxy",
+                   "Ready" if ok else (problem or f"{api_flows} API request(s) went through the proxy"))
+
+
+def firewall(bypasses: list[str]) -> Verdict:
+    """No direct connection to a destination the cluster sends through a proxy (``bypasses``: the
+    origins that refused such a connection)."""
+    return Verdict(not bypasses, "no direct connection where the cluster names a proxy",
+                   "none" if not bypasses else f"{len(bypasses)} refused: " + ", ".join(sorted(set(bypasses))))
+
+
+def reboots(count: int, changed: bool) -> Verdict:
+    """At most one reboot for a change, none without one."""
+    limit = 1 if changed else 0
+    return Verdict(count <= limit, f"at most {limit} (settings {'changed' if changed else 'unchanged'})", str(count))
+
+
+@dataclass(frozen=True)
+class OutageEvidence:
+    """One reboot of a node: the lab's exact cordon state at its edges (None: not recorded, as on
+    a real cluster) and what the Node watch saw in between."""
+
+    at_down: bool | None
+    at_up: bool | None
+    timeline_ok: bool
+    timeline_text: str
+
+
+def drained(outages: list[OutageEvidence]) -> Verdict:
+    """The Node was cordoned when the machine went down and still when it came back."""
+    if not outages:
+        return Verdict(True, "cordoned for every reboot", "no reboot")
+    bad = []
+    for outage in outages:
+        exact = outage.at_down is not None or outage.at_up is not None
+        if exact and outage.at_down is False:
+            bad.append("schedulable when it went down")
+        elif exact and outage.at_up is False:
+            bad.append("schedulable when it came back up")
+        # With exact edges, the watch timeline only adds an uncordon seen in between (its receipt
+        # time is never early); without them it is the whole evidence.
+        elif not outage.timeline_ok and (not exact or "uncordoned" in outage.timeline_text):
+            bad.append(outage.timeline_text)
+    return Verdict(not bad, "cordoned for every reboot",
+                   f"cordoned for all {len(outages)} reboot(s)" if not bad else "; ".join(bad))

@@ -27,10 +27,28 @@ import pytest_asyncio
 
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
 from proxyfleet.harness.conformance.judge import Conformance
+from proxyfleet.harness.conformance.results import ChecksFailed, Ending, ScenarioResult, Status
 from proxyfleet.harness.lab import Lab, LabSettings, customer_settings
 from proxyfleet.harness.lab.external import ENV_MODES
 
 PROPERTY = "proxyfleet"
+ENDING = pytest.StashKey[Ending]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Remember how the scenario's body ended, by exception type (read by the fixture below)."""
+    report = yield
+    if call.when == "call":
+        if call.excinfo is None:
+            item.stash[ENDING] = "passed"
+        elif call.excinfo.errisinstance(ChecksFailed):
+            item.stash[ENDING] = "checks-failed"
+        elif report.skipped:
+            item.stash[ENDING] = "skipped"
+        else:
+            item.stash[ENDING] = "error"
+    return report
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -146,16 +164,19 @@ async def conformance(request: pytest.FixtureRequest, proxyfleet_lab: Lab) -> As
     try:
         yield judge
     finally:
-        request.node.user_properties.append((PROPERTY, json.dumps({
-            "name": request.node.name, "workflow": workflow, "nodes": len(judge.nodes),
-            "checks": [c.as_json() for c in judge.results], "timeline": judge.timeline(),
-            "api_internal_host": _api_internal_host(proxyfleet_lab),
-            "flows": _flow_summary(proxyfleet_lab), "violations": _violations(proxyfleet_lab)})))
+        ending = request.node.stash.get(ENDING, "error")
+        status: Status = "passed" if ending == "passed" else "skipped" if ending == "skipped" else "failed"
+        result = ScenarioResult(
+            name=request.node.name, workflow=workflow, status=status,
+            ending=ending, nodes=len(judge.nodes), checks=list(judge.results), timeline=judge.timeline(),
+            api_internal_host=_api_internal_host(proxyfleet_lab), flows=_flow_summary(proxyfleet_lab),
+            violations=_violations(proxyfleet_lab))
+        request.node.user_properties.append((PROPERTY, json.dumps(result.to_json())))
         await judge.close()
 
 
 def _api_internal_host(lab: Lab) -> str:
-    return lab.control_plane.plan.api_internal_host if lab.control_plane else ""
+    return lab.control_plane.plan.api_internal_host
 
 
 def _flow_summary(lab: Lab) -> dict[str, dict[str, int]]:
@@ -170,4 +191,4 @@ def _flow_summary(lab: Lab) -> dict[str, dict[str, int]]:
 
 
 def _violations(lab: Lab) -> list[dict[str, object]]:
-    return [v.as_json() for v in lab.origins.violations()] if lab.origins else []
+    return [v.as_json() for v in lab.origins.violations()]

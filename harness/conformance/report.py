@@ -5,6 +5,8 @@ JSON schema (``--json``)::
     {"summary": {"passed": int, "failed": int, "skipped": int},   # scenarios
      "duration_s": float, "nodes": int, "variant": str,
      "scenarios": [{"name": str, "workflow": str, "status": "passed"|"failed"|"skipped",
+                    "ending": "passed"|"checks-failed"|"error"|"skipped", "nodes": int,
+                    "api_internal_host": str,
                     "duration_s": float, "error": str (only when the scenario broke outside its checks),
                     "checks": [{"node": str, "check": str, "status": str, "expected": str,
                                 "observed": str, "step": str}],
@@ -38,7 +40,7 @@ def _clean(value: Any) -> Any:
 
 
 def write_json(run: ConformanceRun, path: Path) -> None:
-    path.write_text(json.dumps(_clean(run.as_json()), indent=2) + "\n")
+    path.write_text(json.dumps(_clean(run.to_json()), indent=2) + "\n")
 
 
 def _families(scenario: ScenarioResult) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 Status = Literal["passed", "failed", "skipped"]
 
@@ -23,6 +23,16 @@ CHECK_FAMILIES: dict[str, str] = {
 }
 
 
+class ChecksFailed(AssertionError):
+    """A scenario failed on its checks (``Conformance.assert_passed``), as opposed to breaking."""
+
+
+def _status(value: Any) -> Status:
+    if value not in ("passed", "failed", "skipped"):
+        raise ValueError(f"unknown status {value!r}")
+    return cast(Status, value)
+
+
 @dataclass
 class CheckResult:
     """One check on one node after one step. ``expected``/``observed`` are short, redacted text."""
@@ -34,22 +44,29 @@ class CheckResult:
     observed: str
     step: str = ""
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CheckResult:
-        return cls(**{k: data[k] for k in ("node", "check", "status", "expected", "observed")},
-                   step=data.get("step", ""))
+        return cls(node=str(data["node"]), check=str(data["check"]), status=_status(data["status"]),
+                   expected=str(data["expected"]), observed=str(data["observed"]), step=str(data.get("step", "")))
 
     def describe(self) -> str:
         where = f" after {self.step!r}" if self.step else ""
         return f"{self.node}: {self.check}{where}: expected {self.expected}, observed {self.observed}"
 
 
+# How a scenario ended: its checks passed, its checks failed (ChecksFailed), or it broke (any other
+# exception: the lab did not start, a step raised). Decided from the exception type, never its text.
+Ending = Literal["passed", "checks-failed", "error", "skipped"]
+
+
 @dataclass
 class ScenarioResult:
-    """One scenario (a pytest test) and every check it ran."""
+    """One scenario (a pytest test) and every check it ran. The one schema for a scenario: the
+    pytest plugin writes it into the test report, ``proxyfleet conformance`` reads it back, and
+    ``--json`` reports carry it."""
 
     name: str
     workflow: str
@@ -57,19 +74,36 @@ class ScenarioResult:
     checks: list[CheckResult] = field(default_factory=list)
     duration_s: float = 0.0
     error: str = ""  # a failure outside the checks (the lab did not start, a step raised)
+    ending: Ending = "passed"
+    nodes: int = 0
     timeline: list[dict[str, Any]] = field(default_factory=list)  # per step: node -> seconds to converge
     flows: dict[str, dict[str, int]] = field(default_factory=dict)  # "proxy kind host status" -> count
     violations: list[dict[str, Any]] = field(default_factory=list)  # firewall refusals
     api_internal_host: str = ""  # the lab cluster's internal API name (it follows the install-config)
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "workflow": self.workflow, "status": self.status,
-                                "checks": [c.as_json() for c in self.checks],
+                                "ending": self.ending, "nodes": self.nodes,
+                                "checks": [c.to_json() for c in self.checks],
                                 "duration_s": round(self.duration_s, 3), "timeline": self.timeline,
-                                "flows": self.flows, "violations": self.violations}
+                                "flows": self.flows, "violations": self.violations,
+                                "api_internal_host": self.api_internal_host}
         if self.error:
             data["error"] = self.error
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScenarioResult:
+        ending = data.get("ending", "passed")
+        if ending not in ("passed", "checks-failed", "error", "skipped"):
+            raise ValueError(f"unknown scenario ending {ending!r}")
+        return cls(name=str(data["name"]), workflow=str(data.get("workflow", "?")), status=_status(data["status"]),
+                   checks=[CheckResult.from_json(c) for c in data.get("checks") or []],
+                   duration_s=float(data.get("duration_s", 0.0)), error=str(data.get("error", "")),
+                   ending=cast(Ending, ending), nodes=int(data.get("nodes", 0)),
+                   timeline=list(data.get("timeline") or []), flows=dict(data.get("flows") or {}),
+                   violations=list(data.get("violations") or []),
+                   api_internal_host=str(data.get("api_internal_host", "")))
 
     def failures(self) -> list[CheckResult]:
         return [c for c in self.checks if c.status == "failed"]
@@ -94,6 +128,12 @@ class ConformanceRun:
     def passed(self) -> bool:
         return bool(self.scenarios) and all(s.status != "failed" and not s.failures() for s in self.scenarios)
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
-                "variant": self.variant, "scenarios": [s.as_json() for s in self.scenarios]}
+                "variant": self.variant, "scenarios": [s.to_json() for s in self.scenarios]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConformanceRun:
+        return cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
+                   scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
+                   duration_s=float(data.get("duration_s", 0.0)))

@@ -10,9 +10,10 @@ from proxyfleet.harness.lab.assembly import (
     PROXY_PORT,
     Lab,
     LabError,
+    LabNotStarted,
     LabSettings,
     customer_settings,
 )
 
 __all__ = ["DEFAULT_NO_PROXY", "PROXY2_HOST", "PROXY2_PORT", "PROXY_HOST", "PROXY_PORT", "Lab", "LabError",
-           "LabSettings", "customer_settings"]
+           "LabNotStarted", "LabSettings", "customer_settings"]

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import trustme
@@ -131,6 +131,13 @@ class LabSettings:
     egress_firewall: bool = True
 
 
+_Part = TypeVar("_Part")
+
+
+class LabNotStarted(RuntimeError):
+    """A part of the lab was used before the lab started (or after it stopped)."""
+
+
 @dataclass
 class Lab:
     """A running lab; use ``async with Lab(settings) as lab``."""
@@ -141,10 +148,11 @@ class Lab:
         self.network = LabNetwork()
         self.public_ca = new_public_ca()
         self.state_dir: Path = Path()
-        self.control_plane: ControlPlane | None = None
-        self.origins: Origins | None = None
-        self.proxy: ProxyServer | None = None
-        self.fleet: Fleet | None = None
+        # Parts that exist once the lab has started (read them through the properties below).
+        self._control_plane: ControlPlane | None = None
+        self._origins: Origins | None = None
+        self._fleet: Fleet | None = None
+        self.proxy: ProxyServer | None = None  # None when the lab runs without a proxy (settings.proxy)
         self._temporary: str | None = None
         self.proxy2: ProxyServer | None = None
         self.reconciler: Reconciler | None = None
@@ -181,7 +189,7 @@ class Lab:
         proxy_listen = self.network.allocate(PROXY_NETWORK)
         proxy_egress = self.network.allocate(PROXY_NETWORK)
 
-        self.control_plane = ControlPlane(ControlPlaneSettings(
+        self._control_plane = ControlPlane(ControlPlaneSettings(
             state_dir=self.state_dir / "cluster",
             system_bundle_pem=system_bundle_pem(self.public_ca.cert_pem.bytes().decode()),
             install_config=self.settings.install_config, network=self.network,
@@ -190,7 +198,7 @@ class Lab:
         await self.control_plane.start()
         self._stack.append(("control plane", self.control_plane.stop))
 
-        self.origins = await start_origins(self.network, self.public_ca, proxy_egress)
+        self._origins = await start_origins(self.network, self.public_ca, proxy_egress)
         self._stack.append(("origins", self.origins.stop))
 
         if self.settings.proxy:
@@ -224,7 +232,7 @@ class Lab:
                                   lease_interval=self.settings.heartbeat,
                                   status_interval=self.settings.heartbeat * 5,
                                   lease_duration=int(max(self.settings.node_grace, 1)))
-        self.fleet = Fleet(FleetSettings(
+        self._fleet = Fleet(FleetSettings(
             nodes=self.settings.nodes, state_dir=self.state_dir / "fleet",
             shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
@@ -263,7 +271,6 @@ class Lab:
         return self.settings.max_unavailable or max(1, self.settings.nodes // 2)
 
     async def _start_reconciler(self, variant: str) -> None:
-        assert self.fleet is not None
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
             settle_delay=self.settings.settle_delay,
@@ -275,7 +282,6 @@ class Lab:
         self._stack.append(("reconciler", reconciler.stop))
 
     async def _start_external_reconciler(self, template: str) -> None:
-        assert self.fleet is not None and self.control_plane is not None
         try:
             argv = command_line(template, {"kubeconfig": self.kubeconfig, "ssh_port": self.fleet.port,
                                            "namespace": OPERATOR_NAMESPACE,
@@ -322,6 +328,26 @@ class Lab:
             "additionalTrustBundle": self.settings.mitm_ca.cert_pem.bytes().decode(),
             "additionalTrustBundlePolicy": "Proxyonly"})
 
+    # --- the running parts (not Optional: a lab that has not started says so) --------------------
+
+    @staticmethod
+    def _running(part: str, value: _Part | None) -> _Part:
+        if value is None:
+            raise LabNotStarted(f"the lab's {part} is not running: start the lab first (async with Lab(...))")
+        return value
+
+    @property
+    def control_plane(self) -> ControlPlane:
+        return self._running("control plane", self._control_plane)
+
+    @property
+    def origins(self) -> Origins:
+        return self._running("origins", self._origins)
+
+    @property
+    def fleet(self) -> Fleet:
+        return self._running("fleet", self._fleet)
+
     @property
     def violations_path(self) -> Path:
         """Connections the egress firewall refused, one JSON object per line, written as they happen."""
@@ -334,13 +360,11 @@ class Lab:
     @property
     def egress_firewall(self) -> bool:
         """Whether internet origins accept only the proxy (the corporate egress firewall is up)."""
-        assert self.origins is not None
         return not self.origins.internet_open
 
     def set_egress_firewall(self, on: bool) -> None:
         """A change of the network itself (say, the company retires its proxy and opens egress):
         an explicit lab action, which a scenario takes in the open."""
-        assert self.origins is not None
         self.origins.internet_open = not on
 
     def proxy_server(self, url: str | None) -> ProxyServer | None:
@@ -368,7 +392,6 @@ class Lab:
 
     @property
     def kubeconfig(self) -> Path:
-        assert self.control_plane is not None
         return self.control_plane.kubeconfig_path
 
     def api(self) -> client.ApiClient:

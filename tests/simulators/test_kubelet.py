@@ -36,7 +36,6 @@ async def ready(lab: Lab, node: WindowsNode) -> str | None:
 
 async def set_kubelet_environment(lab: Lab, node: WindowsNode, entries: list[str]) -> None:
     values = ",".join(f"'{e}'" for e in entries) or ""
-    assert lab.fleet is not None
     result = await run_powershell(lab.fleet, node, f"New-ItemProperty -Path {KUBELET_KEY} -Name Environment "
                                            f"-PropertyType MultiString -Value @({values}) -Force | Out-Null;"
                                            "Restart-Service kubelet -Force")
@@ -44,7 +43,6 @@ async def set_kubelet_environment(lab: Lab, node: WindowsNode, entries: list[str
 
 
 async def test_nodes_register_and_stay_ready(lab: Lab) -> None:
-    assert lab.fleet is not None
     for node in lab.fleet.nodes:
         await wait_until(lambda n=node: ready_is(lab, n, "True"), timeout=20,
                          what=f"{node.name} Ready")
@@ -62,7 +60,7 @@ async def ready_is(lab: Lab, node: WindowsNode, expected: str) -> bool:
 
 
 async def test_kubelet_forced_through_the_proxy_goes_not_ready_and_recovers(lab: Lab) -> None:
-    assert lab.fleet is not None and lab.control_plane is not None and lab.proxy is not None
+    assert lab.proxy is not None
     node = lab.fleet.nodes[1]
     await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready")
     api_host = lab.control_plane.plan.api_internal_host
@@ -78,7 +76,6 @@ async def test_kubelet_forced_through_the_proxy_goes_not_ready_and_recovers(lab:
 
 
 async def test_a_stopped_kubelet_goes_not_ready(lab: Lab) -> None:
-    assert lab.fleet is not None
     node = lab.fleet.nodes[0]
     await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready")
     assert (await run_powershell(lab.fleet, node, "Stop-Service kubelet -Force")).exit_status == 0

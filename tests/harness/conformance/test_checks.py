@@ -1,8 +1,15 @@
-"""The pure check functions: case-insensitive variable names as Windows reads them."""
+"""The pure check functions, one per family: (expected, evidence) -> verdict, including
+case-insensitive variable names as Windows reads them."""
 
 from __future__ import annotations
 
+import datetime as dt
+
+import pytest
+
+from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.checks import env_text, proxy_variables, service_environment_problems
+from proxyfleet.harness.conformance.expectations import Route
 
 EXPECTED = {"HTTP_PROXY": "http://p:3128", "HTTPS_PROXY": "http://p:3128", "NO_PROXY": ".svc"}
 
@@ -24,3 +31,89 @@ def test_wrong_missing_and_stopped_services_are_named() -> None:
 
 def test_reports_never_show_credentials() -> None:
     assert "pw" not in env_text({"HTTPS_PROXY": "http://u:pw@p:3128", "NO_PROXY": None})
+
+
+# --- the pure check functions ------------------------------------------------------------------
+
+PROXIED = Route("http://proxy.corp.internal:3128", "HTTPS_PROXY applies")
+DIRECT = Route(None, "in NO_PROXY")
+IMAGE = "quay.io/openshift/windows-test:latest"
+T0 = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
+
+
+def flow(kind: str = "request", intercepted: bool = True, status: int = 200) -> dict[str, object]:
+    return {"kind": kind, "intercepted": intercepted, "status": status, "host": "quay.io"}
+
+
+@pytest.mark.parametrize(("seen", "ok", "says"), [
+    (checks.PullEvidence(True, "", ((True, flow()),)), True, "through the proxy"),
+    (checks.PullEvidence(True, "", ((True, flow()),), direct=1), False, "1 direct connection"),
+    (checks.PullEvidence(True, "", ((False, flow()),)), False, "1 flow(s) through another"),
+    (checks.PullEvidence(False, "x509: unknown authority", ((True, flow("tls-failed", False, 0)),)), False,
+     "1 rejected MITM handshake"),
+    (checks.PullEvidence(False, "dial tcp: refused"), False, "dial tcp: refused"),
+])
+def test_a_pull_through_the_proxy(seen: checks.PullEvidence, ok: bool, says: str) -> None:
+    verdict = checks.pull(IMAGE, PROXIED, firewalled=True, seen=seen)
+    assert verdict.ok is ok and says in verdict.observed
+    assert "***" in verdict.expected or "proxy.corp.internal" in verdict.expected
+
+
+@pytest.mark.parametrize(("firewalled", "seen", "ok"), [
+    (False, checks.PullEvidence(True, "", direct=2), True),
+    (False, checks.PullEvidence(True, ""), False),  # the origin never saw the node
+    (False, checks.PullEvidence(True, "", ((True, flow()),), direct=1), False),  # a proxy flow
+    (True, checks.PullEvidence(False, "reset", refused=True), True),  # refused at the firewall, as it must be
+    (True, checks.PullEvidence(True, "", ((False, flow()),)), False),  # guessed a proxy of its own
+    (True, checks.PullEvidence(False, "timeout"), False),  # failed, but not at the firewall
+])
+def test_a_direct_pull(firewalled: bool, seen: checks.PullEvidence, ok: bool) -> None:
+    assert checks.pull(IMAGE, DIRECT, firewalled, seen).ok is ok
+
+
+def test_services_restart_only_for_a_change() -> None:
+    before, after = T0 - dt.timedelta(seconds=5), T0 + dt.timedelta(seconds=5)
+    assert checks.services_restarted(True, {"kubelet": after, "containerd": after}, T0).ok
+    stale = checks.services_restarted(True, {"kubelet": after, "containerd": before}, T0)
+    assert not stale.ok and "containerd" in stale.observed
+    assert not checks.services_restarted(True, {"kubelet": None}, T0).ok
+    assert checks.services_restarted(False, {"kubelet": before}, T0).ok
+    assert not checks.services_restarted(False, {"kubelet": after}, T0).ok
+
+
+def test_certificates_name_what_is_missing_and_extra() -> None:
+    verdict = checks.certificates(frozenset({"A" * 40, "B" * 40}), frozenset({"B" * 40, "C" * 40}), 1,
+                                  {"A" * 40: "CN=corp"}, {"C" * 40: "CN=old"})
+    assert not verdict.ok and "missing CN=corp" in verdict.observed and "unexpected CN=old" in verdict.observed
+    assert checks.certificates(frozenset({"A" * 40}), frozenset({"A" * 40}), 1, {}, {}).ok
+
+
+def test_node_ready_firewall_and_reboots() -> None:
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {}}
+    assert checks.node_ready(ready, 0, "api-int").ok
+    assert "2 API request" in checks.node_ready(ready, 2, "api-int").observed
+    assert checks.node_ready({**ready, "spec": {"unschedulable": True}}, 0, "api-int").observed == "Node cordoned"
+    assert "not Ready" in checks.node_ready({"status": {}}, 0, "api-int").observed
+    assert checks.node_ready(None, 0, "api-int").observed == "no Node object"
+    assert checks.firewall([]).ok and not checks.firewall(["internet-registry"]).ok
+    assert checks.reboots(1, changed=True).ok and not checks.reboots(2, changed=True).ok
+    assert not checks.reboots(1, changed=False).ok
+
+
+def test_drained_uses_exact_edges_and_the_watch() -> None:
+    assert checks.drained([]).observed == "no reboot"
+    assert checks.drained([checks.OutageEvidence(True, True, True, "cordoned while down")]).ok
+    assert "went down" in checks.drained([checks.OutageEvidence(False, True, True, "")]).observed
+    assert "came back up" in checks.drained([checks.OutageEvidence(True, False, True, "")]).observed
+    # exact edges fine, but the watch saw an uncordon in between
+    assert not checks.drained([checks.OutageEvidence(True, True, False, "uncordoned 0.5s before it came back up")]).ok
+    # no exact edges (a real cluster): the watch decides
+    assert not checks.drained([checks.OutageEvidence(None, None, False, "never cordoned before it came back")]).ok
+
+
+def test_converged_and_registry_env() -> None:
+    assert checks.converged(None, 1.234, 60).observed == "settled after 1.23s"
+    assert "still off at the deadline: certificates" in checks.converged("certificates", None, 60).observed
+    wanted = {"HTTP_PROXY": "http://u:pw@p:1", "HTTPS_PROXY": None, "NO_PROXY": None}
+    verdict = checks.registry_env(wanted, dict(wanted, HTTPS_PROXY="x"))
+    assert not verdict.ok and "pw" not in verdict.expected

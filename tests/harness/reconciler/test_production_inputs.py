@@ -32,12 +32,10 @@ async def lab() -> AsyncIterator[Lab]:
     settings = LabSettings(nodes=4, proxy=False, reboot_duration=0.2, shutdown_delay=0.1,
                            default_shell="mixed", lost_exit_status_rate=0.5, service_stage_seconds=0.15)
     async with Lab(settings) as running:
-        assert running.fleet is not None
         yield running
 
 
 def _reconciler(lab: Lab) -> Reconciler:
-    assert lab.fleet is not None
     return Reconciler(lab.api(), ReconcilerSettings(
         ssh_port=lab.fleet.port, resync_period=2.0, max_unavailable=2, settle_delay=0.3, reboot_timeout=30,
         backoff_base=0.2, backoff_max=1.0, service_start_timeout=20, service_poll=0.1))
@@ -63,7 +61,6 @@ async def _configured(lab: Lab, rec: Reconciler, members: list[WindowsNode], wan
 
 
 async def test_a_151_certificate_bundle_and_a_30000_character_no_proxy_converge_in_one_reboot(lab: Lab) -> None:
-    assert lab.fleet is not None
     members = list(lab.fleet.nodes)
     assert {n.config.default_shell for n in members} == {"cmd", "powershell"}
     user_cas = [trustme.CA(organization_name=f"corp issuing CA {i}") for i in range(33)]
@@ -113,7 +110,6 @@ async def _injected_bundle(lab: Lab) -> set[str]:
 
 
 async def test_built_in_roots_in_the_bundle_survive_the_proxys_removal(lab: Lab) -> None:
-    assert lab.fleet is not None
     members = list(lab.fleet.nodes)
     builtins = {c.thumbprint for c in windows_builtin_roots()}
     corp = trustme.CA(organization_name="corp root")

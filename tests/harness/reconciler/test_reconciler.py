@@ -30,13 +30,11 @@ PROXY_URL = "http://proxy.corp.internal:3128"
 @pytest.fixture
 async def lab() -> AsyncIterator[Lab]:
     async with Lab(LabSettings(nodes=3, proxy=False, reboot_duration=0.3, shutdown_delay=0.15)) as running:
-        assert running.fleet is not None
         await admin.set_ssh_key(running.api(), running.fleet.client_key_path.read_bytes())
         yield running
 
 
 def reconciler(lab: Lab, **settings: Any) -> Reconciler:
-    assert lab.fleet is not None
     options: dict[str, Any] = dict(ssh_port=lab.fleet.port, resync_period=2.0, max_unavailable=1, settle_delay=0.3,
                                    reboot_timeout=30, backoff_base=0.2, backoff_max=1.0)
     variant = settings.pop("variant", None)
@@ -45,7 +43,6 @@ def reconciler(lab: Lab, **settings: Any) -> Reconciler:
 
 
 def nodes(lab: Lab) -> list[WindowsNode]:
-    assert lab.fleet is not None
     return list(lab.fleet.nodes)
 
 
@@ -239,7 +236,6 @@ async def _events(lab: Lab, reason: str) -> list[Any]:
 
 async def _rogue_takes_over(lab: Lab, victim: WindowsNode) -> WindowsNode:
     """A different SSH server (its own host key) answers on the victim's address and port."""
-    assert lab.fleet is not None
     await victim.stop()
     rogue_config = dataclasses.replace(victim.config, name="rogue", state_dir=victim.config.state_dir.parent / "rogue",
                                        host_key=asyncssh.generate_private_key("ssh-ed25519"))
@@ -277,7 +273,6 @@ async def test_a_kubelet_cannot_reopen_the_first_contact_window(lab: Lab) -> Non
     await add_instances(lab, members)
     async with reconciler(lab) as rec:
         await wait_until(lambda: converged(lab, rec, members), timeout=30, what="first contact")
-    assert lab.control_plane is not None
     (lab.state_dir / "cluster-ca.pem").write_bytes(lab.control_plane.ca_pem)
     configuration = client.Configuration()
     configuration.host = lab.control_plane.url
@@ -346,7 +341,6 @@ async def test_values_the_control_plane_would_refuse_are_stored_verbatim_or_refu
     members = nodes(lab)[:1]
     node = members[0]
     await add_instances(lab, members)
-    assert lab.control_plane is not None
     custom = client.CustomObjectsApi(lab.api())
     await configure_proxy(lab, trustme.CA())
     async with reconciler(lab) as rec:
@@ -398,7 +392,6 @@ async def test_trusted_ca_is_requested_and_restored(lab: Lab) -> None:
 async def test_watches_survive_410(lab: Lab) -> None:
     members = nodes(lab)[:1]
     await add_instances(lab, members)
-    assert lab.control_plane is not None
     async with reconciler(lab) as rec:
         await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
         assert rec.watch is not None

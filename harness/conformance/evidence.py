@@ -1,0 +1,80 @@
+"""What a step leaves behind, read once per step: the proxies' flow logs, the origins' access logs
+and the firewall's refusals since the step began, grouped by the node they came from."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.harness.conformance.expectations import Expected
+from proxyfleet.harness.conformance.results import CheckResult
+from proxyfleet.harness.lab import Lab
+from proxyfleet.simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
+from proxyfleet.simulators.proxy.runner import ProxyServer
+
+UNCONFIGURED = Expected(dict.fromkeys(PROXY_VARIABLES), {}, {})
+REGISTRIES = (INTERNET_REGISTRY, INTRANET_REGISTRY)
+
+
+@dataclass
+class Evidence:
+    """What the proxies and origins saw during a step, grouped by node address."""
+
+    pull_flows: dict[str, list[tuple[ProxyServer, dict[str, Any]]]] = field(default_factory=dict)
+    step_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # since the step began
+    origin_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> source -> requests
+    violations: dict[str, list[str]] = field(default_factory=dict)  # source -> refused origins
+
+
+@dataclass
+class Step:
+    """One administrator action and what the nodes showed after it."""
+
+    name: str
+    started: dt.datetime
+    members: list[str]  # node addresses judged as configured instances
+    deconfigured: list[str]
+    boots: dict[str, int]
+    outages: dict[str, int]
+    violations: int
+    before: dict[str, Expected]
+    expected: Expected = UNCONFIGURED
+    converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action
+    results: list[CheckResult] = field(default_factory=list)
+
+
+class LabEvidence:
+    """Reads the lab's logs: ``marks()`` before the pulls, ``read()`` after them."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+
+    def proxies(self) -> list[ProxyServer]:
+        return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
+
+    def marks(self) -> dict[str, int]:
+        """Where each log ends now (what comes after belongs to the pulls that follow)."""
+        marks = {f"proxy:{id(p)}": len(p.flows()) for p in self.proxies()}
+        for host in REGISTRIES:
+            marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
+        return marks
+
+    def read(self, step: Step, marks: dict[str, int]) -> Evidence:
+        """Each log read once, grouped by the node it came from."""
+        evidence = Evidence()
+        for proxy in self.proxies():
+            flows = proxy.flows()
+            for flow in flows[marks.get(f"proxy:{id(proxy)}", 0):]:
+                evidence.pull_flows.setdefault(str(flow["client"]), []).append((proxy, flow))
+            for flow in flows:
+                if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
+                    evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
+        for host in REGISTRIES:
+            seen = evidence.origin_sources.setdefault(host, {})
+            for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
+                seen[record.source] = seen.get(record.source, 0) + 1
+        for violation in self.lab.origins.violations()[step.violations:]:
+            evidence.violations.setdefault(violation.source, []).append(violation.origin)
+        return evidence
