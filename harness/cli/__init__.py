@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "How HTTP clients read HTTP(S)_PROXY and NO_PROXY (Go, client-go, curl, Python, .NET, WinHTTP)."),
     "reconcile": ("proxyfleet.harness.cli.reconcile",
                   "Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."),
+    "rollout": ("proxyfleet.harness.cli.rollout",
+                "Follow the rollout of the cluster's proxy settings to the Windows instances."),
     "repro": ("proxyfleet.harness.cli.repro",
               "Reproduce a customer's proxy settings on the lab and explain every failing path."),
     "up": ("proxyfleet.harness.cli.up",

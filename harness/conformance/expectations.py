@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
 from proxyfleet.core.contract import BUNDLE_KEY, OPENSHIFT_CONFIG_MANAGED, PROXY, PROXY_VARIABLES, TRUSTED_BUNDLE_NAME
 from proxyfleet.core.noproxy import CLIENTS, redact_url
+from proxyfleet.core.rollout import status_reflects_spec
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,9 @@ async def expected_from_cluster(api: client.ApiClient) -> Expected:
 
 def status_matches_spec(expected: Expected) -> bool:
     """Whether Proxy status reflects the spec (the cluster's proxy controller has caught up)."""
-    spec = expected.spec
     env = expected.environment
-    if (spec.get("httpProxy") or None) != env["HTTP_PROXY"] or (spec.get("httpsProxy") or None) != env["HTTPS_PROXY"]:
-        return False
-    if not expected.configured:
-        return True
-    published = set((env["NO_PROXY"] or "").split(","))
-    return all(entry.strip() in published for entry in (spec.get("noProxy") or "").split(",") if entry.strip())
+    return status_reflects_spec(expected.spec, {"httpProxy": env["HTTP_PROXY"], "httpsProxy": env["HTTPS_PROXY"],
+                                                "noProxy": env["NO_PROXY"]})
 
 
 def certificates_of(pem: bytes) -> dict[str, str]:

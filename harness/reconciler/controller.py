@@ -26,6 +26,7 @@ from proxyfleet.core.contract import EGRESS_SERVICES, INSTANCES, KEY_FIELD, KEY_
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.core.rollout import APPLIED
 from proxyfleet.harness.reconciler.applying import ConnectionPool, wait_for_new_boot
 from proxyfleet.harness.reconciler.desired import (
     ChangePlan,
@@ -408,7 +409,8 @@ class Reconciler:
         if not plan.changes_node:
             state = "deconfigured" if deconfigure else "configured"
             labels = (node or {}).get("metadata", {}).get("labels") or {}
-            if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash()
+            stale_revision = desired.revision is not None and annotations.get(APPLIED) != desired.revision
+            if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash() or stale_revision
                     or labels.get(STATE_LABEL) != state or (not deconfigure and APPLIED_PROXY not in annotations)):
                 await self._record_done(node, record, desired, deconfigure, "already as desired")
             elif record.state != state:
@@ -429,6 +431,13 @@ class Reconciler:
                                  old_boot: str, desired: DesiredState, record: NodeRecord,
                                  deconfigure: bool) -> NodeConnection:
         """Cordon, restart, wait for a new boot, verify, uncordon; returns the post-boot connection."""
+        if node is None:
+            # The instance had no Node when this pass began; its kubelet may have registered since
+            # (at install time they join while being configured). Never reboot a schedulable Node
+            # because a cache had not seen it yet: ask the API server.
+            node = self.watch.node_by_address(connection.target.address) if self.watch else None
+            if node is None:
+                node = await self.writer.find_node(connection.target.address)
         name = node["metadata"]["name"] if node is not None else connection.target.address
         async with self._unavailable:
             self.rebooting.add(name)
@@ -503,14 +512,17 @@ class Reconciler:
                            deconfigure: bool, message: str) -> None:
         if deconfigure:
             await self._set_state(node, record, "deconfigured", "proxy settings and certificates removed",
-                                  {CONFIG_HASH: None, REBOOT_PENDING: None, USERNAME: None, APPLIED_PROXY: None})
+                                  {CONFIG_HASH: None, REBOOT_PENDING: None, USERNAME: None, APPLIED_PROXY: None,
+                                   APPLIED: None})
             if node is not None:
                 await self.writer.event(node, "Deconfigured", "removed the proxy settings and the "
                                                               "certificates this reconciler imported")
             return
-        await self._set_state(node, record, "configured", message,
-                              {CONFIG_HASH: desired.config_hash(), REBOOT_PENDING: None,
-                               APPLIED_PROXY: desired.environment.get("HTTPS_PROXY") or "none"})
+        done: dict[str, str | None] = {CONFIG_HASH: desired.config_hash(), REBOOT_PENDING: None,
+                                       APPLIED_PROXY: desired.environment.get("HTTPS_PROXY") or "none"}
+        if desired.revision is not None:  # verified: the node holds this revision now
+            done[APPLIED] = desired.revision
+        await self._set_state(node, record, "configured", message, done)
         if node is not None and message != "already as desired":
             await self.writer.event(node, "NodeConfigured", message)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
 from proxyfleet.core.contract import BUNDLE_KEY, PROXY_VARIABLES
+from proxyfleet.core.rollout import applied_revision
 
 
 class InvalidClusterInput(ValueError):
@@ -29,6 +30,9 @@ class DesiredState:
     environment: dict[str, str | None]  # machine variable -> value, None: must not exist
     certificates: tuple[Certificate, ...]
     bundle_pem: str
+    # What a node holding this state has applied (``core.rollout``); None while the Proxy's status
+    # does not reflect its spec yet. Not part of the node's state: not in ``config_hash``.
+    revision: str | None = None
 
     @property
     def thumbprints(self) -> frozenset[str]:
@@ -71,7 +75,7 @@ def desired_state(proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | Non
         if not certificates:
             raise InvalidClusterInput("InvalidTrustBundle", "the trusted-ca bundle holds no certificate")
     unique = {c.thumbprint: c for c in certificates}
-    return DesiredState(values, tuple(unique.values()), bundle)
+    return DesiredState(values, tuple(unique.values()), bundle, applied_revision(proxy, trusted_ca))
 
 
 _THUMBPRINT = re.compile(r"\b[0-9A-Fa-f]{40}\b")

@@ -13,6 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import INJECT_LABEL, INSTANCES, TRUSTED_CA
+from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.noproxy import redact_text
 
 PREFIX = "proxyfleet.io/"
@@ -70,6 +71,15 @@ class ClusterWriter:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+    async def find_node(self, address: str) -> dict[str, Any] | None:
+        """The Node whose InternalIP is ``address``, read from the API server (not a cache)."""
+        listed = await asyncio.to_thread(self.core.list_node)
+        for item in listed.items:
+            node: dict[str, Any] = self.core.api_client.sanitize_for_serialization(item)
+            if internal_ip(node) == address:
+                return node
+        return None
 
     async def cordon(self, node_name: str, unschedulable: bool) -> None:
         await asyncio.to_thread(self.core.patch_node, node_name, {"spec": {"unschedulable": unschedulable}})

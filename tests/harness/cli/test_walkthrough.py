@@ -1,6 +1,6 @@
 """The README's hand-composed walk-through, run line by line: ``proxyfleet cluster``, ``proxyfleet
 fleet``, kubectl creating the Secret and ConfigMap, ``proxyfleet reconcile``, a proxy with a CA,
-``kubectl wait`` and an OpenSSH check. Long-running commands (the ``proxyfleet`` servers and lines
+``proxyfleet rollout status`` and an OpenSSH check. Long-running commands (the ``proxyfleet`` servers and lines
 ending in ``&``) start in the background; every other line must exit 0."""
 
 from __future__ import annotations

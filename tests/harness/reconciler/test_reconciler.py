@@ -401,3 +401,18 @@ async def test_watches_survive_410(lab: Lab) -> None:
         await wait_until(lambda: rec.watch is not None and rec.watch.relists > relists, timeout=30, what="re-list")
         await configure_proxy(lab, trustme.CA())
         await wait_until(lambda: converged(lab, rec, members), timeout=60, what="changes after the re-list")
+
+
+async def test_a_node_missing_from_a_stale_cache_is_still_cordoned_before_its_reboot(lab: Lab) -> None:
+    """At install time instances join while their kubelets register: a pass that began before the
+    Node appeared in the reconciler's cache must still find it before rebooting the machine."""
+    members = nodes(lab)[:1]
+    await configure_proxy(lab, trustme.CA())
+    async with reconciler(lab) as rec:
+        assert rec.watch is not None
+        rec.watch.node_by_address = lambda address: None  # type: ignore[method-assign]  # a cache behind
+        await add_instances(lab, members)
+        await wait_until(lambda: bool(members[0].outages) and members[0].outages[-1].up_at is not None,
+                         timeout=60, what="the reboot")
+        outage = members[0].outages[-1]
+        assert outage.at_down is True  # cordoned when the machine went down
