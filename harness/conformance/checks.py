@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
+import re
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -216,3 +220,66 @@ def drained(outages: list[OutageEvidence]) -> Verdict:
             bad.append(outage.timeline_text)
     return Verdict(not bad, "cordoned for every reboot",
                    f"cordoned for all {len(outages)} reboot(s)" if not bad else "; ".join(bad))
+
+
+# --- credentials -----------------------------------------------------------------------------------
+
+_BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
+MIN_SECRET = 3  # shorter "passwords" would match by chance
+
+
+def url_secrets(url: str) -> set[str]:
+    """The secrets a proxy URL carries: its password and ``user:password``, as written and decoded
+    (userinfo ends at the last ``@`` before the host, as Go's ``url.Parse`` reads it)."""
+    netloc = urllib.parse.urlsplit(url.strip()).netloc if "://" in url else ""
+    userinfo, at, _ = netloc.rpartition("@")
+    if not at:
+        return set()
+    user, colon, password = userinfo.partition(":")
+    if not colon or len(password) < MIN_SECRET:
+        return set()
+    found = set()
+    for user_text, password_text in ((user, password),
+                                     (urllib.parse.unquote(user), urllib.parse.unquote(password))):
+        found |= {password_text, f"{user_text}:{password_text}"}
+    return found
+
+
+def credential_forms(secrets: Iterable[str]) -> set[str]:
+    """Every way a secret may be written into text: as is, percent-encoded, and Base64 of its UTF-8
+    and UTF-16LE bytes (standard and URL-safe; a ``Basic`` token is Base64 of ``user:password``)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms |= {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote(secret, safe=":")}
+        for raw in (secret.encode(), secret.encode("utf-16-le")):
+            encoded = base64.b64encode(raw).decode()
+            forms |= {encoded, encoded.rstrip("="), base64.urlsafe_b64encode(raw).decode().rstrip("=")}
+    return {f for f in forms if len(f) >= MIN_SECRET}
+
+
+def reveals(text: str, secrets: set[str], forms: set[str]) -> bool:
+    """Whether ``text`` carries any secret in any form — also inside a Base64 token that encodes a
+    longer text (alignment differs there, so tokens are decoded and searched)."""
+    if any(form in text for form in forms):
+        return True
+    for token in _BASE64_TOKEN.findall(text):
+        padded = token + "=" * (-len(token) % 4)
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                raw = decode(padded)
+            except (ValueError, binascii.Error):
+                continue
+            for encoding in ("utf-8", "utf-16-le"):
+                decoded = raw.decode(encoding, errors="ignore")
+                if any(secret in decoded for secret in secrets):
+                    return True
+    return False
+
+
+def credentials(places: list[str]) -> Verdict:
+    """No proxy credential, in any encoding, in what the reconciler writes or ordinary users read
+    (``places`` names where one was found — never the credential itself)."""
+    return Verdict(not places, "no proxy credential (plain, percent-encoded, Basic, Base64 UTF-8/UTF-16LE) in "
+                               "Node annotations/labels, Events, ConfigMaps, Secrets or the reconciler's log",
+                   "none found" if not places else "found in " + "; ".join(sorted(set(places))[:5])
+                   + (f" and {len(set(places)) - 5} more" if len(set(places)) > 5 else ""))

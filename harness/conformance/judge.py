@@ -19,6 +19,7 @@ origins' access logs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import logging
 import time
@@ -54,6 +55,8 @@ PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again: each look is a full observation over
 # SSH (registry, Root store, services), which costs the simulated fleet far more than a real host.
 PENDING_POLL = 0.5
+# The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
+INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
 
 class Conformance:
@@ -75,6 +78,11 @@ class Conformance:
         self._targets: dict[str, Expected] = {}  # what each node should hold now
         self._user_ca: set[str] = set()
         self._old_user_ca: set[str] = set()
+        # Every proxy credential this scenario (or the lab's install-config) used: none may leak.
+        self._secrets: set[str] = set()
+        for url in (lab.proxy2_url if lab.proxy2 is not None else "",
+                    f"http://{lab.settings.proxy_auth}@proxy" if lab.settings.proxy_auth else ""):
+            self._secrets |= checks.url_secrets(url)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -157,6 +165,7 @@ class Conformance:
         Only the cluster changes: the network's egress firewall is the lab's
         (``Lab.set_egress_firewall``)."""
         https = url if https_url is None else https_url
+        self._secrets |= checks.url_secrets(url) | checks.url_secrets(https)
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
                               trusted_ca=trusted_ca or None)
         configured = bool(url or https)
@@ -316,8 +325,60 @@ class Conformance:
         observed = await asyncio.gather(*(gather(a) for a in addresses))
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
+        leaks = await self._credential_leaks(nodes)
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
+            if address in step.members:
+                verdict = checks.credentials(leaks.get(address, []) + leaks.get("", []))
+                step.results.append(CheckResult(address, "credentials", "passed" if verdict.ok else "failed",
+                                                verdict.expected, verdict.observed, step.name))
+
+    async def _credential_leaks(self, nodes: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+        """Where a proxy credential the scenario used shows up: by node address (its Node's
+        annotations and labels, Events about it) and under "" (anything else ordinary users read:
+        other Events, ConfigMaps and Secrets other than the install-config the Proxy came from,
+        the external reconciler's log)."""
+        secrets = set(self._secrets)
+        if not secrets:
+            return {}
+        forms = checks.credential_forms(secrets)
+        found: dict[str, list[str]] = {}
+
+        def look(where: str, text: str, address: str = "") -> None:
+            if checks.reveals(text, secrets, forms):
+                found.setdefault(address, []).append(where)
+
+        by_name = {}
+        for address, node in nodes.items():
+            metadata = node.get("metadata") or {}
+            by_name[metadata.get("name")] = address
+            for kind in ("annotations", "labels"):
+                for key, value in (metadata.get(kind) or {}).items():
+                    look(f"Node {metadata.get('name')} {kind[:-1]} {key}", f"{key}={value}", address)
+        core = client.CoreV1Api(self.api)
+
+        async def listed(function: Callable[[], Any]) -> list[dict[str, Any]]:
+            items: list[dict[str, Any]] = self.api.sanitize_for_serialization(  # type: ignore[no-untyped-call]
+                (await asyncio.to_thread(function)).items)
+            return items
+
+        for event in await listed(core.list_event_for_all_namespaces):
+            involved = event.get("involvedObject") or {}
+            address = by_name.get(involved.get("name"), "") if involved.get("kind") == "Node" else ""
+            look(f"Event {event['metadata'].get('namespace')}/{event.get('reason')}",
+                 "\n".join(str(event.get(k) or "") for k in ("reason", "message", "note", "action")), address)
+        for configmap in await listed(core.list_config_map_for_all_namespaces):
+            where = f"{configmap['metadata'].get('namespace')}/{configmap['metadata'].get('name')}"
+            if where != INSTALL_CONFIG:  # the Proxy's own input, as on a real cluster
+                values = [*(configmap.get("data") or {}).values(), *(configmap.get("binaryData") or {}).values()]
+                look(f"ConfigMap {where}", "\n".join(str(v) for v in values))
+        for secret in await listed(core.list_secret_for_all_namespaces):
+            texts = [base64.b64decode(v).decode("utf-8", errors="ignore") for v in (secret.get("data") or {}).values()]
+            look(f"Secret {secret['metadata'].get('namespace')}/{secret['metadata'].get('name')}", "\n".join(texts))
+        log = self.lab.state_dir / "reconciler.log"
+        if log.exists():
+            look("the external reconciler's output (reconciler.log)", log.read_text(errors="replace"))
+        return found
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
                      state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence) -> None:

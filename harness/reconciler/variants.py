@@ -7,7 +7,9 @@ reference code path holds no flag for any of them.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import urllib.parse
 from typing import Any
 
 from kubernetes import client
@@ -23,6 +25,7 @@ from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, Obse
 from proxyfleet.harness.reconciler.scripts import unquoted_apply_script
 
 RETRIES = 3  # how many restarts the looping variants attempt before giving up
+LEAK_ANNOTATION = "proxyfleet.io/proxy-config"
 
 
 class SemicolonNoProxy(Reconciler):
@@ -142,9 +145,27 @@ class RebootWithoutExitStatus(Reconciler):
         return failure is None and not confirmed and attempts < RETRIES
 
 
+class LeaksCredentials(Reconciler):
+    name = "leaks-credentials"
+    description = ("records the applied proxy URL on the Node as Base64 (UTF-16LE, as -EncodedCommand carries it) "
+                   "and names the proxy's Basic token in an Event: text redaction does not see either")
+
+    async def _record_done(self, node: dict[str, Any] | None, record: NodeRecord, desired: DesiredState,
+                           deconfigure: bool, message: str) -> None:
+        await super()._record_done(node, record, desired, deconfigure, message)
+        url = desired.environment.get("HTTPS_PROXY") or ""
+        userinfo = urllib.parse.urlsplit(url).netloc.rpartition("@")[0] if "://" in url else ""
+        if node is None or not userinfo:
+            return
+        encoded = base64.b64encode(url.encode("utf-16-le")).decode()
+        await self.writer.annotate(node["metadata"]["name"], {LEAK_ANNOTATION: encoded})
+        token = base64.b64encode(urllib.parse.unquote(userinfo).encode()).decode()
+        await self.writer.event(node, "ProxyAuthConfigured", f"proxy authorization Basic {token}")
+
+
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
-    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus,
+    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials,
 )}
 
 

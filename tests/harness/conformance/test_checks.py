@@ -117,3 +117,34 @@ def test_converged_and_registry_env() -> None:
     wanted = {"HTTP_PROXY": "http://u:pw@p:1", "HTTPS_PROXY": None, "NO_PROXY": None}
     verdict = checks.registry_env(wanted, dict(wanted, HTTPS_PROXY="x"))
     assert not verdict.ok and "pw" not in verdict.expected
+
+
+def test_credentials_are_found_in_every_encoding_and_never_echoed() -> None:
+    import base64
+    import urllib.parse
+
+    url = "http://o'brien:pa$(x)@proxy2.corp.internal:8080"
+    secrets = checks.url_secrets(url)
+    assert secrets == {"pa$(x)", "o'brien:pa$(x)"}
+    forms = checks.credential_forms(secrets)
+    carriers = [
+        f"proxy {url}",  # plain
+        urllib.parse.quote(url, safe=""),  # percent-encoded
+        "Basic " + base64.b64encode(b"o'brien:pa$(x)").decode(),  # a Basic token
+        base64.b64encode(url.encode()).decode(),  # Base64 of a longer text (another alignment)
+        "x=" + base64.b64encode(url.encode("utf-16-le")).decode(),  # as -EncodedCommand carries it
+        base64.urlsafe_b64encode(b"pa$(x)").decode().rstrip("="),
+    ]
+    for text in carriers:
+        assert checks.reveals(text, secrets, forms), text
+    for clean in ("http://***:***@proxy2.corp.internal:8080", "proxyfleet-reconciler NodeConfigured", ""):
+        assert not checks.reveals(clean, secrets, forms)
+    verdict = checks.credentials(["Node win-0001 annotation proxyfleet.io/proxy-config"])
+    assert not verdict.ok and "pa$(x)" not in verdict.observed + verdict.expected
+    assert checks.credentials([]).ok
+
+
+def test_urls_without_a_password_carry_no_secret() -> None:
+    assert checks.url_secrets("http://proxy:3128") == set()
+    assert checks.url_secrets("http://user@proxy:3128") == set()
+    assert checks.url_secrets("http://u:%70%77%21@proxy:3128") == {"%70%77%21", "u:%70%77%21", "pw!", "u:pw!"}

@@ -24,6 +24,7 @@ CATCHES = {
     "records-whole-bundle": ("remove", "certificates"),
     "no-service-wait": ("runtime-add", "reboots"),
     "reboot-without-exit-status": ("runtime-add", "reboots"),
+    "leaks-credentials": ("change", "credentials"),
 }
 
 

@@ -137,7 +137,7 @@ def test_the_reference_verifier_is_not_weakened_by_any_variant() -> None:
 def test_every_variant_is_named() -> None:
     assert set(VARIANTS) == {"correct", "semicolon-noproxy", "no-reboot", "early-reachability", "no-cert-import",
                              "no-cert-removal", "no-env-removal", "unquoted-values", "records-whole-bundle",
-                             "no-service-wait", "reboot-without-exit-status"}
+                             "no-service-wait", "reboot-without-exit-status", "leaks-credentials"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
         reconciler_class("nope")
 
