@@ -158,6 +158,15 @@ def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence) -> Verd
                    f"origin saw the node {seen.direct} time(s)")
 
 
+def leftover_files(found: frozenset[str], baseline: frozenset[str]) -> Verdict:
+    """Without a proxy the node holds no file a reconciler left (bundle copies, per-certificate
+    files, import records, data files): nothing beyond what it had before the scenario began."""
+    left = sorted(found - baseline)
+    return Verdict(not left, "no file beyond the node's own (bundle, certificates, records, data files removed)",
+                   "none left" if not left else f"{len(left)} left: " + ", ".join(left[:4])
+                   + (" …" if len(left) > 4 else ""))
+
+
 def node_problem(node: Mapping[str, Any] | None) -> str | None:
     """Why a Node object is not Ready and schedulable (None: it is)."""
     if node is None:

@@ -75,6 +75,7 @@ class Conformance:
         self.instances: list[str] = []
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
+        self.baseline_files: dict[str, frozenset[str]] = {}
         self._targets: dict[str, Expected] = {}  # what each node should hold now
         self._user_ca: set[str] = set()
         self._old_user_ca: set[str] = set()
@@ -97,6 +98,7 @@ class Conformance:
         """Record each node's out-of-the-box Root store and start watching cordons."""
         states = await asyncio.gather(*(self._observe_retrying(n.address) for n in self.nodes))
         self.baseline_roots = {n.address: s.root for n, s in zip(self.nodes, states, strict=True)}
+        self.baseline_files = {n.address: s.files for n, s in zip(self.nodes, states, strict=True)}
         for node in self.nodes:
             self._targets[node.address] = UNCONFIGURED
         if self.lab.settings.install_proxy and self.lab.settings.mitm_ca is not None:
@@ -399,6 +401,8 @@ class Conformance:
                   for t, s in e.bundle.items()}
         record("certificates", checks.certificates(self._expected_root(address), state.root, len(target.bundle),
                                                    {**others, **target.bundle}, others))
+        if not target.configured:  # no proxy (any more): nothing of a reconciler's may stay behind
+            record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
         if address not in step.members:
             return  # a deconfigured instance: only its clean-up is judged
         record("services-restarted", checks.services_restarted(changed, state.services, step.started))

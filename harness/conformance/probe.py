@@ -30,6 +30,7 @@ class NodeState:
     root: frozenset[str]
     boot: dt.datetime
     services: dict[str, dt.datetime | None]  # egress service -> process start time (None: not running)
+    files: frozenset[str] = frozenset()  # files under the places a reconciler keeps its own (FILE_PLACES)
 
 
 @dataclass(frozen=True)
@@ -45,15 +46,24 @@ def _time(text: object) -> dt.datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
+# Where a reconciler keeps files of its own on a Windows node: the Kubernetes directory (WMCO's
+# bundle and import record live there) and the SSH user's profile (data files sent over SFTP).
+FILE_PLACES = ("C:\\k", "$env:USERPROFILE\\.proxyfleet")
+
+
 def probe_script() -> str:
-    """One round trip: machine proxy variables, Root thumbprints, boot time, egress services."""
+    """One round trip: machine proxy variables, Root thumbprints, boot time, egress services, and
+    the files under ``FILE_PLACES``."""
+    places = ", ".join(f'"{p}"' for p in FILE_PLACES)
     return ("$ErrorActionPreference = 'Stop'\n"
             + read_variables_script("Machine") +
             "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | ForEach-Object { $_.Thumbprint })\n"
             f"$boot = {BOOT_SCRIPT}\n"
             + services_script() +
-            "[ordered]@{ environment = $environment; root = $root; boot = $boot; services = $services } "
-            "| ConvertTo-Json -Compress -Depth 4\n")
+            f"$files = @(foreach ($place in @({places})) {{ if (Test-Path -LiteralPath $place) {{ "
+            "Get-ChildItem -LiteralPath $place -Recurse -File | ForEach-Object { $_.FullName } } })\n"
+            "[ordered]@{ environment = $environment; root = $root; boot = $boot; services = $services; "
+            "files = $files } | ConvertTo-Json -Compress -Depth 4\n")
 
 
 class NodeProbe:
@@ -95,7 +105,8 @@ class NodeProbe:
         boot = _time(data.get("boot"))
         assert boot is not None
         services = {name: _time((data.get("services") or {}).get(name)) for name in EGRESS_SERVICES}
-        return NodeState(environment, frozenset(str(t).upper() for t in root), boot, services)
+        files = frozenset(str(f) for f in data.get("files") or [])
+        return NodeState(environment, frozenset(str(t).upper() for t in root), boot, services, files)
 
     async def pull(self, address: str, image: str) -> PullResult:
         """``crictl pull`` on the node: containerd's own environment decides the route."""

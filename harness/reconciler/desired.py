@@ -113,6 +113,9 @@ class ChangePlan:
     record_before: list[str] = field(default_factory=list)  # own imports, widened first
     record_after: list[str] = field(default_factory=list)
     upload_bundle: bool = False
+    # Nothing of ours is left to keep (no proxy, no own import): remove the bundle copy, the import
+    # record and the certificate directory with this apply.
+    cleanup: bool = False
 
     @property
     def changes_node(self) -> bool:
@@ -153,4 +156,5 @@ def plan_changes(desired: DesiredState, observed: ObservedState) -> ChangePlan:
     plan.record_after = sorted(t for t in widened - set(plan.remove_certificates) if t in desired.thumbprints)
     bundle_hash = hashlib.sha256(desired.bundle_pem.encode()).hexdigest().upper() if desired.bundle_pem else None
     plan.upload_bundle = bundle_hash is not None and bundle_hash != observed.bundle_sha256
+    plan.cleanup = not desired.bundle_pem and not plan.record_after
     return plan

@@ -71,6 +71,13 @@ APPLY_SCRIPT = (
     "  if (Test-Path -Path $path) { Remove-Item -Path $path; $changed.removed += [string]$thumbprint }\n"
     "}\n"
     f"[IO.File]::WriteAllText('{RECORD_PATH}', [string]$data.record_after)\n"
+    # No proxy and no import of ours left: leave nothing of ours behind.
+    "if ($data.cleanup) {\n"
+    f"  foreach ($file in @('{BUNDLE_PATH}', '{RECORD_PATH}')) {{\n"
+    "    if (Test-Path -LiteralPath $file) { Remove-Item -LiteralPath $file -Force }\n"
+    "  }\n"
+    f"  if (Test-Path -LiteralPath '{CERT_DIR}') {{ Remove-Item -LiteralPath '{CERT_DIR}' -Recurse -Force }}\n"
+    "}\n"
     "$changed | ConvertTo-Json -Compress\n")
 
 
@@ -89,6 +96,7 @@ def apply_data(plan: ChangePlan) -> dict[str, Any]:
         "remove": [_thumbprint(t) for t in plan.remove_certificates],
         "record_before": "".join(f"{_thumbprint(t)}\n" for t in plan.record_before),
         "record_after": "".join(f"{_thumbprint(t)}\n" for t in plan.record_after),
+        "cleanup": plan.cleanup,
     }
 
 

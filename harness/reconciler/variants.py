@@ -163,9 +163,19 @@ class LeaksCredentials(Reconciler):
         await self.writer.event(node, "ProxyAuthConfigured", f"proxy authorization Basic {token}")
 
 
+class LeavesFiles(Reconciler):
+    name = "leaves-files"
+    description = "removes the proxy but leaves its bundle copy and import record on the node"
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        plan = super().plan(desired, observed)
+        plan.cleanup = False
+        return plan
+
+
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
-    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials,
+    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
 )}
 
 

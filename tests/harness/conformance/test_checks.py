@@ -148,3 +148,10 @@ def test_urls_without_a_password_carry_no_secret() -> None:
     assert checks.url_secrets("http://proxy:3128") == set()
     assert checks.url_secrets("http://user@proxy:3128") == set()
     assert checks.url_secrets("http://u:%70%77%21@proxy:3128") == {"%70%77%21", "u:%70%77%21", "pw!", "u:pw!"}
+
+
+def test_leftover_files_are_what_the_node_did_not_have_before() -> None:
+    before = frozenset({"C:\\k\\kubelet.exe"})
+    assert checks.leftover_files(before, before).ok
+    verdict = checks.leftover_files(before | {"C:\\k\\ca-bundle.crt"}, before)
+    assert not verdict.ok and "C:\\k\\ca-bundle.crt" in verdict.observed

@@ -25,6 +25,7 @@ CATCHES = {
     "no-service-wait": ("runtime-add", "reboots"),
     "reboot-without-exit-status": ("runtime-add", "reboots"),
     "leaks-credentials": ("change", "credentials"),
+    "leaves-files": ("remove", "files"),
 }
 
 

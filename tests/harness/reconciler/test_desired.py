@@ -137,7 +137,8 @@ def test_the_reference_verifier_is_not_weakened_by_any_variant() -> None:
 def test_every_variant_is_named() -> None:
     assert set(VARIANTS) == {"correct", "semicolon-noproxy", "no-reboot", "early-reachability", "no-cert-import",
                              "no-cert-removal", "no-env-removal", "unquoted-values", "records-whole-bundle",
-                             "no-service-wait", "reboot-without-exit-status", "leaks-credentials"}
+                             "no-service-wait", "reboot-without-exit-status", "leaks-credentials",
+                             "leaves-files"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
         reconciler_class("nope")
 
@@ -176,3 +177,12 @@ async def test_observe_script_runs_on_a_node(machine: WindowsMachine) -> None:
     data = json.loads(result.stdout)
     assert set(data) == {"hostname", "environment", "root", "imported", "bundle", "boot", "services"}
     assert data["services"]["kubelet"].endswith("Z") and data["environment"]["HTTP_PROXY"] is None
+
+
+def test_cleanup_only_when_nothing_of_ours_is_left() -> None:
+    ca = trustme.CA()
+    imported = observed(env={"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:1", "NO_PROXY": None},
+                        root={cert(ca).thumbprint}, imported=cert(ca).thumbprint + "\n")
+    assert plan_changes(desired_state(None, None), imported).cleanup  # proxy gone, own import removed
+    assert not plan_changes(desired_state(PROXY, bundle(ca)), observed()).cleanup  # a bundle to keep
+    assert not variant("leaves-files").plan(desired_state(None, None), imported).cleanup
