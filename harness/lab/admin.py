@@ -35,24 +35,24 @@ async def _upsert_configmap(api: client.ApiClient, namespace: str, name: str, da
     core = client.CoreV1Api(api)
     body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, namespace=namespace, labels=labels),
                               data=data)
+    await _create_or_replace(core.create_namespaced_config_map, core.replace_namespaced_config_map,
+                             name, namespace, body)
+
+
+async def _create_or_replace(create: Any, replace: Any, name: str, namespace: str, body: Any) -> None:
     try:
-        await _call(core.create_namespaced_config_map, namespace, body)
+        await _call(create, namespace, body)
     except ApiException as exc:
         if exc.status != 409:
             raise
-        await _call(core.replace_namespaced_config_map, name, namespace, body)
+        await _call(replace, name, namespace, body)
 
 
 async def set_ssh_key(api: client.ApiClient, private_key: bytes, namespace: str = OPERATOR_NAMESPACE) -> None:
     core = client.CoreV1Api(api)
     body = client.V1Secret(metadata=client.V1ObjectMeta(name=KEY_SECRET, namespace=namespace),
                            data={KEY_FIELD: base64.b64encode(private_key).decode()})
-    try:
-        await _call(core.create_namespaced_secret, namespace, body)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-        await _call(core.replace_namespaced_secret, KEY_SECRET, namespace, body)
+    await _create_or_replace(core.create_namespaced_secret, core.replace_namespaced_secret, KEY_SECRET, namespace, body)
 
 
 async def set_instances(api: client.ApiClient, instances: Iterable[tuple[str, str]],

@@ -4,6 +4,7 @@ operators by precedence, casts, members, calls, literals, arrays and hashtables.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from proxyfleet.simulators.windows.powershell import syntax as ast
 from proxyfleet.simulators.windows.powershell.lexing import (
@@ -200,6 +201,10 @@ class ExpressionParser(ParserCore):
         first = self._unary()
         if not comma:
             return first
+        return self._comma_list(start, first, self._unary)
+
+    def _comma_list(self, start: int, first: ast.Expr, item: Callable[[], ast.Expr]) -> ast.Expr:
+        """``first`` alone, or ``first, item, item…`` as an array (in expression and argument mode)."""
         items = [first]
         while True:
             save = self.pos
@@ -211,7 +216,7 @@ class ExpressionParser(ParserCore):
             self._skip(newlines=True)
             if self._statement_end():
                 self._fail("Missing expression after ','.", "MissingExpressionAfterToken", self.pos)
-            items.append(self._unary())
+            items.append(item())
         if len(items) == 1:
             return first
         return ast.ArrayLiteral(ast.Extent(start, self.pos), tuple(items))

@@ -390,21 +390,7 @@ class Parser(ExpressionParser):
 
     def _argument(self) -> ast.Expr:
         start = self.pos
-        items = [self._argument_primary()]
-        while True:
-            save = self.pos
-            self._skip(newlines=False)
-            if self._peek() != ",":
-                self.pos = save
-                break
-            self.pos += 1
-            self._skip(newlines=True)
-            if self._statement_end():
-                self._fail("Missing expression after ','.", "MissingExpressionAfterToken", self.pos)
-            items.append(self._argument_primary())
-        if len(items) == 1:
-            return items[0]
-        return ast.ArrayLiteral(ast.Extent(start, self.pos), tuple(items))
+        return self._comma_list(start, self._argument_primary(), self._argument_primary)
 
     def _argument_primary(self) -> ast.Expr:
         start = self.pos
