@@ -31,3 +31,9 @@ INSTANCES = "windows-instances"  # BYOH instances: address -> "username=<user>"
 KEY_SECRET = "cloud-private-key"
 KEY_FIELD = "private-key.pem"
 TRUSTED_CA = "trusted-ca"  # the operator's injected copy of the merged bundle
+
+# What the reference reconciler writes on each Node (``kubectl get nodes -L proxyfleet.io/proxy-state``).
+ANNOTATION_PREFIX = "proxyfleet.io/"
+STATE_LABEL = ANNOTATION_PREFIX + "proxy-state"
+MESSAGE = ANNOTATION_PREFIX + "message"
+APPLIED = ANNOTATION_PREFIX + "applied"  # the rollout revision verified on the node (core.rollout)

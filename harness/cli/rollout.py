@@ -11,32 +11,13 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import click
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.contract import (
-    BUNDLE_KEY,
-    CONFIG_GROUP,
-    CONFIG_VERSION,
-    INSTANCES,
-    OPENSHIFT_CONFIG,
-    OPENSHIFT_CONFIG_MANAGED,
-    OPERATOR_NAMESPACE,
-    PROXIES,
-    PROXY_NAME,
-    TRUSTED_BUNDLE_NAME,
-    TRUSTED_CA,
-)
-from proxyfleet.core.informer import internal_ip
+from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
-from proxyfleet.core.rollout import APPLIED, applied_revision
-from proxyfleet.harness.reconciler.reporting import MESSAGE, STATE_LABEL
+from proxyfleet.core.rollout import Assessment, assess, read_snapshot
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
@@ -53,115 +34,6 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"invalid duration {text!r} (use e.g. 90s, 5m, 1h30m)")
     scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
     return sum(float(n) * scale[u] for n, u in parts)
-
-
-@dataclass
-class Snapshot:
-    """The objects one look at the cluster reads."""
-
-    proxy: dict[str, Any] | None
-    trusted_ca: dict[str, Any] | None  # the bundle injected into the operator's namespace
-    managed_bundle: dict[str, Any] | None  # openshift-config-managed/trusted-ca-bundle
-    user_bundle: dict[str, Any] | None  # openshift-config/<Proxy spec.trustedCA.name>
-    instances: list[str]  # windows-instances addresses
-    nodes: list[dict[str, Any]]
-
-
-@dataclass
-class Assessment:
-    """Where the rollout stands."""
-
-    revision: str | None  # None: the cluster has not published the change yet
-    waiting_for: str = ""  # why there is no revision yet
-    done: list[str] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)  # "name (state: message)"
-    failed: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return self.revision is not None and not self.pending and not self.failed
-
-
-def _thumbprints(configmap: dict[str, Any] | None) -> set[str] | None:
-    pem = ((configmap or {}).get("data") or {}).get(BUNDLE_KEY)
-    if not pem:
-        return set()
-    try:
-        return {c.thumbprint for c in certificates_in_bundle(str(pem).encode())}
-    except CertificateFormatError:
-        return None
-
-
-def _bundle_published(snapshot: Snapshot) -> bool:
-    """The user's CA is merged into the managed bundle, and that is what was injected. (A CA only
-    removed from the user bundle cannot be told from a system root here: that case is judged by
-    the injected bundle's revision alone.)"""
-    user, managed, injected = (_thumbprints(snapshot.user_bundle), _thumbprints(snapshot.managed_bundle),
-                               _thumbprints(snapshot.trusted_ca))
-    if user is None or managed is None or injected is None:
-        return False
-    return user <= managed and managed == injected
-
-
-def assess(snapshot: Snapshot) -> Assessment:
-    """Pure: the current revision, and each instance's standing against it."""
-    proxy = snapshot.proxy
-    revision = applied_revision(proxy, snapshot.trusted_ca)
-    if proxy is None:
-        return Assessment(None, "the cluster has no Proxy object")
-    if revision is None:
-        return Assessment(None, "the cluster to publish the Proxy change (status does not reflect spec yet)")
-    status = proxy.get("status") or {}
-    if (status.get("httpProxy") or status.get("httpsProxy")) and not _bundle_published(snapshot):
-        return Assessment(None, "the trusted CA bundle to be merged and injected")
-    by_address = {internal_ip(n): n for n in snapshot.nodes}
-    result = Assessment(revision)
-    for address in sorted(snapshot.instances):
-        node = by_address.get(address)
-        if node is None:
-            result.pending.append(f"{address} (no Node yet)")
-            continue
-        metadata = node.get("metadata") or {}
-        name = metadata.get("name", address)
-        state = (metadata.get("labels") or {}).get(STATE_LABEL, "unknown")
-        message = (metadata.get("annotations") or {}).get(MESSAGE, "")
-        if state == "failed":
-            result.failed.append(f"{name}: {message}")
-        elif state == "configured" and (metadata.get("annotations") or {}).get(APPLIED) == revision:
-            result.done.append(name)
-        else:
-            result.pending.append(f"{name} ({state}{': ' + message if message else ''})")
-    return result
-
-
-def read_snapshot(api: client.ApiClient, namespace: str) -> Snapshot:
-    core = client.CoreV1Api(api)
-
-    def configmap(name: str, in_namespace: str) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = api.sanitize_for_serialization(  # type: ignore[no-untyped-call]
-                core.read_namespaced_config_map(name, in_namespace))
-            return found
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    try:
-        found: Any = client.CustomObjectsApi(api).get_cluster_custom_object(
-            CONFIG_GROUP, CONFIG_VERSION, PROXIES, PROXY_NAME)
-        proxy: dict[str, Any] | None = dict(found)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        proxy = None
-    user_name = (((proxy or {}).get("spec") or {}).get("trustedCA") or {}).get("name")
-    instances = configmap(INSTANCES, namespace)
-    nodes = api.sanitize_for_serialization(core.list_node())  # type: ignore[no-untyped-call]
-    return Snapshot(proxy=proxy, trusted_ca=configmap(TRUSTED_CA, namespace),
-                    managed_bundle=configmap(TRUSTED_BUNDLE_NAME, OPENSHIFT_CONFIG_MANAGED),
-                    user_bundle=configmap(user_name, OPENSHIFT_CONFIG) if user_name else None,
-                    instances=sorted((instances or {}).get("data") or {}), nodes=list(nodes.get("items") or []))
 
 
 def _describe(found: Assessment) -> str:

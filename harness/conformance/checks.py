@@ -74,7 +74,7 @@ def converged(problem: str | None, seconds: float | None, timeout: float) -> Ver
     """The node reached its target (and held it) before the deadline."""
     return Verdict(problem is None, f"settled within {timeout:g}s",
                    f"settled after {seconds:.2f}s" if problem is None and seconds is not None
-                   else f"still off at the deadline: {problem}")
+                   else f"still off when the step ended: {problem}")
 
 
 def registry_env(wanted: Mapping[str, str | None], seen: Mapping[str, str | None]) -> Verdict:
@@ -167,25 +167,81 @@ def leftover_files(found: frozenset[str], baseline: frozenset[str]) -> Verdict:
                    + (" …" if len(left) > 4 else ""))
 
 
-def node_problem(node: Mapping[str, Any] | None) -> str | None:
-    """Why a Node object is not Ready and schedulable (None: it is)."""
+def node_problem(node: Mapping[str, Any] | None, admin_cordoned: bool = False) -> str | None:
+    """Why a Node object is not Ready and schedulable (None: it is). A Node the administrator
+    cordoned must stay cordoned instead."""
     if node is None:
         return "no Node object"
     conditions = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
     ready = conditions.get("Ready") or {}
     if ready.get("status") != "True":
         return f"Node not Ready ({ready.get('reason', 'no Ready condition')})"
-    if (node.get("spec") or {}).get("unschedulable"):
+    cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+    if cordoned and not admin_cordoned:
         return "Node cordoned"
+    if admin_cordoned and not cordoned:
+        return "the administrator's cordon was lost (Node schedulable)"
     return None
 
 
-def node_ready(node: Mapping[str, Any] | None, api_flows: int, api_host: str) -> Verdict:
-    """The Node is Ready and schedulable, and no kubelet API request went through a proxy."""
-    problem = node_problem(node)
+def node_ready(node: Mapping[str, Any] | None, api_flows: int, api_host: str, admin_cordoned: bool = False) -> Verdict:
+    """The Node is Ready and schedulable (cordoned, when the administrator cordoned it), and no
+    kubelet API request went through a proxy."""
+    problem = node_problem(node, admin_cordoned)
     ok = problem is None and not api_flows
-    return Verdict(ok, f"Ready, schedulable, no kubelet traffic to {api_host} through a proxy",
+    schedulable = "cordoned by the administrator" if admin_cordoned else "schedulable"
+    return Verdict(ok, f"Ready, {schedulable}, no kubelet traffic to {api_host} through a proxy",
                    "Ready" if ok else (problem or f"{api_flows} API request(s) went through the proxy"))
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The most instances unavailable at one moment, which ones, and when."""
+
+    count: int
+    at: dt.datetime | None
+    nodes: frozenset[str]
+
+
+def peak_unavailable(intervals: Mapping[str, Iterable[tuple[dt.datetime, dt.datetime]]]) -> Peak:
+    """The moment the most nodes were inside one of their intervals (a node counts once however
+    many of its intervals overlap; an interval ending at the instant another begins does not
+    overlap it)."""
+    edges: list[tuple[dt.datetime, int, str]] = []
+    for node, spans in intervals.items():
+        for start, end in spans:
+            if end > start:
+                edges += [(start, 1, node), (end, -1, node)]
+    edges.sort(key=lambda e: (e[0], e[1]))  # ends (-1) before starts at the same instant
+    depth: dict[str, int] = {}
+    best = Peak(0, None, frozenset())
+    for time, change, node in edges:
+        depth[node] = depth.get(node, 0) + change
+        active = frozenset(n for n, d in depth.items() if d > 0)
+        if len(active) > best.count:
+            best = Peak(len(active), time, active)
+    return best
+
+
+def disruption_budget(address: str, budget: int, instances: int, down: Peak, cordoned: Peak,
+                      admin_cordon_kept: bool | None) -> Verdict:
+    """At no moment more instances down (machine unreachable) than maxUnavailable, nor more
+    cordoned by the reconciler; a cordon the administrator set is still there afterwards
+    (``admin_cordon_kept`` is None for a node the administrator did not cordon)."""
+    expected = (f"at most {budget} of {instances} instance(s) down at once "
+                f"and at most {budget} cordoned by the reconciler")
+    if admin_cordon_kept is not None:
+        expected += "; the administrator's cordon kept"
+    problems = []
+    for what, peak in (("down", down), ("cordoned by the reconciler", cordoned)):
+        if peak.count > budget and address in peak.nodes:
+            when = peak.at.strftime("%H:%M:%S.%f")[:-3] if peak.at else "?"
+            problems.append(f"{peak.count} {what} at once at {when} ({', '.join(sorted(peak.nodes))})")
+    if admin_cordon_kept is False:
+        problems.append("the administrator's cordon was removed")
+    if problems:
+        return Verdict(False, expected, "; ".join(problems))
+    return Verdict(True, expected, f"at most {down.count} down and {cordoned.count} cordoned at once")
 
 
 def firewall(bypasses: list[str]) -> Verdict:

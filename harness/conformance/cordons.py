@@ -60,6 +60,26 @@ class CordonTimeline:
     def history(self, node: str) -> list[CordonChange]:
         return [c for c in self.changes if c.node == node]
 
+    def intervals(self, node: str, since: dt.datetime, until: dt.datetime) -> list[tuple[dt.datetime, dt.datetime]]:
+        """The spans within [since, until] in which ``node`` was cordoned (in the order the watch
+        delivered the changes: every node's edges are delayed alike, so overlaps between nodes
+        are as they happened)."""
+        spans: list[tuple[dt.datetime, dt.datetime]] = []
+        start: dt.datetime | None = None
+        for change in self.history(node):
+            if change.time <= since:
+                start = since if change.cordoned else None
+            elif change.time > until:
+                break
+            elif change.cordoned and start is None:
+                start = change.time
+            elif not change.cordoned and start is not None:
+                spans.append((start, change.time))
+                start = None
+        if start is not None:
+            spans.append((start, until))
+        return spans
+
     def cordoned_through(self, node: str, down_at: dt.datetime, up_at: dt.datetime) -> tuple[bool, str]:
         """Whether ``node`` was seen cordoned before it came back at ``up_at`` and not uncordoned
         before then; with a description of what was seen."""

@@ -27,13 +27,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import EGRESS_SERVICES
+from proxyfleet.core.contract import APPLIED, EGRESS_SERVICES, OPERATOR_NAMESPACE
+from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.nodessh import NodeError
 from proxyfleet.core.noproxy import redact_url
+from proxyfleet.core.rollout import assess, read_snapshot
 from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.checks import env_text
-from proxyfleet.harness.conformance.cordons import CordonTimeline, internal_ip
+from proxyfleet.harness.conformance.cordons import CordonTimeline
 from proxyfleet.harness.conformance.evidence import UNCONFIGURED, Evidence, LabEvidence, Step
 from proxyfleet.harness.conformance.expectations import (
     Expected,
@@ -59,6 +62,34 @@ PENDING_POLL = 0.5
 INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
 
+# How long a node must stay off its target while its reconciler reports it done before the step
+# ends without waiting for the deadline (a correct reconciler writes that claim only after it has
+# verified the node, so a claim that holds this long is a definitive failure, not a race).
+CLAIM_HOLD = 2.0
+
+
+class ClaimWatch:
+    """Nodes the reconciler reports done while the judge sees them off their target."""
+
+    def __init__(self, hold: float = CLAIM_HOLD) -> None:
+        self.hold = hold
+        self.since: dict[str, float] = {}
+
+    def update(self, problems: dict[str, str], claimed: set[str], up: set[str]) -> set[str]:
+        """Record one look; returns the nodes whose claim has been refuted for ``hold`` seconds.
+        An unreachable or down node refutes nothing (it may be mid-reboot)."""
+        now = time.monotonic()
+        wrong = {a for a, p in problems.items() if a in claimed and a in up and not p.startswith("unreachable")}
+        self.since = {a: self.since.get(a, now) for a in wrong}
+        return {a for a, t in self.since.items() if now - t >= self.hold}
+
+    def describe(self, address: str, problem: str) -> str:
+        if address not in self.since:
+            return problem
+        return (f"{problem}, while its Node reports the cluster's current settings applied "
+                f"({APPLIED}); the step ended without waiting for the deadline")
+
+
 class Conformance:
     """One scenario against one lab. ``await start()`` first, ``await close()`` at the end."""
 
@@ -73,6 +104,7 @@ class Conformance:
         self.cordons = CordonTimeline(self.api)
         self.evidence = LabEvidence(lab)
         self.instances: list[str] = []
+        self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
@@ -154,6 +186,17 @@ class Conformance:
         gone = {n.address for n in nodes}
         self.instances = [a for a in self.instances if a not in gone]
         await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances])
+
+    async def cordon(self, nodes: Iterable[WindowsNode], cordoned: bool = True) -> None:
+        """Cordon (or uncordon) nodes as an administrator would (``kubectl cordon``); a reconciler
+        must leave that cordon in place."""
+        by_address = await self._node_objects()
+        for node in nodes:
+            found = by_address.get(node.address)
+            if found is None:
+                raise AssertionError(f"{node.address} has no Node to cordon")
+            await admin.cordon(self.api, found["metadata"]["name"], cordoned)
+            (self.admin_cordoned.add if cordoned else self.admin_cordoned.discard)(node.address)
 
     async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
         bundle = b"".join(pems)
@@ -272,7 +315,7 @@ class Conformance:
             found: dict[str, str] = {}
             for address, problem in zip(batch, results, strict=True):
                 if problem is None and address in step.members:
-                    problem = checks.node_problem(nodes.get(address))
+                    problem = checks.node_problem(nodes.get(address), address in self.admin_cordoned)
                 if problem is None:
                     step.converged.setdefault(address, time.monotonic() - started)
                 else:
@@ -284,11 +327,18 @@ class Conformance:
         # one pass over every node confirms it (a late change sends a node back to pending).
         pending = list(addresses)
         quiet_from = 0.0
+        claims = ClaimWatch()
         while True:
             if pending:
                 problems = await probe(pending)
                 pending = list(problems)
                 quiet_from = time.monotonic()
+                claimed = await self._claimed(step) if any(a in step.members for a in pending) else set()
+                refuted = claims.update(problems, claimed, {n.address for n in self.nodes if n.is_listening})
+                if pending and set(pending) <= refuted:
+                    # Every node still off its target is one the reconciler reports done: waiting
+                    # longer only waits for its next resync. End the step here.
+                    return {a: claims.describe(a, p) for a, p in problems.items()}
             else:
                 problems = await probe(addresses)
                 if not problems and not self._anyone_down():
@@ -299,6 +349,17 @@ class Conformance:
             if now > deadline:
                 return problems
             await asyncio.sleep(PENDING_POLL if pending else max(0.05, quiet_from + self.quiet - now))
+
+    async def _claimed(self, step: Step) -> set[str]:
+        """Members whose Node claims (``proxyfleet.io/applied``) the cluster's current revision; a
+        reconciler that writes no such annotation claims nothing, so its steps run to the deadline."""
+        try:
+            snapshot = await asyncio.to_thread(read_snapshot, self.api, OPERATOR_NAMESPACE)
+        except ApiException:
+            return set()
+        done = set(assess(snapshot).done)
+        return {a for n in snapshot.nodes
+                if (n.get("metadata") or {}).get("name") in done and (a := internal_ip(n)) in step.members}
 
     def _anyone_down(self) -> bool:
         return any(not n.is_listening for n in self.nodes)
@@ -328,12 +389,30 @@ class Conformance:
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
+        down, cordoned = self._unavailability(step, addresses)
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
             if address in step.members:
-                verdict = checks.credentials(leaks.get(address, []) + leaks.get("", []))
-                step.results.append(CheckResult(address, "credentials", "passed" if verdict.ok else "failed",
-                                                verdict.expected, verdict.observed, step.name))
+                kept = None
+                if address in self.admin_cordoned:
+                    kept = bool(((nodes.get(address) or {}).get("spec") or {}).get("unschedulable"))
+                self._record(step, address, "disruption-budget", checks.disruption_budget(
+                    address, self.lab.max_unavailable, len(step.members), down, cordoned, kept))
+                leaked = leaks.get(address, []) + leaks.get("", [])
+                self._record(step, address, "credentials", checks.credentials(leaked))
+
+    @staticmethod
+    def _record(step: Step, address: str, check: str, verdict: checks.Verdict) -> None:
+        status: Status = "passed" if verdict.ok else "failed"
+        step.results.append(CheckResult(address, check, status, verdict.expected, verdict.observed, step.name))
+
+    def _unavailability(self, step: Step, addresses: list[str]) -> tuple[checks.Peak, checks.Peak]:
+        """The step's peaks: machines down (the lab's exact outage edges) and Nodes cordoned by the
+        reconciler (the watch's order; the administrator's cordons are not the reconciler's)."""
+        now = dt.datetime.now(dt.UTC)
+        down = {a: [(o.down_at, o.up_at or now) for o in self.node(a).outages[step.outages[a]:]] for a in addresses}
+        cordoned = {a: self.cordons.intervals(a, step.started, now) for a in addresses if a not in self.admin_cordoned}
+        return checks.peak_unavailable(down), checks.peak_unavailable(cordoned)
 
     async def _credential_leaks(self, nodes: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """Where a proxy credential the scenario used shows up: by node address (its Node's
@@ -386,8 +465,7 @@ class Conformance:
                      state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence) -> None:
         """Gather each check's evidence for one node and record the pure checks' verdicts."""
         def record(check: str, verdict: checks.Verdict) -> None:
-            status: Status = "passed" if verdict.ok else "failed"
-            step.results.append(CheckResult(address, check, status, verdict.expected, verdict.observed, step.name))
+            self._record(step, address, check, verdict)
 
         target = self._targets[address]
         changed = self._changed(step, address)
@@ -417,7 +495,8 @@ class Conformance:
         plan = self.lab.control_plane.plan
         api_flows = [f for f in evidence.step_flows.get(address, [])
                      if f.get("host") in (plan.api_internal_host, plan.api_host)]
-        record("node-ready", checks.node_ready(node_object, len(api_flows), plan.api_internal_host))
+        record("node-ready", checks.node_ready(node_object, len(api_flows), plan.api_internal_host,
+                                               address in self.admin_cordoned))
         record("firewall", checks.firewall(self._bypasses(address, target, evidence)))
         record("reboots", checks.reboots(len(node.boots) - step.boots[address], changed))
         record("drained-while-down", checks.drained(self._outages(step, address)))

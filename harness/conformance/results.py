@@ -20,6 +20,8 @@ CHECK_FAMILIES: dict[str, str] = {
     "firewall": "the node made no direct connection the egress firewall refused",
     "reboots": "at most one reboot per change, none without one",
     "drained-while-down": "the node was cordoned for the whole of every reboot",
+    "disruption-budget": "never more instances down or cordoned by the reconciler than maxUnavailable; "
+                         "an administrator's cordon kept",
     "files": "without a proxy the node holds none of a reconciler's files (bundle, certificates, records)",
     "credentials": "no proxy credential, in any encoding, in anything the reconciler writes or users can read",
 }

@@ -88,3 +88,8 @@ async def proxy_status(api: client.ApiClient) -> dict[str, str]:
 async def nodes(api: client.ApiClient) -> list[dict[str, Any]]:
     listed = await _call(client.CoreV1Api(api).list_node)
     return [api.sanitize_for_serialization(item) for item in listed.items]  # type: ignore[no-untyped-call]
+
+
+async def cordon(api: client.ApiClient, node_name: str, cordoned: bool = True) -> None:
+    """``kubectl cordon`` (or ``uncordon``) a Node."""
+    await _call(client.CoreV1Api(api).patch_node, node_name, {"spec": {"unschedulable": cordoned}})

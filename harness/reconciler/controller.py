@@ -22,11 +22,20 @@ from typing import Any
 import asyncssh
 from kubernetes import client
 
-from proxyfleet.core.contract import EGRESS_SERVICES, INSTANCES, KEY_FIELD, KEY_SECRET, OPERATOR_NAMESPACE, TRUSTED_CA
+from proxyfleet.core.contract import (
+    APPLIED,
+    EGRESS_SERVICES,
+    INSTANCES,
+    KEY_FIELD,
+    KEY_SECRET,
+    MESSAGE,
+    OPERATOR_NAMESPACE,
+    STATE_LABEL,
+    TRUSTED_CA,
+)
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
 from proxyfleet.core.noproxy import redact_text
-from proxyfleet.core.rollout import APPLIED
 from proxyfleet.harness.reconciler.applying import ConnectionPool, wait_for_new_boot
 from proxyfleet.harness.reconciler.desired import (
     ChangePlan,
@@ -41,9 +50,7 @@ from proxyfleet.harness.reconciler.queueing import WorkQueue
 from proxyfleet.harness.reconciler.reporting import (
     APPLIED_PROXY,
     CONFIG_HASH,
-    MESSAGE,
     REBOOT_PENDING,
-    STATE_LABEL,
     USERNAME,
     ClusterWriter,
 )
@@ -91,6 +98,7 @@ class NodeRecord:
     failures: int = 0
     reboots: int = 0
     changes: int = 0
+    cordoned_by: str | None = None  # during a reboot: "administrator" or "reconciler"
     round_trips: list[int] = field(default_factory=list)  # SSH round trips per applied change
     polls: int = 0  # connection attempts while waiting for the last new boot
 
@@ -444,7 +452,7 @@ class Reconciler:
             self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
             try:
                 if node is not None:
-                    await self.writer.cordon(name, True)
+                    record.cordoned_by = await self.writer.cordon_for_reboot(name)
                     await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
                     await self.writer.event(node, "RebootingNode", "cordoned; restarting so services pick up "
                                                                    "the new environment")
@@ -505,8 +513,13 @@ class Reconciler:
             record.round_trips.append(before_reboot + first + 1)
             record.polls = polls + waited
         if node is not None:
-            await self.writer.cordon(node["metadata"]["name"], False)
+            await self.release_cordon(node["metadata"]["name"], record.cordoned_by)
+            record.cordoned_by = None
         await self._record_done(node, record, desired, deconfigure, "configured and verified after reboot")
+
+    async def release_cordon(self, name: str, by: str | None) -> None:
+        """Make the node schedulable again after its reboot, unless the administrator had cordoned it."""
+        await self.writer.release_cordon(name, by)
 
     async def _record_done(self, node: dict[str, Any] | None, record: NodeRecord, desired: DesiredState,
                            deconfigure: bool, message: str) -> None:

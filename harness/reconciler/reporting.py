@@ -12,16 +12,18 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import INJECT_LABEL, INSTANCES, TRUSTED_CA
+from proxyfleet.core.contract import ANNOTATION_PREFIX, INJECT_LABEL, INSTANCES, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.noproxy import redact_text
 
-PREFIX = "proxyfleet.io/"
-STATE_LABEL = PREFIX + "proxy-state"
+PREFIX = ANNOTATION_PREFIX
 CONFIG_HASH = PREFIX + "config-hash"
 REBOOT_PENDING = PREFIX + "reboot-pending"  # the boot time the reboot was requested in
 USERNAME = PREFIX + "username"
-MESSAGE = PREFIX + "message"
+# Who cordoned a node the reconciler is rebooting: "administrator" when it was already cordoned
+# (that cordon stays after the reboot), else "reconciler". Kept on the Node so a restarted
+# reconciler still knows.
+CORDONED_BY = PREFIX + "cordoned-by"
 APPLIED_PROXY = PREFIX + "https-proxy"  # the HTTPS_PROXY last verified on the node (redacted), or "none"
 COMPONENT = "proxyfleet-reconciler"
 
@@ -83,6 +85,37 @@ class ClusterWriter:
 
     async def cordon(self, node_name: str, unschedulable: bool) -> None:
         await asyncio.to_thread(self.core.patch_node, node_name, {"spec": {"unschedulable": unschedulable}})
+
+    async def _fresh(self, node_name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.core.api_client.sanitize_for_serialization(
+            await asyncio.to_thread(self.core.read_node, node_name))
+        return found
+
+    async def cordon_for_reboot(self, node_name: str) -> str:
+        """Cordon before a reboot, recording whether the administrator had cordoned the node
+        already (read from the API server, not a cache: a stale cache would lose their cordon).
+        Returns who cordoned it ("administrator" or "reconciler")."""
+        node = await self._fresh(node_name)
+        recorded = ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_BY)
+        if recorded:
+            # an interrupted earlier pass already recorded who cordoned it
+            await self.cordon(node_name, True)
+            return str(recorded)
+        by = "administrator" if (node.get("spec") or {}).get("unschedulable") else "reconciler"
+        await asyncio.to_thread(self.core.patch_node, node_name,
+                                {"metadata": {"annotations": {CORDONED_BY: by}}, "spec": {"unschedulable": True}})
+        return by
+
+    async def release_cordon(self, node_name: str, by: str | None = None) -> None:
+        """After the reboot: uncordon, unless the administrator had cordoned the node (``by``, as
+        ``cordon_for_reboot`` returned it; None: read from the Node's annotation)."""
+        if by is None:
+            node = await self._fresh(node_name)
+            by = ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_BY)
+        patch: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
+        if by != "administrator":
+            patch["spec"] = {"unschedulable": False}
+        await asyncio.to_thread(self.core.patch_node, node_name, patch)
 
     async def ensure_trusted_ca(self, existing: dict[str, Any] | None) -> bool:
         """Create ``trusted-ca`` with the injection label, or restore a removed label."""

@@ -7,6 +7,7 @@ reference code path holds no flag for any of them.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import urllib.parse
@@ -24,6 +25,7 @@ from proxyfleet.harness.reconciler.controller import (
 from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, ObservedState, plan_changes
 from proxyfleet.harness.reconciler.scripts import unquoted_apply_script
 
+UNLIMITED = 1 << 20  # "as many nodes down at once as there are"
 RETRIES = 3  # how many restarts the looping variants attempt before giving up
 LEAK_ANNOTATION = "proxyfleet.io/proxy-config"
 
@@ -173,9 +175,28 @@ class LeavesFiles(Reconciler):
         return plan
 
 
+class IgnoresMaxUnavailable(Reconciler):
+    name = "ignores-max-unavailable"
+    description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, settings)
+        self._unavailable = asyncio.Semaphore(UNLIMITED)
+
+
+class UncordonsAdminCordon(Reconciler):
+    name = "uncordons-admin-cordon"
+    description = ("uncordons every node after its reboot, also one the administrator had cordoned "
+                   "(as WMCO does)")
+
+    async def release_cordon(self, name: str, by: str | None) -> None:
+        await self.writer.release_cordon(name, "reconciler")
+
+
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
+    IgnoresMaxUnavailable, UncordonsAdminCordon,
 )}
 
 

@@ -14,13 +14,12 @@ import trustme
 from kubernetes import client
 
 from proxyfleet.core.certificates import Certificate
-from proxyfleet.core.contract import OPERATOR_NAMESPACE
-from proxyfleet.core.rollout import APPLIED, applied_revision
-from proxyfleet.harness.cli.rollout import Snapshot, assess, parse_duration
+from proxyfleet.core.contract import APPLIED, MESSAGE, OPERATOR_NAMESPACE, STATE_LABEL
+from proxyfleet.core.rollout import Snapshot, applied_revision, assess
+from proxyfleet.harness.cli.rollout import parse_duration
 from proxyfleet.harness.conformance.probe import NodeProbe
 from proxyfleet.harness.lab import DEFAULT_NO_PROXY, Lab, LabSettings, admin
 from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
-from proxyfleet.harness.reconciler.reporting import MESSAGE, STATE_LABEL
 
 # --- pure ----------------------------------------------------------------------------------------
 

@@ -113,7 +113,7 @@ def test_drained_uses_exact_edges_and_the_watch() -> None:
 
 def test_converged_and_registry_env() -> None:
     assert checks.converged(None, 1.234, 60).observed == "settled after 1.23s"
-    assert "still off at the deadline: certificates" in checks.converged("certificates", None, 60).observed
+    assert "still off when the step ended: certificates" in checks.converged("certificates", None, 60).observed
     wanted = {"HTTP_PROXY": "http://u:pw@p:1", "HTTPS_PROXY": None, "NO_PROXY": None}
     verdict = checks.registry_env(wanted, dict(wanted, HTTPS_PROXY="x"))
     assert not verdict.ok and "pw" not in verdict.expected
@@ -155,3 +155,55 @@ def test_leftover_files_are_what_the_node_did_not_have_before() -> None:
     assert checks.leftover_files(before, before).ok
     verdict = checks.leftover_files(before | {"C:\\k\\ca-bundle.crt"}, before)
     assert not verdict.ok and "C:\\k\\ca-bundle.crt" in verdict.observed
+
+
+# --- disruption-budget ---------------------------------------------------------------------------
+
+T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+
+
+def span(start: float, end: float) -> tuple[dt.datetime, dt.datetime]:
+    return T0 + dt.timedelta(seconds=start), T0 + dt.timedelta(seconds=end)
+
+
+def test_the_peak_counts_each_node_once_at_the_busiest_moment() -> None:
+    peak = checks.peak_unavailable({"a": [span(0, 4), span(1, 2)], "b": [span(3, 5)], "c": [span(6, 7)]})
+    assert (peak.count, peak.nodes, peak.at) == (2, frozenset({"a", "b"}), span(3, 3)[0])
+
+
+def test_back_to_back_outages_do_not_overlap() -> None:
+    peak = checks.peak_unavailable({"a": [span(0, 2)], "b": [span(2, 4)]})
+    assert peak.count == 1
+    assert checks.peak_unavailable({}).count == 0
+
+
+def test_more_down_than_max_unavailable_fails_every_node_involved() -> None:
+    down = checks.peak_unavailable({"a": [span(0, 4)], "b": [span(1, 3)], "c": [span(9, 10)]})
+    none = checks.Peak(0, None, frozenset())
+    verdict = checks.disruption_budget("a", 1, 3, down, none, None)
+    assert not verdict.ok and "2 down at once at 12:00:01.000 (a, b)" in verdict.observed
+    assert checks.disruption_budget("c", 1, 3, down, none, None).ok  # not part of that moment
+    assert checks.disruption_budget("a", 2, 3, down, none, None).ok
+
+
+def test_reconciler_cordons_count_against_the_budget_too() -> None:
+    cordoned = checks.peak_unavailable({"a": [span(0, 4)], "b": [span(1, 3)]})
+    verdict = checks.disruption_budget("b", 1, 2, checks.Peak(0, None, frozenset()), cordoned, None)
+    assert not verdict.ok and "2 cordoned by the reconciler at once" in verdict.observed
+
+
+def test_an_administrators_cordon_must_survive() -> None:
+    none = checks.Peak(0, None, frozenset())
+    lost = checks.disruption_budget("a", 1, 2, none, none, admin_cordon_kept=False)
+    assert not lost.ok and "administrator's cordon was removed" in lost.observed
+    assert checks.disruption_budget("a", 1, 2, none, none, admin_cordon_kept=True).ok
+
+
+def test_a_node_the_administrator_cordoned_is_ready_only_while_cordoned() -> None:
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    cordoned = {**ready, "spec": {"unschedulable": True}}
+    assert checks.node_problem(ready) is None
+    assert checks.node_problem(cordoned) == "Node cordoned"
+    assert checks.node_problem(cordoned, admin_cordoned=True) is None
+    assert "cordon was lost" in str(checks.node_problem(ready, admin_cordoned=True))
+    assert checks.node_ready(cordoned, 0, "api-int", admin_cordoned=True).ok

@@ -38,3 +38,10 @@ def test_other_nodes_do_not_count() -> None:
     recorded.changes.append(CordonChange(at(1), "127.10.0.2", True))
     ok, _ = recorded.cordoned_through(NODE, at(2), at(4))
     assert not ok
+
+
+def test_cordon_spans_are_clipped_to_the_step() -> None:
+    recorded = timeline((0.0, True), (3.0, False), (5.0, True), (6.0, False), (8.0, True))
+    assert recorded.intervals(NODE, at(1), at(9)) == [(at(1), at(3)), (at(5), at(6)), (at(8), at(9))]
+    assert recorded.intervals(NODE, at(3.5), at(4)) == []  # schedulable throughout
+    assert recorded.intervals("127.10.0.9", at(0), at(9)) == []

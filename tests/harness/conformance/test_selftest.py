@@ -26,6 +26,8 @@ CATCHES = {
     "reboot-without-exit-status": ("runtime-add", "reboots"),
     "leaks-credentials": ("change", "credentials"),
     "leaves-files": ("remove", "files"),
+    "ignores-max-unavailable": ("runtime-add", "disruption-budget"),
+    "uncordons-admin-cordon": ("runtime-add", "disruption-budget"),
 }
 
 
@@ -89,3 +91,16 @@ def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: 
     assert (result.returncode == 0) is passes, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
     assert failed == set() if passes else "certificates" in failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["semicolon-noproxy", "no-cert-import"])
+def test_a_reconciler_claiming_a_node_it_did_not_configure_ends_the_step_early(tmp_path: Path, variant: str) -> None:
+    # A deadline the run would never reach if it waited: the step ends on the refuted claim instead.
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--variant", variant,
+                                 "--converge-timeout", "900")
+    assert result.returncode == 1, result.stderr[-3000:]
+    converged = [c for s in report["scenarios"] for c in s["checks"]  # type: ignore[union-attr]
+                 if c["check"] == "converged" and c["status"] == "failed"]
+    assert len(converged) >= 2, converged
+    assert all("ended without waiting for the deadline" in c["observed"] for c in converged), converged

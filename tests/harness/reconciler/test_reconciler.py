@@ -16,11 +16,11 @@ import trustme
 from kubernetes import client
 
 from proxyfleet.core.certificates import Certificate
-from proxyfleet.core.contract import OPERATOR_NAMESPACE, PROXY
+from proxyfleet.core.contract import OPERATOR_NAMESPACE, PROXY, STATE_LABEL
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
-from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING, STATE_LABEL
+from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING
 from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import wait_until
 

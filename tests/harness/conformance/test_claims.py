@@ -1,0 +1,31 @@
+"""ClaimWatch: a node the reconciler reports done while the judge sees it off its target ends the
+step only once that has held, and never for a node that is down or unreachable."""
+
+from proxyfleet.harness.conformance.judge import ClaimWatch
+
+
+def test_a_claim_refuted_long_enough_is_definitive() -> None:
+    watch = ClaimWatch(hold=0.0)
+    refuted = watch.update({"a": "registry-env", "b": "certificates"}, claimed={"a"}, up={"a", "b"})
+    assert refuted == {"a"}  # b is still off, but nobody says it is done
+    assert "without waiting for the deadline" in watch.describe("a", "registry-env")
+    assert watch.describe("b", "certificates") == "certificates"
+
+
+def test_a_fresh_claim_is_not_yet_definitive() -> None:
+    watch = ClaimWatch(hold=3600.0)
+    assert watch.update({"a": "registry-env"}, claimed={"a"}, up={"a"}) == set()
+    assert "a" in watch.since
+
+
+def test_down_or_unreachable_nodes_refute_nothing() -> None:
+    watch = ClaimWatch(hold=0.0)
+    assert watch.update({"a": "registry-env"}, claimed={"a"}, up=set()) == set()  # mid-reboot
+    assert watch.update({"a": "unreachable (connection refused)"}, claimed={"a"}, up={"a"}) == set()
+
+
+def test_a_claim_that_stops_being_refuted_starts_over() -> None:
+    watch = ClaimWatch(hold=3600.0)
+    watch.update({"a": "registry-env"}, claimed={"a"}, up={"a"})
+    watch.update({}, claimed={"a"}, up={"a"})  # converged at the next look
+    assert watch.since == {}
