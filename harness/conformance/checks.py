@@ -9,7 +9,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.core.noproxy import redact_text, redact_url
@@ -93,16 +93,29 @@ def certificates(wanted: frozenset[str], root: frozenset[str], bundle_size: int,
     return Verdict(ok, f"baseline + {bundle_size} bundle certificate(s)", observed)
 
 
-def services_restarted(changed: bool, services: Mapping[str, dt.datetime | None], started: dt.datetime) -> Verdict:
-    """After a change of this node's settings every egress service started anew; after none,
-    none did (judged by outcome: a trust-bundle-only change applied live is a change too)."""
+# What a step did to one node's target, for the restart and reboot checks:
+#   "environment" — its proxy variables changed: every egress service must start anew;
+#   "live"        — only its trust bundle changed, or it drifted out of band and was repaired:
+#                   Windows reads the Root store live, so a restart is allowed, not required;
+#   "none"        — nothing changed: no service may restart.
+ChangeKind = Literal["environment", "live", "none"]
+
+
+def services_restarted(kind: ChangeKind, services: Mapping[str, dt.datetime | None],
+                       started: dt.datetime) -> Verdict:
+    """After a change of this node's variables every egress service started anew; after none,
+    none did; after a trust-bundle-only change (or a drift repair) either is right: the outcome
+    (pulls trust the new CA, the old one is gone) is judged by the other checks."""
     since = started.isoformat(timespec="milliseconds")
-    if changed:
+    restarted = [s for s, t in services.items() if t is not None and t >= started]
+    if kind == "environment":
         stale = [s for s, t in services.items() if t is None or t < started]
         return Verdict(not stale, f"every egress service started after {since}",
                        "all restarted" if not stale else
                        "not restarted: " + ", ".join(f"{s} (started {_when(services[s])})" for s in stale))
-    restarted = [s for s, t in services.items() if t is not None and t >= started]
+    if kind == "live":
+        return Verdict(True, "a restart allowed, not required (trust bundle only, or a drift repair)",
+                       "restarted: " + ", ".join(restarted) if restarted else "none restarted (applied live)")
     return Verdict(not restarted, "no restart (nothing changed on this node)",
                    "none restarted" if not restarted else "restarted: " + ", ".join(restarted))
 
@@ -251,10 +264,12 @@ def firewall(bypasses: list[str]) -> Verdict:
                    "none" if not bypasses else f"{len(bypasses)} refused: " + ", ".join(sorted(set(bypasses))))
 
 
-def reboots(count: int, changed: bool) -> Verdict:
-    """At most one reboot for a change, none without one."""
-    limit = 1 if changed else 0
-    return Verdict(count <= limit, f"at most {limit} (settings {'changed' if changed else 'unchanged'})", str(count))
+def reboots(count: int, kind: ChangeKind) -> Verdict:
+    """At most one reboot for a change (a live one may need none), none without one."""
+    limit = 0 if kind == "none" else 1
+    what = {"environment": "variables changed", "live": "trust bundle changed or drift repaired",
+            "none": "settings unchanged"}[kind]
+    return Verdict(count <= limit, f"at most {limit} ({what})", str(count))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class Step:
     violations: int
     before: dict[str, Expected]
     expected: Expected = UNCONFIGURED
+    drifted: set[str] = field(default_factory=set)  # nodes changed out of band in this step
     converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action
     results: list[CheckResult] = field(default_factory=list)
 

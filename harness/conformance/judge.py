@@ -7,7 +7,7 @@ A scenario acts only as a cluster administrator would (``set_proxy``, ``set_trus
 2. runs the action and waits until the cluster has published it (Proxy status follows the spec,
    the merged trusted bundle holds exactly the user CA);
 3. waits, with a deadline, until every node shows the cluster's settings over SSH, its egress
-   services restarted if its settings changed, its Node is Ready and schedulable — and that this
+   services restarted if its proxy variables changed, its Node is Ready and schedulable — and that this
    holds for a quiet period (so a no-op step gives a reconciler time to do something wrong);
 4. runs every check on every node and records a ``CheckResult`` (node, check, expected, observed).
 
@@ -105,6 +105,7 @@ class Conformance:
         self.evidence = LabEvidence(lab)
         self.instances: list[str] = []
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
+        self._drifted: set[str] = set()  # nodes changed out of band since the step began
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
@@ -198,6 +199,14 @@ class Conformance:
             await admin.cordon(self.api, found["metadata"]["name"], cordoned)
             (self.admin_cordoned.add if cordoned else self.admin_cordoned.discard)(node.address)
 
+    async def on_host(self, node: WindowsNode, script: str) -> None:
+        """Change a node out of band, as someone logged on to the host would (PowerShell over SSH,
+        not through the cluster): the reconciler is expected to notice at its next resync."""
+        result = await self.probe.run_script(node.address, script)
+        if result is not None and not (isinstance(result, dict) and result.get("ok")):
+            raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")
+        self._drifted.add(node.address)
+
     async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
         bundle = b"".join(pems)
         self._old_user_ca |= self._user_ca
@@ -238,6 +247,7 @@ class Conformance:
         self.steps.append(step)
         if action is not None:
             await action()
+        step.drifted, self._drifted = self._drifted, set()
         step.members = list(self.instances)
         step.expected = await self._published()
         for address in step.members:
@@ -264,10 +274,15 @@ class Conformance:
                                      f"(Proxy status: {env_text(expected.environment)})")
             await asyncio.sleep(0.1)
 
-    def _changed(self, step: Step, address: str) -> bool:
+    def _change(self, step: Step, address: str) -> checks.ChangeKind:
+        """What this step did to the node's target (or the node, when it drifted out of band)."""
         before = step.before.get(address, UNCONFIGURED)
         after = self._targets[address]
-        return before.node_target() != after.node_target()
+        if before.environment != after.environment:
+            return "environment"
+        if frozenset(before.bundle) != frozenset(after.bundle) or address in step.drifted:
+            return "live"
+        return "none"
 
     def _expected_root(self, address: str) -> frozenset[str]:
         return self.baseline_roots[address] | frozenset(self._targets[address].bundle)
@@ -287,7 +302,7 @@ class Conformance:
             return "registry-env"
         if state.root != self._expected_root(address):
             return "certificates"
-        if address in step.members and self._changed(step, address):
+        if address in step.members and self._change(step, address) == "environment":
             stale = [s for s, t in state.services.items() if t is None or t < step.started]
             if stale:
                 return "services-restarted"
@@ -468,7 +483,7 @@ class Conformance:
             self._record(step, address, check, verdict)
 
         target = self._targets[address]
-        changed = self._changed(step, address)
+        change = self._change(step, address)
         record("converged", checks.converged(problem, step.converged.get(address), self.converge_timeout))
         if isinstance(state, NodeError):
             for check in ("registry-env", "certificates"):
@@ -483,7 +498,7 @@ class Conformance:
             record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
         if address not in step.members:
             return  # a deconfigured instance: only its clean-up is judged
-        record("services-restarted", checks.services_restarted(changed, state.services, step.started))
+        record("services-restarted", checks.services_restarted(change, state.services, step.started))
         node = self.node(address)
         record("service-environment", checks.service_environment(
             {s: node.process_environment(s) for s in EGRESS_SERVICES}, target.environment))
@@ -498,7 +513,7 @@ class Conformance:
         record("node-ready", checks.node_ready(node_object, len(api_flows), plan.api_internal_host,
                                                address in self.admin_cordoned))
         record("firewall", checks.firewall(self._bypasses(address, target, evidence)))
-        record("reboots", checks.reboots(len(node.boots) - step.boots[address], changed))
+        record("reboots", checks.reboots(len(node.boots) - step.boots[address], change))
         record("drained-while-down", checks.drained(self._outages(step, address)))
 
     def _pull_evidence(self, address: str, host: str, route: Route, result: PullResult,

@@ -84,10 +84,11 @@ class NodeProbe:
             self._connections[address] = connection
         return connection
 
-    async def _run_script(self, address: str) -> object:
+    async def run_script(self, address: str, script: str | None = None) -> object:
+        """One PowerShell round trip (the probe's own by default); its JSON output, parsed."""
         connection = self._connection(address)
         try:
-            result = await connection.script(probe_script(), limit=20)
+            result = await connection.script(script or probe_script(), limit=20)
         except NodeError:
             self._connections.pop(address, None)
             raise
@@ -97,7 +98,7 @@ class NodeProbe:
 
     async def observe(self, address: str) -> NodeState:
         """One round trip; raises ``NodeError`` when the node cannot be read (e.g. rebooting)."""
-        data = await self._run_script(address)
+        data = await self.run_script(address)
         if not isinstance(data, dict):
             raise NodeError(f"{address} answered the probe with {data!r}")
         environment = {name: (data.get("environment") or {}).get(name) for name in PROXY_VARIABLES}

@@ -124,6 +124,8 @@ class LabSettings:
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
+    # How often the lab's own reconciler looks at every node again (its drift repair).
+    resync_period: float = 10.0
     # The corporate egress firewall, a property of the network (not of the cluster's Proxy): on,
     # internet origins accept only the proxy's egress address, so before a proxy is configured
     # internet pulls fail, as they would; off, an open network. Changed only by
@@ -274,7 +276,7 @@ class Lab:
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
             settle_delay=self.settings.settle_delay,
-            resync_period=10.0, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0,
+            resync_period=self.settings.resync_period, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0,
             service_start_timeout=30.0, service_poll=0.1)
         reconciler = make_reconciler(api_client(self.kubeconfig), settings, variant)  # its own connection pool
         await reconciler.start()

@@ -428,11 +428,18 @@ class Reconciler:
         script = self.apply_script(plan)
         changed = await connection.script(script, data=apply_data(plan))
         record.changes += 1
+        log.info("applied on %s: %s (%s)", connection.target.address, plan.summary(), changed)
+        if not plan.changes_environment:
+            # Certificates only: Windows reads the Root store live, so no service needs a restart.
+            if node is not None:
+                await self.writer.event(node, "ProxyConfigApplied", plan.summary() + " (live, no reboot)")
+            await self._verify_and_finish(node, connection, desired, record, observed.boot_time, deconfigure,
+                                          uncordon=False)
+            return connection
         if node is not None:
             await self.writer.event(node, "ProxyConfigApplied", plan.summary())
             await self._set_state(node, record, "applying", plan.summary(),
                                   {REBOOT_PENDING: observed.boot_time, USERNAME: connection.target.username})
-        log.info("applied on %s: %s (%s)", connection.target.address, plan.summary(), changed)
         return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record, deconfigure)
 
     async def _reboot_and_verify(self, connection: NodeConnection, node: dict[str, Any] | None,
@@ -484,7 +491,8 @@ class Reconciler:
 
     async def _verify_and_finish(self, node: dict[str, Any] | None, connection: NodeConnection,
                                  desired: DesiredState, record: NodeRecord, boot: str,
-                                 deconfigure: bool, before_reboot: int | None = None, polls: int = 0) -> None:
+                                 deconfigure: bool, before_reboot: int | None = None, polls: int = 0,
+                                 uncordon: bool = True) -> None:
         """In a fresh session (a new exec channel: Windows builds its environment from the registry
         for each one): the variables at process scope, and services started after ``boot``.
 
@@ -512,7 +520,7 @@ class Reconciler:
             # observe + apply + restart + one verify; the polls only wait for the boot and services
             record.round_trips.append(before_reboot + first + 1)
             record.polls = polls + waited
-        if node is not None:
+        if node is not None and uncordon:
             await self.release_cordon(node["metadata"]["name"], record.cordoned_by)
             record.cordoned_by = None
         await self._record_done(node, record, desired, deconfigure, "configured and verified after reboot")

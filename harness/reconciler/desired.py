@@ -118,6 +118,12 @@ class ChangePlan:
     cleanup: bool = False
 
     @property
+    def changes_environment(self) -> bool:
+        """Whether machine variables change: services read them only when they start, so only
+        this needs a reboot (Windows reads the Root store live)."""
+        return bool(self.set_environment or self.delete_environment)
+
+    @property
     def changes_node(self) -> bool:
         return bool(self.set_environment or self.delete_environment or self.import_certificates
                     or self.remove_certificates)

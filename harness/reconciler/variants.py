@@ -175,6 +175,42 @@ class LeavesFiles(Reconciler):
         return plan
 
 
+class HttpFromHttps(Reconciler):
+    name = "http-from-https"
+    description = "writes HTTP_PROXY from httpsProxy when the cluster sets no httpProxy"
+
+    def desired(self, proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | None) -> DesiredState:
+        desired = super().desired(proxy, trusted_ca)
+        https = desired.environment.get("HTTPS_PROXY")
+        if not https or desired.environment.get("HTTP_PROXY"):
+            return desired
+        return dataclasses.replace(desired, environment={**desired.environment, "HTTP_PROXY": https})
+
+
+class NormalisesNoProxy(Reconciler):
+    name = "normalises-noproxy"
+    description = "tidies NO_PROXY (spaces trimmed, lower case, sorted, duplicates dropped) instead of copying status"
+
+    def desired(self, proxy: dict[str, Any] | None, trusted_ca: dict[str, Any] | None) -> DesiredState:
+        desired = super().desired(proxy, trusted_ca)
+        no_proxy = desired.environment.get("NO_PROXY")
+        if not no_proxy:
+            return desired
+        tidy = ",".join(sorted({e.strip().lower() for e in no_proxy.split(",") if e.strip()}))
+        return dataclasses.replace(desired, environment={**desired.environment, "NO_PROXY": tidy})
+
+
+class TrustsImportRecord(Reconciler):
+    name = "trusts-import-record"
+    description = ("compares the bundle with its own import record, not the Root store (as WMCO does): "
+                   "a recorded certificate deleted out of band is never imported again")
+
+    def plan(self, desired: DesiredState, observed: ObservedState) -> ChangePlan:
+        plan = super().plan(desired, observed)
+        plan.import_certificates = [c for c in plan.import_certificates if c.thumbprint not in observed.imported]
+        return plan
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
@@ -196,7 +232,7 @@ class UncordonsAdminCordon(Reconciler):
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
-    IgnoresMaxUnavailable, UncordonsAdminCordon,
+    IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
 )}
 
 

@@ -73,12 +73,20 @@ def test_a_direct_pull(firewalled: bool, seen: checks.PullEvidence, ok: bool) ->
 
 def test_services_restart_only_for_a_change() -> None:
     before, after = T0 - dt.timedelta(seconds=5), T0 + dt.timedelta(seconds=5)
-    assert checks.services_restarted(True, {"kubelet": after, "containerd": after}, T0).ok
-    stale = checks.services_restarted(True, {"kubelet": after, "containerd": before}, T0)
+    assert checks.services_restarted("environment", {"kubelet": after, "containerd": after}, T0).ok
+    stale = checks.services_restarted("environment", {"kubelet": after, "containerd": before}, T0)
     assert not stale.ok and "containerd" in stale.observed
-    assert not checks.services_restarted(True, {"kubelet": None}, T0).ok
-    assert checks.services_restarted(False, {"kubelet": before}, T0).ok
-    assert not checks.services_restarted(False, {"kubelet": after}, T0).ok
+    assert not checks.services_restarted("environment", {"kubelet": None}, T0).ok
+    assert checks.services_restarted("none", {"kubelet": before}, T0).ok
+    assert not checks.services_restarted("none", {"kubelet": after}, T0).ok
+
+
+def test_a_trust_bundle_change_may_be_applied_live_or_by_restart() -> None:
+    before, after = T0 - dt.timedelta(seconds=5), T0 + dt.timedelta(seconds=5)
+    live = checks.services_restarted("live", {"kubelet": before}, T0)
+    assert live.ok and "applied live" in live.observed
+    assert checks.services_restarted("live", {"kubelet": after}, T0).ok
+    assert checks.reboots(0, "live").ok and checks.reboots(1, "live").ok and not checks.reboots(2, "live").ok
 
 
 def test_certificates_name_what_is_missing_and_extra() -> None:
@@ -96,8 +104,8 @@ def test_node_ready_firewall_and_reboots() -> None:
     assert "not Ready" in checks.node_ready({"status": {}}, 0, "api-int").observed
     assert checks.node_ready(None, 0, "api-int").observed == "no Node object"
     assert checks.firewall([]).ok and not checks.firewall(["internet-registry"]).ok
-    assert checks.reboots(1, changed=True).ok and not checks.reboots(2, changed=True).ok
-    assert not checks.reboots(1, changed=False).ok
+    assert checks.reboots(1, "environment").ok and not checks.reboots(2, "environment").ok
+    assert not checks.reboots(1, "none").ok
 
 
 def test_drained_uses_exact_edges_and_the_watch() -> None:

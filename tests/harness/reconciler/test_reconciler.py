@@ -114,6 +114,7 @@ async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
         assert rec.max_concurrent_reboots <= 2
         assert all(r.round_trips == [4] for r in rec.records.values()), rec.records
 
+        reboots = [boots(n) for n in members]
         await admin.set_trusted_ca(lab.api(), second_ca.cert_pem.bytes().decode())  # rotation
 
         async def rotated() -> bool:
@@ -123,6 +124,7 @@ async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
         await wait_until(rotated, timeout=60, what="the CA rotation")
         await wait_until(lambda: converged(lab, rec, members), timeout=60, what="rotation settled")
         assert all(public in n.machine.stores.machine_root.certificates for n in members)  # never touched
+        assert [boots(n) for n in members] == reboots  # certificates only: applied live, no reboot
 
         await configure_proxy(lab, second_ca, no_proxy=".corp", proxy="http://proxy2.corp.internal:8080")
         await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy change")
