@@ -1,12 +1,15 @@
 """Workflow 3a: the proxy changes at runtime — its URL (to a proxy whose credentials are
-PowerShell code), a destination moving out of and back into NO_PROXY, and a CA rotation in which
-the proxy switches to a new MITM CA between adding the new and removing the old certificate."""
+PowerShell code), a destination moving out of and back into NO_PROXY, and two CA rotations in
+which the proxy switches to a new MITM CA between adding the new and removing the old
+certificate: first to a differently named CA, then to that CA renewed under the same subject
+(the old certificate must go by thumbprint: removing by subject takes the renewed one too)."""
 
 import pytest
 import trustme
 
 from proxyfleet.harness.conformance import Conformance
 from proxyfleet.scenarios.actions import add_proxy, change_proxy, join
+from proxyfleet.simulators.pki import renewed_ca
 
 ONLY_INTRANET_SITE = "intranet.corp.internal"
 
@@ -38,4 +41,10 @@ async def test_proxy_ca_rotation_at_runtime(conformance: Conformance) -> None:
     await lab.rotate_proxy_ca(lab.proxy, new_ca)  # the proxy now signs with the new CA
     await conformance.step("old proxy CA removed from the bundle",
                            lambda: conformance.set_trusted_ca([new_ca.cert_pem.bytes()]))
+    renewed = renewed_ca(new_ca)
+    await conformance.step("renewed proxy CA (same subject) added to the bundle",
+                           lambda: conformance.set_trusted_ca([new_ca.cert_pem.bytes(), renewed.cert_pem.bytes()]))
+    await lab.rotate_proxy_ca(lab.proxy, renewed)
+    await conformance.step("expiring proxy CA (same subject) removed from the bundle",
+                           lambda: conformance.set_trusted_ca([renewed.cert_pem.bytes()]))
     conformance.assert_passed()

@@ -9,9 +9,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import trustme
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 
 def new_public_ca() -> trustme.CA:
@@ -20,6 +24,30 @@ def new_public_ca() -> trustme.CA:
 
 def new_mitm_ca(name: str = "proxyfleet corporate proxy") -> trustme.CA:
     return trustme.CA(organization_name=name, key_type=trustme.KeyType.RSA)
+
+
+def renewed_ca(ca: trustme.CA) -> trustme.CA:
+    """``ca`` renewed the way a corporate PKI renews an expiring proxy CA: the same subject
+    (distinguished name), a new RSA key, serial number and validity — so a new thumbprint. Only a
+    reconciler that removes certificates by thumbprint keeps the renewed one when the old goes."""
+    old = x509.load_pem_x509_certificate(ca.cert_pem.bytes())
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = dt.datetime.now(dt.UTC)
+    usage = x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                          data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                          encipher_only=False, decipher_only=False)
+    certificate = (
+        x509.CertificateBuilder().subject_name(old.subject).issuer_name(old.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=9), critical=True)
+        .add_extension(usage, critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256()))
+    return trustme.CA.from_pem(
+        certificate.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                          serialization.NoEncryption()))
 
 
 def write_certificate(ca: trustme.CA, path: Path) -> Path:

@@ -45,6 +45,24 @@ def observe_script() -> str:
             "| ConvertTo-Json -Compress -Depth 4\n")
 
 
+# Certificates leave the Root store by thumbprint: a CA renewed under the same subject is another
+# certificate. (The "removes-by-subject" variant removes every one with the subject instead.)
+_REMOVE_BY_THUMBPRINT = (
+    "foreach ($thumbprint in @($data.remove)) {\n"
+    "  $path = 'Cert:\\LocalMachine\\Root\\' + $thumbprint\n"
+    "  if (Test-Path -Path $path) { Remove-Item -Path $path; $changed.removed += [string]$thumbprint }\n"
+    "}\n")
+_REMOVE_BY_SUBJECT = (
+    "foreach ($thumbprint in @($data.remove)) {\n"
+    "  $path = 'Cert:\\LocalMachine\\Root\\' + $thumbprint\n"
+    "  if (Test-Path -Path $path) {\n"
+    "    $subject = (Get-Item -Path $path).Subject\n"
+    "    Get-ChildItem -Path Cert:\\LocalMachine\\Root | Where-Object { $_.Subject -eq $subject } | Remove-Item\n"
+    "    $changed.removed += [string]$thumbprint\n"
+    "  }\n"
+    "}\n")
+
+
 APPLY_SCRIPT = (
     "$changed = [ordered]@{ set = @(); deleted = @(); imported = @(); removed = @() }\n"
     # Record own imports first (a superset is safe): a crash mid-way never orphans one.
@@ -66,10 +84,7 @@ APPLY_SCRIPT = (
     "  Remove-Item -LiteralPath $file -Force\n"
     "  $changed.imported += [string]$certificate.thumbprint\n"
     "}\n"
-    "foreach ($thumbprint in @($data.remove)) {\n"
-    "  $path = 'Cert:\\LocalMachine\\Root\\' + $thumbprint\n"
-    "  if (Test-Path -Path $path) { Remove-Item -Path $path; $changed.removed += [string]$thumbprint }\n"
-    "}\n"
+    + _REMOVE_BY_THUMBPRINT +
     f"[IO.File]::WriteAllText('{RECORD_PATH}', [string]$data.record_after)\n"
     # No proxy and no import of ours left: leave nothing of ours behind.
     "if ($data.cleanup) {\n"
@@ -98,6 +113,11 @@ def apply_data(plan: ChangePlan) -> dict[str, Any]:
         "record_after": "".join(f"{_thumbprint(t)}\n" for t in plan.record_after),
         "cleanup": plan.cleanup,
     }
+
+
+def by_subject_apply_script() -> str:
+    """The "removes-by-subject" broken variant's apply script."""
+    return APPLY_SCRIPT.replace(_REMOVE_BY_THUMBPRINT, _REMOVE_BY_SUBJECT)
 
 
 def unquoted_apply_script(plan: ChangePlan) -> str:

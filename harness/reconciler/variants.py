@@ -23,7 +23,7 @@ from proxyfleet.harness.reconciler.controller import (
     VerificationFailed,
 )
 from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, ObservedState, plan_changes
-from proxyfleet.harness.reconciler.scripts import unquoted_apply_script
+from proxyfleet.harness.reconciler.scripts import by_subject_apply_script, unquoted_apply_script
 
 UNLIMITED = 1 << 20  # "as many nodes down at once as there are"
 RETRIES = 3  # how many restarts the looping variants attempt before giving up
@@ -211,6 +211,15 @@ class TrustsImportRecord(Reconciler):
         return plan
 
 
+class RemovesBySubject(Reconciler):
+    name = "removes-by-subject"
+    description = ("removes a certificate that left the bundle by its subject: a CA renewed under the same "
+                   "name goes with the one it replaces")
+
+    def apply_script(self, plan: ChangePlan) -> str:
+        return by_subject_apply_script()
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
@@ -233,6 +242,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
+    RemovesBySubject,
 )}
 
 

@@ -31,6 +31,7 @@ CATCHES = {
     "trusts-import-record": ("drift", "certificates"),
     "http-from-https": ("proxy-shapes", "registry-env"),
     "normalises-noproxy": ("proxy-shapes", "registry-env"),
+    "removes-by-subject": ("change", "certificates"),
 }
 
 
