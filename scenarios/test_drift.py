@@ -1,6 +1,7 @@
 """Drift: on configured nodes, someone logged on to the host deletes the proxy's CA from the Root
 store and a proxy variable from the machine environment. The reconciler must repair both at its
-next resync (WMCO compares its own record, not the store, so it never restores the certificate)."""
+next resync (WMCO compares its own record, not the store, so it never restores the certificate).
+And the operator's ``trusted-ca`` ConfigMap deleted, then unlabelled: restored each time."""
 
 import pytest
 
@@ -24,4 +25,15 @@ async def test_out_of_band_changes_are_repaired(conformance: Conformance) -> Non
                                         "@{ ok = $true } | ConvertTo-Json")
 
     await conformance.step("the proxy CA and NO_PROXY deleted on the hosts", drift)
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("drift")
+@pytest.mark.lab(install_proxy=True)
+async def test_trusted_ca_deleted_or_unlabelled_is_restored(conformance: Conformance) -> None:
+    # While trusted-ca is gone or unlabelled no bundle reaches the operator: nodes must keep their
+    # certificates (a missing bundle is not an empty one), and the ConfigMap must come back.
+    await join(conformance)
+    await conformance.step("trusted-ca deleted", lambda: conformance.tamper_trusted_ca(delete=True))
+    await conformance.step("trusted-ca injection label removed", lambda: conformance.tamper_trusted_ca(delete=False))
     conformance.assert_passed()

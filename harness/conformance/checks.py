@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.contract import BUNDLE_KEY, INJECT_LABEL, PROXY_VARIABLES
 from proxyfleet.core.noproxy import redact_text, redact_url
 from proxyfleet.harness.conformance.expectations import Route
 
@@ -363,3 +364,24 @@ def credentials(places: list[str]) -> Verdict:
                                "Node annotations/labels, Events, ConfigMaps, Secrets or the reconciler's log",
                    "none found" if not places else "found in " + "; ".join(sorted(set(places))[:5])
                    + (f" and {len(set(places)) - 5} more" if len(set(places)) > 5 else ""))
+
+
+def trusted_ca(configmap: Mapping[str, Any] | None, wanted: frozenset[str], where: str) -> Verdict:
+    """While a proxy is set, the operator's ``trusted-ca`` ConfigMap exists with the injection
+    label and holds the merged bundle (``wanted``: its thumbprints) — restored after anyone
+    deletes or unlabels it (DESIGN.md §8; the real operator's e2e checks this too)."""
+    expected = f"ConfigMap {where} labelled {INJECT_LABEL}=true holding the {len(wanted)}-certificate merged bundle"
+    if configmap is None:
+        return Verdict(False, expected, "missing")
+    labels = (configmap.get("metadata") or {}).get("labels") or {}
+    if labels.get(INJECT_LABEL) != "true":
+        return Verdict(False, expected, f"label {INJECT_LABEL} is {labels.get(INJECT_LABEL)!r}")
+    pem = str((configmap.get("data") or {}).get(BUNDLE_KEY) or "")
+    try:
+        held = frozenset(c.thumbprint for c in certificates_in_bundle(pem.encode())) if pem else frozenset()
+    except CertificateFormatError as exc:
+        return Verdict(False, expected, f"not a PEM bundle: {exc}")
+    if held != wanted:
+        return Verdict(False, expected,
+                       f"holds {len(held)} certificate(s), {len(wanted - held)} of the bundle's missing")
+    return Verdict(True, expected, f"labelled, {len(held)} certificates")

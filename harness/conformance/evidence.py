@@ -42,6 +42,8 @@ class Step:
     before: dict[str, Expected]
     expected: Expected = UNCONFIGURED
     drifted: set[str] = field(default_factory=set)  # nodes changed out of band in this step
+    # (node, revision) claims of "applied" already on the Nodes when the step began
+    claims_before: set[tuple[str, str]] = field(default_factory=set)
     converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action
     results: list[CheckResult] = field(default_factory=list)
 

@@ -29,7 +29,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import APPLIED, EGRESS_SERVICES, OPERATOR_NAMESPACE
+from proxyfleet.core.contract import APPLIED, EGRESS_SERVICES, OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.nodessh import NodeError
 from proxyfleet.core.noproxy import redact_url
@@ -207,6 +207,11 @@ class Conformance:
             raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")
         self._drifted.add(node.address)
 
+    async def tamper_trusted_ca(self, delete: bool) -> None:
+        """Delete the operator's ``trusted-ca`` ConfigMap, or remove its injection label (what an
+        administrator's clean-up script or a GitOps prune does by mistake)."""
+        await admin.tamper_trusted_ca(self.api, OPERATOR_NAMESPACE, delete)
+
     async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
         bundle = b"".join(pems)
         self._old_user_ca |= self._user_ca
@@ -244,6 +249,7 @@ class Conformance:
         this step, for its clean-up). Returns the results (also kept in ``results``)."""
         removed = [n.address for n in deconfigure]
         step = self._mark(name, removed)
+        step.claims_before = await self._claims()
         self.steps.append(step)
         if action is not None:
             await action()
@@ -356,7 +362,7 @@ class Conformance:
                     return {a: claims.describe(a, p) for a, p in problems.items()}
             else:
                 problems = await probe(addresses)
-                if not problems and not self._anyone_down():
+                if not problems and not self._anyone_down() and await self._trusted_ca_ok(step):
                     return {}
                 pending = list(problems)
                 quiet_from = time.monotonic()
@@ -365,16 +371,49 @@ class Conformance:
                 return problems
             await asyncio.sleep(PENDING_POLL if pending else max(0.05, quiet_from + self.quiet - now))
 
-    async def _claimed(self, step: Step) -> set[str]:
-        """Members whose Node claims (``proxyfleet.io/applied``) the cluster's current revision; a
-        reconciler that writes no such annotation claims nothing, so its steps run to the deadline."""
+    async def _claims(self) -> set[tuple[str, str]]:
+        """(address, revision) for every Node that claims (``proxyfleet.io/applied``) the cluster's
+        current revision; a reconciler that writes no such annotation claims nothing."""
         try:
             snapshot = await asyncio.to_thread(read_snapshot, self.api, OPERATOR_NAMESPACE)
         except ApiException:
             return set()
-        done = set(assess(snapshot).done)
-        return {a for n in snapshot.nodes
-                if (n.get("metadata") or {}).get("name") in done and (a := internal_ip(n)) in step.members}
+        found = assess(snapshot)
+        if found.revision is None:
+            return set()
+        done = set(found.done)
+        return {(a, found.revision) for n in snapshot.nodes
+                if (n.get("metadata") or {}).get("name") in done and (a := internal_ip(n)) is not None}
+
+    async def _claimed(self, step: Step) -> set[str]:
+        """Members that claimed the current revision during this step. A claim older than the step
+        (a node that drifted out of band since it was verified) is stale, not false: its repair
+        waits for the reconciler's resync, so it never ends a step early."""
+        return {a for a, revision in await self._claims()
+                if a in step.members and (a, revision) not in step.claims_before}
+
+    async def _trusted_ca(self) -> dict[str, Any] | None:
+        try:
+            found = await asyncio.to_thread(client.CoreV1Api(self.api).read_namespaced_config_map,
+                                            TRUSTED_CA, OPERATOR_NAMESPACE)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        configmap: dict[str, Any] = self.api.sanitize_for_serialization(found)  # type: ignore[no-untyped-call]
+        return configmap
+
+    def _trusted_ca_verdict(self, step: Step, configmap: dict[str, Any] | None) -> checks.Verdict | None:
+        """None when no member has a proxy (nothing to require)."""
+        if not step.expected.configured or not step.members:
+            return None
+        return checks.trusted_ca(configmap, frozenset(step.expected.bundle), f"{OPERATOR_NAMESPACE}/{TRUSTED_CA}")
+
+    async def _trusted_ca_ok(self, step: Step) -> bool:
+        if not step.expected.configured or not step.members:
+            return True
+        verdict = self._trusted_ca_verdict(step, await self._trusted_ca())
+        return verdict is None or verdict.ok
 
     def _anyone_down(self) -> bool:
         return any(not n.is_listening for n in self.nodes)
@@ -405,6 +444,7 @@ class Conformance:
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
         down, cordoned = self._unavailability(step, addresses)
+        trusted = self._trusted_ca_verdict(step, await self._trusted_ca())
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
             if address in step.members:
@@ -413,6 +453,8 @@ class Conformance:
                     kept = bool(((nodes.get(address) or {}).get("spec") or {}).get("unschedulable"))
                 self._record(step, address, "disruption-budget", checks.disruption_budget(
                     address, self.lab.max_unavailable, len(step.members), down, cordoned, kept))
+                if trusted is not None:
+                    self._record(step, address, "trusted-ca", trusted)
                 leaked = leaks.get(address, []) + leaks.get("", [])
                 self._record(step, address, "credentials", checks.credentials(leaked))
 

@@ -23,6 +23,8 @@ CHECK_FAMILIES: dict[str, str] = {
     "disruption-budget": "never more instances down or cordoned by the reconciler than maxUnavailable; "
                          "an administrator's cordon kept",
     "files": "without a proxy the node holds none of a reconciler's files (bundle, certificates, records)",
+    "trusted-ca": "while a proxy is set, the operator's trusted-ca ConfigMap exists, labelled for injection, "
+                  "holding the merged bundle",
     "credentials": "no proxy credential, in any encoding, in anything the reconciler writes or users can read",
 }
 

@@ -17,12 +17,14 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import (
     BUNDLE_KEY,
+    INJECT_LABEL,
     INSTANCES,
     KEY_FIELD,
     KEY_SECRET,
     OPENSHIFT_CONFIG,
     OPERATOR_NAMESPACE,
     PROXY,
+    TRUSTED_CA,
 )
 
 
@@ -93,3 +95,19 @@ async def nodes(api: client.ApiClient) -> list[dict[str, Any]]:
 async def cordon(api: client.ApiClient, node_name: str, cordoned: bool = True) -> None:
     """``kubectl cordon`` (or ``uncordon``) a Node."""
     await _call(client.CoreV1Api(api).patch_node, node_name, {"spec": {"unschedulable": cordoned}})
+
+
+async def tamper_trusted_ca(api: client.ApiClient, namespace: str, delete: bool) -> None:
+    """Delete the operator's ``trusted-ca`` ConfigMap (``delete``) or remove its injection label."""
+    core = client.CoreV1Api(api)
+    if delete:
+        await _call(core.delete_namespaced_config_map, TRUSTED_CA, namespace)
+        return
+    try:
+        await _call(core.patch_namespaced_config_map, TRUSTED_CA, namespace,
+                    {"metadata": {"labels": {INJECT_LABEL: None}}})
+    except ApiException as exc:
+        if exc.status == 404:
+            raise LookupError(f"ConfigMap {namespace}/{TRUSTED_CA} does not exist: there is no label to remove "
+                              "(it was not restored after it was deleted)") from None
+        raise

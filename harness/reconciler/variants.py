@@ -15,6 +15,7 @@ from typing import Any
 
 from kubernetes import client
 
+from proxyfleet.core.contract import TRUSTED_CA
 from proxyfleet.core.nodessh import NodeConnection
 from proxyfleet.harness.reconciler.controller import (
     NodeRecord,
@@ -220,6 +221,21 @@ class RemovesBySubject(Reconciler):
         return by_subject_apply_script()
 
 
+class NoTrustedCARestore(Reconciler):
+    name = "no-trusted-ca-restore"
+    description = "creates trusted-ca once and never restores it when it is deleted or loses its injection label"
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, settings)
+        self.seen_trusted_ca = False
+
+    async def _ensure_trusted_ca(self) -> None:
+        if self.seen_trusted_ca:
+            return
+        await super()._ensure_trusted_ca()
+        self.seen_trusted_ca = self.watch is not None and self.watch.configmaps.get(TRUSTED_CA) is not None
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
@@ -242,7 +258,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
-    RemovesBySubject,
+    RemovesBySubject, NoTrustedCARestore,
 )}
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+import trustme
 
+from proxyfleet.core.certificates import Certificate
 from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.checks import env_text, proxy_variables, service_environment_problems
 from proxyfleet.harness.conformance.expectations import Route
@@ -215,3 +217,22 @@ def test_a_node_the_administrator_cordoned_is_ready_only_while_cordoned() -> Non
     assert checks.node_problem(cordoned, admin_cordoned=True) is None
     assert "cordon was lost" in str(checks.node_problem(ready, admin_cordoned=True))
     assert checks.node_ready(cordoned, 0, "api-int", admin_cordoned=True).ok
+
+
+# --- trusted-ca ----------------------------------------------------------------------------------
+
+
+def test_trusted_ca_must_exist_labelled_and_hold_the_bundle() -> None:
+    ca = trustme.CA()
+    pem = ca.cert_pem.bytes().decode()
+    wanted = frozenset({Certificate.from_pem(ca.cert_pem.bytes()).thumbprint})
+    labelled = {"metadata": {"labels": {"config.openshift.io/inject-trusted-cabundle": "true"}},
+                "data": {"ca-bundle.crt": pem}}
+    assert checks.trusted_ca(labelled, wanted, "ns/trusted-ca").ok
+    assert checks.trusted_ca(None, wanted, "ns/trusted-ca").observed == "missing"
+    unlabelled = {**labelled, "metadata": {"labels": {}}}
+    assert "label" in checks.trusted_ca(unlabelled, wanted, "ns/trusted-ca").observed
+    empty = {**labelled, "data": {}}
+    assert "1 of the bundle's missing" in checks.trusted_ca(empty, wanted, "ns/trusted-ca").observed
+    garbage = {**labelled, "data": {"ca-bundle.crt": "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n"}}
+    assert not checks.trusted_ca(garbage, wanted, "ns/trusted-ca").ok

@@ -32,6 +32,7 @@ CATCHES = {
     "http-from-https": ("proxy-shapes", "registry-env"),
     "normalises-noproxy": ("proxy-shapes", "registry-env"),
     "removes-by-subject": ("change", "certificates"),
+    "no-trusted-ca-restore": ("drift", "trusted-ca"),
 }
 
 
