@@ -16,13 +16,14 @@ async def join(conformance: Conformance, nodes: list[WindowsNode] | None = None,
 
 async def add_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PROXY) -> list[CheckResult]:
     """Runtime add: publish the proxy's CA as the trusted bundle, then set the proxy."""
+    return await conformance.step("proxy added", lambda: publish_proxy(conformance, no_proxy))
+
+
+async def publish_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PROXY) -> None:
+    """The runtime add's action: the proxy's CA as the trusted bundle, then the proxy."""
     lab = conformance.lab
-
-    async def action() -> None:
-        await conformance.set_trusted_ca([lab.mitm_ca_pem])
-        await conformance.set_proxy(lab.proxy_url, no_proxy)
-
-    return await conformance.step("proxy added", action)
+    await conformance.set_trusted_ca([lab.mitm_ca_pem])
+    await conformance.set_proxy(lab.proxy_url, no_proxy)
 
 
 async def change_proxy(conformance: Conformance, url: str, no_proxy: str = DEFAULT_NO_PROXY,

@@ -29,7 +29,7 @@ from proxyfleet.harness.lab.external import ENV_MODES
 from proxyfleet.harness.reconciler import VARIANTS
 
 WORKFLOWS = ("install-time", "runtime-add", "change", "remove", "baseline", "join-after-change", "deconfigure",
-             "drift", "proxy-shapes")
+             "drift", "proxy-shapes", "faults")
 SCENARIO_DIR = Path(scenarios.__file__).parent
 INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
 

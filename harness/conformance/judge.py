@@ -106,6 +106,7 @@ class Conformance:
         self.instances: list[str] = []
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
         self._drifted: set[str] = set()  # nodes changed out of band since the step began
+        self.offline: set[str] = set()  # nodes the scenario took off the network
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
@@ -207,6 +208,26 @@ class Conformance:
             raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")
         self._drifted.add(node.address)
 
+    async def take_offline(self, node: WindowsNode) -> None:
+        """Cut a node off the network (its SSH refuses; the machine keeps running). Until it is
+        back, steps do not wait for it or judge it, and its target stays what it last held."""
+        await node.go_offline()
+        self.offline.add(node.address)
+
+    async def bring_online(self, node: WindowsNode) -> None:
+        """End ``take_offline``: the node must then converge like any other."""
+        await node.come_online()
+        self.offline.discard(node.address)
+
+    async def wait_for(self, condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
+        """Wait (polling, with a deadline) until ``condition()`` holds: for scenarios that act at a
+        moment of the rollout (say, while a node is down for its reboot)."""
+        deadline = time.monotonic() + within
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"gave up after {within:g}s waiting for {what}")
+            await asyncio.sleep(0.02)
+
     async def tamper_trusted_ca(self, delete: bool) -> None:
         """Delete the operator's ``trusted-ca`` ConfigMap, or remove its injection label (what an
         administrator's clean-up script or a GitOps prune does by mistake)."""
@@ -254,9 +275,10 @@ class Conformance:
         if action is not None:
             await action()
         step.drifted, self._drifted = self._drifted, set()
-        step.members = list(self.instances)
+        step.members = [a for a in self.instances if a not in self.offline]
+        step.absent = [a for a in self.instances if a in self.offline]
         step.expected = await self._published()
-        for address in step.members:
+        for address in step.members:  # an absent node keeps the target it last held
             self._targets[address] = step.expected
         for address in removed:
             self._targets[address] = UNCONFIGURED
@@ -416,7 +438,7 @@ class Conformance:
         return verdict is None or verdict.ok
 
     def _anyone_down(self) -> bool:
-        return any(not n.is_listening for n in self.nodes)
+        return any(not n.is_listening for n in self.nodes if n.address not in self.offline)
 
     # --- checks ----------------------------------------------------------------------------------
 
@@ -443,7 +465,10 @@ class Conformance:
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
-        down, cordoned = self._unavailability(step, addresses)
+        down, cordoned = self._unavailability(step, addresses + step.absent)
+        for address in step.absent:
+            step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
+                                            "off the network for this step (the scenario's doing)", step.name))
         trusted = self._trusted_ca_verdict(step, await self._trusted_ca())
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)

@@ -120,7 +120,8 @@ class LabSettings:
     reconciler_command: str | None = None
     # "olm": run it as OLM runs WMCO, with the Proxy status variables, restarted when they change.
     reconciler_env: str = "none"
-    max_unavailable: int = 0  # 0: half the nodes (at least one)
+    max_unavailable: int = 0  # 0: half the nodes, at least max_unavailable_floor
+    max_unavailable_floor: int = 1
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
@@ -270,9 +271,9 @@ class Lab:
 
     @property
     def max_unavailable(self) -> int:
-        return self.settings.max_unavailable or max(1, self.settings.nodes // 2)
+        return self.settings.max_unavailable or max(self.settings.max_unavailable_floor, self.settings.nodes // 2)
 
-    async def _start_reconciler(self, variant: str) -> None:
+    async def _start_reconciler(self, variant: str, first: bool = True) -> None:
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
             settle_delay=self.settings.settle_delay,
@@ -281,7 +282,25 @@ class Lab:
         reconciler = make_reconciler(api_client(self.kubeconfig), settings, variant)  # its own connection pool
         await reconciler.start()
         self.reconciler = reconciler
-        self._stack.append(("reconciler", reconciler.stop))
+        if first:
+            self._stack.append(("reconciler", self._stop_reconciler))
+
+    async def _stop_reconciler(self) -> None:
+        if self.reconciler is not None:
+            await self.reconciler.stop()
+
+    async def kill_reconciler(self) -> None:
+        """Kill the reconciler (SIGKILL for an external one; for the lab's own, every task is
+        cancelled where it stands and nothing it held in memory survives) and start it again: what
+        a crash and a restarted operator pod look like to the nodes and the cluster."""
+        if self.external_reconciler is not None:
+            await self.external_reconciler.kill()
+            await self.external_reconciler.start()
+        elif self.reconciler is not None:
+            await self.reconciler.stop()
+            await self._start_reconciler(self.settings.reconciler or "correct", first=False)
+        else:
+            raise LabError("this lab runs no reconciler to kill")
 
     async def _start_external_reconciler(self, template: str) -> None:
         try:

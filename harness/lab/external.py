@@ -94,6 +94,15 @@ class ExternalReconciler:
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
 
+    async def kill(self) -> None:
+        """SIGKILL the process group: no chance to clean up, as in a crash or an OOM kill."""
+        process, self.process = self.process, None
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+
     async def proxy_status_changed(self, status: Mapping[str, Any]) -> bool:
         """Under OLM, restart with the new variables when they differ; returns whether it did."""
         if self.env_mode != "olm":

@@ -37,6 +37,7 @@ from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.harness.reconciler.applying import ConnectionPool, wait_for_new_boot
+from proxyfleet.harness.reconciler.budget import DisruptionBudget
 from proxyfleet.harness.reconciler.desired import (
     ChangePlan,
     DesiredState,
@@ -134,7 +135,7 @@ class Reconciler:
         self.records: dict[str, NodeRecord] = {}
         # A worker is held through a node's whole reboot: leave room for the others beyond maxUnavailable.
         self.queue = WorkQueue(self._reconcile, max(self.settings.workers, 2 * self.settings.max_unavailable))
-        self._unavailable = asyncio.Semaphore(self.settings.max_unavailable)
+        self.budget = DisruptionBudget(self.settings.max_unavailable, self._recorded_reboots)
         self.watch: ClusterWatch | None = None
         self._resync: asyncio.Task[None] | None = None
         self._reported: set[str] = set()
@@ -208,6 +209,14 @@ class Reconciler:
                 if address:
                     addresses.add(address)
         return addresses
+
+    def _recorded_reboots(self) -> set[str]:
+        """Instances whose Node records a reboot asked for and not yet verified (``REBOOT_PENDING``)."""
+        if self.watch is None:
+            return set()
+        return {address for node in self.watch.nodes.cache.values()
+                if REBOOT_PENDING in ((node.get("metadata") or {}).get("annotations") or {})
+                and (address := internal_ip(node)) is not None}
 
     def enqueue_all(self, delay: float = 0.0) -> None:
         for address in sorted(self.managed_addresses()):
@@ -285,6 +294,7 @@ class Reconciler:
         deconfigure = address not in instances
         if deconfigure and CONFIG_HASH not in annotations:
             await self.connections.discard(address)
+            await self.budget.reachable(address, True)  # no longer an instance: not counted
             return None
         username = instances.get(address) or annotations.get(USERNAME) or "Administrator"
         key = self._client_key()
@@ -319,6 +329,7 @@ class Reconciler:
         try:
             connection = await self.connections.acquire(NodeAddress(address, self.settings.ssh_port, username),
                                                         key, expectation.key, self.settings.connect_timeout)
+            await self.budget.reachable(address, True)
             if expectation.first_contact:
                 # Recorded where only this namespace's admins can write, before anything is sent.
                 assert connection.host_key is not None
@@ -337,6 +348,8 @@ class Reconciler:
                 self._report_once(node, exc.reason, str(exc), "Warning")
             else:
                 await self.writer.event(node, exc.reason, str(exc), "Warning")
+            if exc.reason in ("NodeUnreachable", "RebootTimeout") and not deconfigure:
+                await self.budget.reachable(address, False)  # counts against maxUnavailable until it answers
             await self._set_state(node, record, "unreachable" if exc.reason == "NodeUnreachable" else "failed",
                                   str(exc))
             return self._backoff(record)
@@ -374,6 +387,11 @@ class Reconciler:
         fresh.round_trips = 0  # its boot-time query is counted in polls
         return fresh, new_boot, polls
 
+    def rebooted_since(self, pending: str, boot: str) -> bool:
+        """Whether the reboot recorded as pending (at boot ``pending``) has happened: the node
+        runs a boot other than the one the reboot was asked for in."""
+        return boot != pending
+
     def reboot_again(self, attempts: int, *, confirmed: bool, failure: VerificationFailed | None) -> bool:
         """Whether to restart once more. Never: a restart whose exit status was lost still rebooted
         (the new boot proves it), and services not up yet are waited for, not rebooted for."""
@@ -403,18 +421,15 @@ class Reconciler:
             await connection.connect()
             observed = _observed(await connection.script(observe_script()))
         pending = annotations.get(REBOOT_PENDING)
-        if pending:
-            # Resuming after a reconciler restart: never reboot a node that already rebooted.
-            if observed.boot_time != pending:
-                await self._verify_and_finish(node, connection, desired, record, observed.boot_time,
-                                              deconfigure)
-                return connection
-            return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
-                                                 deconfigure)
+        if pending and self.rebooted_since(pending, observed.boot_time):
+            # Resuming after a reconciler restart: the reboot asked for happened; verify it, never
+            # reboot again.
+            await self._verify_and_finish(node, connection, desired, record, observed.boot_time, deconfigure)
+            return connection
         plan = self.plan(desired, observed)
         if plan.upload_bundle:  # a copy for people and tools on the node; the imports come with the data
             await connection.put_files({BUNDLE_PATH: desired.bundle_pem.encode()})
-        if not plan.changes_node:
+        if not plan.changes_node and not pending:
             state = "deconfigured" if deconfigure else "configured"
             labels = (node or {}).get("metadata", {}).get("labels") or {}
             stale_revision = desired.revision is not None and annotations.get(APPLIED) != desired.revision
@@ -424,28 +439,41 @@ class Reconciler:
             elif record.state != state:
                 record.state, record.message = state, "already as desired"  # the cluster already says so
             return connection
-        record.state, record.message = "applying", plan.summary()  # before the node changes
-        script = self.apply_script(plan)
-        changed = await connection.script(script, data=apply_data(plan))
-        record.changes += 1
-        log.info("applied on %s: %s (%s)", connection.target.address, plan.summary(), changed)
-        if not plan.changes_environment:
+        reboot = plan.changes_environment or bool(pending)
+        if not reboot:
+            await self._apply(connection, node, plan, record, live=True)
             # Certificates only: Windows reads the Root store live, so no service needs a restart.
-            if node is not None:
-                await self.writer.event(node, "ProxyConfigApplied", plan.summary() + " (live, no reboot)")
             await self._verify_and_finish(node, connection, desired, record, observed.boot_time, deconfigure,
                                           uncordon=False)
             return connection
+        # One budget slot from before the node changes until it is verified after its reboot.
+        async with self.budget.reboot(connection.target.address):
+            if not pending and node is not None:
+                # Recorded before the node changes: a reconciler killed right after the apply still
+                # knows a reboot is owed (the registry is new, the services are not).
+                await self._set_state(node, record, "applying", plan.summary(),
+                                      {REBOOT_PENDING: observed.boot_time, USERNAME: connection.target.username})
+            await self._apply(connection, node, plan, record, live=False)
+            return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
+                                                 deconfigure)
+
+    async def _apply(self, connection: NodeConnection, node: dict[str, Any] | None, plan: ChangePlan,
+                     record: NodeRecord, live: bool) -> None:
+        """Apply ``plan`` in one round trip (nothing when it changes nothing: a reboot still owed)."""
+        if not plan.changes_node:
+            return
+        record.state, record.message = "applying", plan.summary()  # before the node changes
+        changed = await connection.script(self.apply_script(plan), data=apply_data(plan))
+        record.changes += 1
+        log.info("applied on %s: %s (%s)", connection.target.address, plan.summary(), changed)
         if node is not None:
-            await self.writer.event(node, "ProxyConfigApplied", plan.summary())
-            await self._set_state(node, record, "applying", plan.summary(),
-                                  {REBOOT_PENDING: observed.boot_time, USERNAME: connection.target.username})
-        return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record, deconfigure)
+            await self.writer.event(node, "ProxyConfigApplied", plan.summary() + (" (live, no reboot)" if live else ""))
 
     async def _reboot_and_verify(self, connection: NodeConnection, node: dict[str, Any] | None,
                                  old_boot: str, desired: DesiredState, record: NodeRecord,
                                  deconfigure: bool) -> NodeConnection:
-        """Cordon, restart, wait for a new boot, verify, uncordon; returns the post-boot connection."""
+        """Cordon, restart, wait for a new boot, verify, uncordon; returns the post-boot connection.
+        The caller holds the node's disruption-budget slot."""
         if node is None:
             # The instance had no Node when this pass began; its kubelet may have registered since
             # (at install time they join while being configured). Never reboot a schedulable Node
@@ -454,40 +482,39 @@ class Reconciler:
             if node is None:
                 node = await self.writer.find_node(connection.target.address)
         name = node["metadata"]["name"] if node is not None else connection.target.address
-        async with self._unavailable:
-            self.rebooting.add(name)
-            self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
-            try:
-                if node is not None:
-                    record.cordoned_by = await self.writer.cordon_for_reboot(name)
-                    await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
-                    await self.writer.event(node, "RebootingNode", "cordoned; restarting so services pick up "
-                                                                   "the new environment")
-                attempts = 0
-                while True:
-                    attempts += 1
-                    confirmed = await connection.request_reboot()
-                    record.reboots += 1
-                    before_reboot = connection.round_trips
-                    connection, new_boot, polls = await self.wait_for_boot(connection, old_boot)
-                    if self.reboot_again(attempts, confirmed=confirmed, failure=None):
+        self.rebooting.add(name)
+        self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
+        try:
+            if node is not None:
+                record.cordoned_by = await self.writer.cordon_for_reboot(name)
+                await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
+                await self.writer.event(node, "RebootingNode", "cordoned; restarting so services pick up "
+                                                               "the new environment")
+            attempts = 0
+            while True:
+                attempts += 1
+                confirmed = await connection.request_reboot()
+                record.reboots += 1
+                before_reboot = connection.round_trips
+                connection, new_boot, polls = await self.wait_for_boot(connection, old_boot)
+                if self.reboot_again(attempts, confirmed=confirmed, failure=None):
+                    old_boot = new_boot
+                    continue
+                try:
+                    await self._verify_and_finish(node, connection, desired, record, new_boot, deconfigure,
+                                                  before_reboot, polls)
+                except VerificationFailed as exc:
+                    if self.reboot_again(attempts, confirmed=confirmed, failure=exc):
                         old_boot = new_boot
                         continue
-                    try:
-                        await self._verify_and_finish(node, connection, desired, record, new_boot, deconfigure,
-                                                      before_reboot, polls)
-                    except VerificationFailed as exc:
-                        if self.reboot_again(attempts, confirmed=confirmed, failure=exc):
-                            old_boot = new_boot
-                            continue
-                        await connection.close()
-                        raise
-                    except BaseException:
-                        await connection.close()
-                        raise
-                    return connection
-            finally:
-                self.rebooting.discard(name)
+                    await connection.close()
+                    raise
+                except BaseException:
+                    await connection.close()
+                    raise
+                return connection
+        finally:
+            self.rebooting.discard(name)
 
     async def _verify_and_finish(self, node: dict[str, Any] | None, connection: NodeConnection,
                                  desired: DesiredState, record: NodeRecord, boot: str,

@@ -7,7 +7,6 @@ reference code path holds no flag for any of them.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 import urllib.parse
@@ -17,6 +16,7 @@ from kubernetes import client
 
 from proxyfleet.core.contract import TRUSTED_CA
 from proxyfleet.core.nodessh import NodeConnection
+from proxyfleet.harness.reconciler.budget import DisruptionBudget
 from proxyfleet.harness.reconciler.controller import (
     NodeRecord,
     Reconciler,
@@ -236,13 +236,40 @@ class NoTrustedCARestore(Reconciler):
         self.seen_trusted_ca = self.watch is not None and self.watch.configmaps.get(TRUSTED_CA) is not None
 
 
+class NeverRetriesUnreachable(Reconciler):
+    name = "never-retries-unreachable"
+    description = "gives up on a node it could not reach: no retry, and resyncs skip it"
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, settings)
+        self.given_up: set[str] = set()
+
+    async def _reconcile(self, address: str) -> float | None:
+        if address in self.given_up:
+            return None
+        retry = await super()._reconcile(address)
+        if self.records.get(address, NodeRecord()).state == "unreachable":
+            self.given_up.add(address)
+            return None
+        return retry
+
+
+class RebootsAgainAfterRestart(Reconciler):
+    name = "reboots-again-after-restart"
+    description = ("restarted mid-reboot, reboots a node again instead of checking whether the reboot it "
+                   "asked for happened")
+
+    def rebooted_since(self, pending: str, boot: str) -> bool:
+        return False
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
 
     def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
         super().__init__(api, settings)
-        self._unavailable = asyncio.Semaphore(UNLIMITED)
+        self.budget = DisruptionBudget(UNLIMITED, self._recorded_reboots)
 
 
 class UncordonsAdminCordon(Reconciler):
@@ -258,7 +285,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
-    RemovesBySubject, NoTrustedCARestore,
+    RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
 )}
 
 

@@ -1,0 +1,42 @@
+"""Faults during a rollout. Each scenario runs on its own lab, in parallel with the others.
+
+* A node off the network when the change arrives: the others proceed (it counts against
+  maxUnavailable while it is away), and it converges with one reboot once it is back.
+* The reconciler killed while nodes are down for their reboots, and started again: no node
+  reboots twice, every node converges (the reboot owed must be remembered outside its memory).
+"""
+
+import pytest
+
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.scenarios.actions import join, publish_proxy
+
+
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(max_unavailable_floor=2)
+async def test_a_node_off_the_network_converges_when_it_returns(conformance: Conformance) -> None:
+    await join(conformance)
+    away = conformance.nodes[-1]
+
+    async def change_while_away() -> None:
+        await conformance.take_offline(away)
+        await publish_proxy(conformance)
+
+    await conformance.step("proxy added while one instance is off the network", change_while_away)
+    await conformance.step("the instance is back", lambda: conformance.bring_online(away))
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("faults")
+async def test_the_reconciler_killed_mid_reboot_resumes_without_a_second_reboot(conformance: Conformance) -> None:
+    await join(conformance)
+    lab = conformance.lab
+
+    async def change_and_kill() -> None:
+        await publish_proxy(conformance)
+        await conformance.wait_for(lambda: any(not n.is_listening for n in conformance.nodes),
+                                   "a node to go down for its reboot")
+        await lab.kill_reconciler()
+
+    await conformance.step("proxy added; the reconciler killed while a node reboots", change_and_kill)
+    conformance.assert_passed()
