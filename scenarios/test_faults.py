@@ -4,11 +4,14 @@
   maxUnavailable while it is away), and it converges with one reboot once it is back.
 * The reconciler killed while nodes are down for their reboots, and started again: no node
   reboots twice, every node converges (the reboot owed must be remembered outside its memory).
+* A second change while the first is rolling out: every node ends on the latest settings, with
+  at most two reboots where the first was under way and one everywhere else.
 """
 
 import pytest
 
 from proxyfleet.harness.conformance import Conformance
+from proxyfleet.harness.lab import DEFAULT_NO_PROXY
 from proxyfleet.scenarios.actions import join, publish_proxy
 
 
@@ -39,4 +42,20 @@ async def test_the_reconciler_killed_mid_reboot_resumes_without_a_second_reboot(
         await lab.kill_reconciler()
 
     await conformance.step("proxy added; the reconciler killed while a node reboots", change_and_kill)
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(second_proxy=True)
+async def test_a_second_change_during_the_rollout_ends_on_the_latest(conformance: Conformance) -> None:
+    await join(conformance)
+    lab = conformance.lab
+
+    async def two_changes() -> None:
+        await publish_proxy(conformance)
+        await conformance.wait_for(lambda: any(not n.is_listening for n in conformance.nodes),
+                                   "a node to go down for its reboot")
+        await conformance.set_proxy(lab.proxy2_url, DEFAULT_NO_PROXY)
+
+    await conformance.step("proxy added, then changed while the first rollout runs", two_changes)
     conformance.assert_passed()

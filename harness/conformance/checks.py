@@ -265,11 +265,14 @@ def firewall(bypasses: list[str]) -> Verdict:
                    "none" if not bypasses else f"{len(bypasses)} refused: " + ", ".join(sorted(set(bypasses))))
 
 
-def reboots(count: int, kind: ChangeKind) -> Verdict:
-    """At most one reboot for a change (a live one may need none), none without one."""
+def reboots(count: int, kind: ChangeKind, overtaken: bool = False) -> Verdict:
+    """At most one reboot for a change (a live one may need none), none without one; one more
+    when a later change overtook a reboot already under way (``overtaken``)."""
     limit = 0 if kind == "none" else 1
     what = {"environment": "variables changed", "live": "trust bundle changed or drift repaired",
             "none": "settings unchanged"}[kind]
+    if overtaken and kind != "none":
+        limit, what = 2, what + "; a second change arrived while it rebooted"
     return Verdict(count <= limit, f"at most {limit} ({what})", str(count))
 
 

@@ -107,6 +107,7 @@ class Conformance:
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
         self._drifted: set[str] = set()  # nodes changed out of band since the step began
         self.offline: set[str] = set()  # nodes the scenario took off the network
+        self._changed_at: list[dt.datetime] = []  # when the scenario changed the cluster
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
@@ -235,6 +236,7 @@ class Conformance:
 
     async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
         bundle = b"".join(pems)
+        self._changed_at.append(dt.datetime.now(dt.UTC))
         self._old_user_ca |= self._user_ca
         self._user_ca = set(certificates_of(bundle))
         await admin.set_trusted_ca(self.api, bundle.decode(), name)
@@ -245,6 +247,7 @@ class Conformance:
         Only the cluster changes: the network's egress firewall is the lab's
         (``Lab.set_egress_firewall``)."""
         https = url if https_url is None else https_url
+        self._changed_at.append(dt.datetime.now(dt.UTC))
         self._secrets |= checks.url_secrets(url) | checks.url_secrets(https)
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
                               trusted_ca=trusted_ca or None)
@@ -580,7 +583,11 @@ class Conformance:
         record("node-ready", checks.node_ready(node_object, len(api_flows), plan.api_internal_host,
                                                address in self.admin_cordoned))
         record("firewall", checks.firewall(self._bypasses(address, target, evidence)))
-        record("reboots", checks.reboots(len(node.boots) - step.boots[address], change))
+        # A node already down for the step's first change when a later one arrived may take a
+        # second reboot for it (the first was in flight); no other node may.
+        changes = [t for t in self._changed_at if t >= step.started]
+        in_flight = len(changes) > 1 and any(o.down_at < changes[-1] for o in node.outages[step.outages[address]:])
+        record("reboots", checks.reboots(len(node.boots) - step.boots[address], change, in_flight))
         record("drained-while-down", checks.drained(self._outages(step, address)))
 
     def _pull_evidence(self, address: str, host: str, route: Route, result: PullResult,

@@ -439,23 +439,40 @@ class Reconciler:
             elif record.state != state:
                 record.state, record.message = state, "already as desired"  # the cluster already says so
             return connection
-        reboot = plan.changes_environment or bool(pending)
-        if not reboot:
-            await self._apply(connection, node, plan, record, live=True)
-            # Certificates only: Windows reads the Root store live, so no service needs a restart.
-            await self._verify_and_finish(node, connection, desired, record, observed.boot_time, deconfigure,
-                                          uncordon=False)
-            return connection
-        # One budget slot from before the node changes until it is verified after its reboot.
-        async with self.budget.reboot(connection.target.address):
-            if not pending and node is not None:
-                # Recorded before the node changes: a reconciler killed right after the apply still
-                # knows a reboot is owed (the registry is new, the services are not).
-                await self._set_state(node, record, "applying", plan.summary(),
-                                      {REBOOT_PENDING: observed.boot_time, USERNAME: connection.target.username})
-            await self._apply(connection, node, plan, record, live=False)
-            return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
-                                                 deconfigure)
+        if plan.changes_environment or pending:
+            # One budget slot from before the node changes until it is verified after its reboot.
+            async with self.budget.reboot(connection.target.address):
+                # The wait for a slot can be long: apply what the cluster wants now, not what it
+                # wanted when this pass began (a second change must not cost a second reboot).
+                desired = self._latest_desired(desired, deconfigure)
+                plan = self.plan(desired, observed)
+                if plan.changes_environment or pending:
+                    if not pending and node is not None:
+                        # Recorded before the node changes: a reconciler killed right after the
+                        # apply still knows a reboot is owed (the registry is new, the services not).
+                        await self._set_state(node, record, "applying", plan.summary(),
+                                              {REBOOT_PENDING: observed.boot_time,
+                                               USERNAME: connection.target.username})
+                    await self._apply(connection, node, plan, record, live=False)
+                    return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
+                                                         deconfigure)
+        await self._apply(connection, node, plan, record, live=True)
+        # Certificates only (or nothing): Windows reads the Root store live, no service needs a restart.
+        await self._verify_and_finish(node, connection, desired, record, observed.boot_time, deconfigure,
+                                      uncordon=False)
+        return connection
+
+    def _latest_desired(self, desired: DesiredState, deconfigure: bool) -> DesiredState:
+        """The node target from the cluster as the cache has it now (``desired`` when the cluster's
+        input is unusable at the moment: that is reported by the next pass)."""
+        assert self.watch is not None
+        try:
+            latest = self.desired(None if deconfigure else self.watch.proxy, self.watch.configmaps.get(TRUSTED_CA))
+        except InvalidClusterInput:
+            return desired
+        if any(latest.environment.values()) and not latest.bundle_pem:
+            return desired  # the new bundle is not injected yet: never strip certificates meanwhile
+        return latest
 
     async def _apply(self, connection: NodeConnection, node: dict[str, Any] | None, plan: ChangePlan,
                      record: NodeRecord, live: bool) -> None:

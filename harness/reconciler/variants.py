@@ -263,6 +263,15 @@ class RebootsAgainAfterRestart(Reconciler):
         return False
 
 
+class AppliesStaleSettings(Reconciler):
+    name = "applies-stale-settings"
+    description = ("applies the settings it read when its pass began, however long it then waited for a "
+                   "reboot slot: a change that lands meanwhile costs every waiting node a second reboot")
+
+    def _latest_desired(self, desired: DesiredState, deconfigure: bool) -> DesiredState:
+        return desired
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
@@ -286,6 +295,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
+    AppliesStaleSettings,
 )}
 
 

@@ -91,6 +91,12 @@ def test_a_trust_bundle_change_may_be_applied_live_or_by_restart() -> None:
     assert checks.reboots(0, "live").ok and checks.reboots(1, "live").ok and not checks.reboots(2, "live").ok
 
 
+def test_a_reboot_overtaken_by_a_second_change_may_be_followed_by_one_more() -> None:
+    assert checks.reboots(2, "environment", overtaken=True).ok
+    assert not checks.reboots(3, "environment", overtaken=True).ok
+    assert not checks.reboots(2, "environment", overtaken=False).ok
+
+
 def test_certificates_name_what_is_missing_and_extra() -> None:
     verdict = checks.certificates(frozenset({"A" * 40, "B" * 40}), frozenset({"B" * 40, "C" * 40}), 1,
                                   {"A" * 40: "CN=corp"}, {"C" * 40: "CN=old"})
