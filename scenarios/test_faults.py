@@ -4,6 +4,8 @@
   maxUnavailable while it is away), and it converges with one reboot once it is back.
 * The reconciler killed while nodes are down for their reboots, and started again: no node
   reboots twice, every node converges (the reboot owed must be remembered outside its memory).
+* One instance's SSH host key replaced before a change: the reconciler refuses it and says so
+  in a Warning Event; the others converge.
 * A second change while the first is rolling out: every node ends on the latest settings, with
   at most two reboots where the first was under way and one everywhere else.
 """
@@ -58,4 +60,16 @@ async def test_a_second_change_during_the_rollout_ends_on_the_latest(conformance
         await conformance.set_proxy(lab.proxy2_url, DEFAULT_NO_PROXY)
 
     await conformance.step("proxy added, then changed while the first rollout runs", two_changes)
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("faults")
+async def test_a_changed_host_key_is_refused_and_reported(conformance: Conformance) -> None:
+    await join(conformance)
+
+    async def rekey_then_change() -> None:
+        await conformance.replace_host_key(conformance.nodes[-1])
+        await publish_proxy(conformance)
+
+    await conformance.step("one instance's host key replaced, then proxy added", rekey_then_change)
     conformance.assert_passed()

@@ -388,3 +388,16 @@ def trusted_ca(configmap: Mapping[str, Any] | None, wanted: frozenset[str], wher
         return Verdict(False, expected,
                        f"holds {len(held)} certificate(s), {len(wanted - held)} of the bundle's missing")
     return Verdict(True, expected, f"labelled, {len(held)} certificates")
+
+
+def host_key_refused(commands: int, warnings: list[str]) -> Verdict:
+    """A node whose SSH host key changed got no command from the reconciler (``commands`` run
+    since the change), and a Warning Event about its Node says why."""
+    expected = "no command sent after its host key changed; a Warning Event about the Node names the host key"
+    named = [w for w in warnings if "host key" in w.lower() or "hostkey" in w.lower()]
+    if commands:
+        return Verdict(False, expected, f"{commands} command(s) ran on it after its host key changed")
+    if not named:
+        return Verdict(False, expected, "refused, but no Warning Event about its Node names the host key"
+                       + (f" (saw: {'; '.join(warnings)[:200]})" if warnings else ""))
+    return Verdict(True, expected, f"refused; {named[0][:160]}")

@@ -43,6 +43,7 @@ class Step:
     expected: Expected = UNCONFIGURED
     drifted: set[str] = field(default_factory=set)  # nodes changed out of band in this step
     absent: list[str] = field(default_factory=list)  # instances off the network for the whole step
+    rekeyed: list[str] = field(default_factory=list)  # instances whose SSH host key changed: to be refused
     # (node, revision) claims of "applied" already on the Nodes when the step began
     claims_before: set[tuple[str, str]] = field(default_factory=set)
     converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action

@@ -108,6 +108,9 @@ class Conformance:
         self._drifted: set[str] = set()  # nodes changed out of band since the step began
         self.offline: set[str] = set()  # nodes the scenario took off the network
         self._changed_at: list[dt.datetime] = []  # when the scenario changed the cluster
+        # Nodes whose SSH host key the scenario replaced -> their command count at that moment:
+        # a reconciler must refuse them (and say so), not follow the new key.
+        self.rekeyed: dict[str, int] = {}
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
@@ -220,6 +223,12 @@ class Conformance:
         await node.come_online()
         self.offline.discard(node.address)
 
+    async def replace_host_key(self, node: WindowsNode) -> None:
+        """Give a node a new SSH host key (the judge trusts the new one; a reconciler must not)."""
+        await node.replace_host_key()
+        await self.probe.forget(node.address)
+        self.rekeyed[node.address] = node.ssh_commands
+
     async def wait_for(self, condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
         """Wait (polling, with a deadline) until ``condition()`` holds: for scenarios that act at a
         moment of the rollout (say, while a node is down for its reboot)."""
@@ -278,8 +287,9 @@ class Conformance:
         if action is not None:
             await action()
         step.drifted, self._drifted = self._drifted, set()
-        step.members = [a for a in self.instances if a not in self.offline]
+        step.members = [a for a in self.instances if a not in self.offline and a not in self.rekeyed]
         step.absent = [a for a in self.instances if a in self.offline]
+        step.rekeyed = [a for a in self.instances if a in self.rekeyed]
         step.expected = await self._published()
         for address in step.members:  # an absent node keeps the target it last held
             self._targets[address] = step.expected
@@ -469,6 +479,12 @@ class Conformance:
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
         down, cordoned = self._unavailability(step, addresses + step.absent)
+        if step.rekeyed:
+            warnings = await self._warning_events(step)
+            for address in step.rekeyed:
+                node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
+                self._record(step, address, "host-key", checks.host_key_refused(
+                    self.node(address).ssh_commands - self.rekeyed[address], warnings.get(node_name, [])))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))
@@ -485,6 +501,18 @@ class Conformance:
                     self._record(step, address, "trusted-ca", trusted)
                 leaked = leaks.get(address, []) + leaks.get("", [])
                 self._record(step, address, "credentials", checks.credentials(leaked))
+
+    async def _warning_events(self, step: Step) -> dict[str, list[str]]:
+        """Warning Events about Nodes written since the step began: Node name -> "reason: message"."""
+        events = await asyncio.to_thread(client.CoreV1Api(self.api).list_event_for_all_namespaces)
+        since = step.started.replace(microsecond=0)  # Event timestamps have whole seconds
+        found: dict[str, list[str]] = {}
+        for event in events.items:
+            involved = event.involved_object
+            when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
+            if event.type == "Warning" and involved is not None and involved.kind == "Node" and when and when >= since:
+                found.setdefault(str(involved.name), []).append(f"{event.reason}: {event.message}")
+        return found
 
     @staticmethod
     def _record(step: Step, address: str, check: str, verdict: checks.Verdict) -> None:

@@ -120,6 +120,14 @@ class NodeProbe:
         text = (str(result.stdout or "") + str(result.stderr or "")).strip()
         return PullResult(result.exit_status == 0, text)
 
+    async def forget(self, address: str) -> None:
+        """Drop the connection to ``address`` and the host key pinned for it (the administrator
+        knows the host was reinstalled)."""
+        connection = self._connections.pop(address, None)
+        if connection is not None:
+            await connection.close()
+        self._host_keys.pop(address, None)
+
     async def close(self) -> None:
         for connection in self._connections.values():
             await connection.close()

@@ -25,6 +25,7 @@ CHECK_FAMILIES: dict[str, str] = {
     "files": "without a proxy the node holds none of a reconciler's files (bundle, certificates, records)",
     "trusted-ca": "while a proxy is set, the operator's trusted-ca ConfigMap exists, labelled for injection, "
                   "holding the merged bundle",
+    "host-key": "a node whose SSH host key changed is refused (no command) and the refusal is reported",
     "credentials": "no proxy credential, in any encoding, in anything the reconciler writes or users can read",
 }
 

@@ -24,6 +24,7 @@ from proxyfleet.harness.reconciler.controller import (
     VerificationFailed,
 )
 from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, ObservedState, plan_changes
+from proxyfleet.harness.reconciler.hostkeys import Expectation, HostKeyPins
 from proxyfleet.harness.reconciler.scripts import by_subject_apply_script, unquoted_apply_script
 
 UNLIMITED = 1 << 20  # "as many nodes down at once as there are"
@@ -272,6 +273,22 @@ class AppliesStaleSettings(Reconciler):
         return desired
 
 
+class _AnyHostKey(HostKeyPins):
+    """Accepts whatever key a host presents and pins nothing (Go's ``ssh.InsecureIgnoreHostKey``)."""
+
+    def expectation(self, address: str, port: int, configmaps: dict[str, dict[str, Any]]) -> Expectation:
+        return Expectation(None, first_contact=False)
+
+
+class IgnoresHostKeys(Reconciler):
+    name = "ignores-host-keys"
+    description = "accepts any SSH host key (as WMCO does): a host whose key changed is configured like any other"
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, settings)
+        self.host_keys = _AnyHostKey(api, self.settings.namespace)
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
@@ -295,7 +312,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
-    AppliesStaleSettings,
+    AppliesStaleSettings, IgnoresHostKeys,
 )}
 
 

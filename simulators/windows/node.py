@@ -235,6 +235,13 @@ class WindowsNode:
             timer.cancel()
         self._stage_timers = []
 
+    async def replace_host_key(self) -> None:
+        """A new SSH host key, as after a reinstall or a restored image: sshd restarts with it (open
+        sessions are cut; no outage is recorded: the machine stays up)."""
+        self.config.host_key = asyncssh.generate_private_key("ssh-ed25519")
+        await self._stop_listening()
+        await self._listen()
+
     async def go_offline(self) -> None:
         """Drop off the network (an outage, not a reboot): connections cut, new ones refused."""
         await self._go_down()

@@ -242,3 +242,12 @@ def test_trusted_ca_must_exist_labelled_and_hold_the_bundle() -> None:
     assert "1 of the bundle's missing" in checks.trusted_ca(empty, wanted, "ns/trusted-ca").observed
     garbage = {**labelled, "data": {"ca-bundle.crt": "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n"}}
     assert not checks.trusted_ca(garbage, wanted, "ns/trusted-ca").ok
+
+
+def test_a_changed_host_key_must_be_refused_and_reported() -> None:
+    reported = ["HostKeyMismatch: the SSH host key of 127.10.0.3 is not the one pinned on first contact"]
+    assert checks.host_key_refused(0, reported).ok
+    followed = checks.host_key_refused(6, reported)
+    assert not followed.ok and "6 command(s) ran" in followed.observed
+    silent = checks.host_key_refused(0, ["NodeUnreachable: timed out"])
+    assert not silent.ok and "names the host key" in silent.observed
