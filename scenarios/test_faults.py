@@ -4,6 +4,8 @@
   maxUnavailable while it is away), and it converges with one reboot once it is back.
 * The reconciler killed while nodes are down for their reboots, and started again: no node
   reboots twice, every node converges (the reboot owed must be remembered outside its memory).
+* One instance never comes back from its reboot: the others converge within maxUnavailable
+  (the stuck one keeps counting against it) and the reconciler reports it in a Warning Event.
 * One instance's SSH host key replaced before a change: the reconciler refuses it and says so
   in a Warning Event; the others converge.
 * A second change while the first is rolling out: every node ends on the latest settings, with
@@ -72,4 +74,17 @@ async def test_a_changed_host_key_is_refused_and_reported(conformance: Conforman
         await publish_proxy(conformance)
 
     await conformance.step("one instance's host key replaced, then proxy added", rekey_then_change)
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(max_unavailable_floor=2, reboot_timeout=4.0)
+async def test_a_node_that_never_comes_back_is_reported_and_the_rest_converge(conformance: Conformance) -> None:
+    await join(conformance)
+
+    async def change_with_one_stuck() -> None:
+        conformance.hang_next_reboot(conformance.nodes[0])
+        await publish_proxy(conformance)
+
+    await conformance.step("proxy added; one instance never comes back from its reboot", change_with_one_stuck)
     conformance.assert_passed()

@@ -401,3 +401,13 @@ def host_key_refused(commands: int, warnings: list[str]) -> Verdict:
         return Verdict(False, expected, "refused, but no Warning Event about its Node names the host key"
                        + (f" (saw: {'; '.join(warnings)[:200]})" if warnings else ""))
     return Verdict(True, expected, f"refused; {named[0][:160]}")
+
+
+def stuck_reported(back: bool, warnings: list[str]) -> Verdict:
+    """A node that never came back from its reboot is reported by a Warning Event about its Node."""
+    expected = "a Warning Event about the Node reports that it did not come back"
+    if back:
+        return Verdict(False, expected, "the node came back (the scenario expected it to hang)")
+    if not warnings:
+        return Verdict(False, expected, "no Warning Event about its Node")
+    return Verdict(True, expected, warnings[-1][:200])

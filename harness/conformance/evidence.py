@@ -44,6 +44,7 @@ class Step:
     drifted: set[str] = field(default_factory=set)  # nodes changed out of band in this step
     absent: list[str] = field(default_factory=list)  # instances off the network for the whole step
     rekeyed: list[str] = field(default_factory=list)  # instances whose SSH host key changed: to be refused
+    stuck: list[str] = field(default_factory=list)  # instances whose reboot never ends: to be reported
     # (node, revision) claims of "applied" already on the Nodes when the step began
     claims_before: set[tuple[str, str]] = field(default_factory=set)
     converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action

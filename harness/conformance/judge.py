@@ -111,6 +111,7 @@ class Conformance:
         # Nodes whose SSH host key the scenario replaced -> their command count at that moment:
         # a reconciler must refuse them (and say so), not follow the new key.
         self.rekeyed: dict[str, int] = {}
+        self.stuck: set[str] = set()  # nodes whose next reboot never ends: to be reported
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
@@ -223,6 +224,12 @@ class Conformance:
         await node.come_online()
         self.offline.discard(node.address)
 
+    def hang_next_reboot(self, node: WindowsNode) -> None:
+        """The node's next reboot never ends: the others must still converge within the budget,
+        and the reconciler must report this one."""
+        node.hang_next_reboot()
+        self.stuck.add(node.address)
+
     async def replace_host_key(self, node: WindowsNode) -> None:
         """Give a node a new SSH host key (the judge trusts the new one; a reconciler must not)."""
         await node.replace_host_key()
@@ -287,7 +294,9 @@ class Conformance:
         if action is not None:
             await action()
         step.drifted, self._drifted = self._drifted, set()
-        step.members = [a for a in self.instances if a not in self.offline and a not in self.rekeyed]
+        step.members = [a for a in self.instances
+                        if a not in self.offline and a not in self.rekeyed and a not in self.stuck]
+        step.stuck = [a for a in self.instances if a in self.stuck]
         step.absent = [a for a in self.instances if a in self.offline]
         step.rekeyed = [a for a in self.instances if a in self.rekeyed]
         step.expected = await self._published()
@@ -397,7 +406,8 @@ class Conformance:
                     return {a: claims.describe(a, p) for a, p in problems.items()}
             else:
                 problems = await probe(addresses)
-                if not problems and not self._anyone_down() and await self._trusted_ca_ok(step):
+                if (not problems and not self._anyone_down() and await self._trusted_ca_ok(step)
+                        and await self._stuck_reported(step)):
                     return {}
                 pending = list(problems)
                 quiet_from = time.monotonic()
@@ -451,7 +461,18 @@ class Conformance:
         return verdict is None or verdict.ok
 
     def _anyone_down(self) -> bool:
-        return any(not n.is_listening for n in self.nodes if n.address not in self.offline)
+        return any(not n.is_listening for n in self.nodes if n.address not in self.offline | self.stuck)
+
+    async def _stuck_reported(self, step: Step) -> bool:
+        """Every node stuck in its reboot has a Warning Event about it (the step waits for that)."""
+        if not step.stuck:
+            return True
+        names = await self._node_names()
+        warnings = await self._warning_events(step)
+        return all(warnings.get(names.get(a, a)) for a in step.stuck)
+
+    async def _node_names(self) -> dict[str, str]:
+        return {a: str((n.get("metadata") or {}).get("name", a)) for a, n in (await self._node_objects()).items()}
 
     # --- checks ----------------------------------------------------------------------------------
 
@@ -478,13 +499,19 @@ class Conformance:
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
-        down, cordoned = self._unavailability(step, addresses + step.absent)
+        down, cordoned = self._unavailability(step, addresses + step.absent + step.stuck)
         if step.rekeyed:
             warnings = await self._warning_events(step)
             for address in step.rekeyed:
                 node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
                 self._record(step, address, "host-key", checks.host_key_refused(
                     self.node(address).ssh_commands - self.rekeyed[address], warnings.get(node_name, [])))
+        if step.stuck:
+            warnings = await self._warning_events(step)
+            for address in step.stuck:
+                node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
+                self._record(step, address, "reported", checks.stuck_reported(
+                    self.node(address).is_listening, warnings.get(node_name, [])))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))

@@ -26,6 +26,7 @@ CHECK_FAMILIES: dict[str, str] = {
     "trusted-ca": "while a proxy is set, the operator's trusted-ca ConfigMap exists, labelled for injection, "
                   "holding the merged bundle",
     "host-key": "a node whose SSH host key changed is refused (no command) and the refusal is reported",
+    "reported": "a node that never came back from its reboot is reported by a Warning Event about it",
     "credentials": "no proxy credential, in any encoding, in anything the reconciler writes or users can read",
 }
 

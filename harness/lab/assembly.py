@@ -127,6 +127,8 @@ class LabSettings:
     settle_delay: float = 0.3
     # How often the lab's own reconciler looks at every node again (its drift repair).
     resync_period: float = 10.0
+    # How long the lab's own reconciler waits for a node to come back from a reboot.
+    reboot_timeout: float = 60.0
     # The corporate egress firewall, a property of the network (not of the cluster's Proxy): on,
     # internet origins accept only the proxy's egress address, so before a proxy is configured
     # internet pulls fail, as they would; off, an open network. Changed only by
@@ -277,7 +279,8 @@ class Lab:
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
             settle_delay=self.settings.settle_delay,
-            resync_period=self.settings.resync_period, reboot_timeout=60.0, backoff_base=0.2, backoff_max=2.0,
+            resync_period=self.settings.resync_period, reboot_timeout=self.settings.reboot_timeout,
+            backoff_base=0.2, backoff_max=2.0,
             service_start_timeout=30.0, service_poll=0.1)
         reconciler = make_reconciler(api_client(self.kubeconfig), settings, variant)  # its own connection pool
         await reconciler.start()

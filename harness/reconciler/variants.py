@@ -25,6 +25,7 @@ from proxyfleet.harness.reconciler.controller import (
 )
 from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, ObservedState, plan_changes
 from proxyfleet.harness.reconciler.hostkeys import Expectation, HostKeyPins
+from proxyfleet.harness.reconciler.reporting import ClusterWriter
 from proxyfleet.harness.reconciler.scripts import by_subject_apply_script, unquoted_apply_script
 
 UNLIMITED = 1 << 20  # "as many nodes down at once as there are"
@@ -289,6 +290,21 @@ class IgnoresHostKeys(Reconciler):
         self.host_keys = _AnyHostKey(api, self.settings.namespace)
 
 
+class _NoWarnings(ClusterWriter):
+    async def event(self, involved: dict[str, Any] | None, reason: str, message: str, kind: str = "Normal") -> None:
+        if kind != "Warning":
+            await super().event(involved, reason, message, kind)
+
+
+class NoWarningEvents(Reconciler):
+    name = "no-warning-events"
+    description = "writes no Warning Events: a node it gave up on shows nothing in `kubectl get events`"
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, settings)
+        self.writer = _NoWarnings(api, self.settings.namespace)
+
+
 class IgnoresMaxUnavailable(Reconciler):
     name = "ignores-max-unavailable"
     description = "cordons and reboots every node that needs it at once, whatever maxUnavailable says"
@@ -312,7 +328,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
-    AppliesStaleSettings, IgnoresHostKeys,
+    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents,
 )}
 
 

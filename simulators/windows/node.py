@@ -101,6 +101,7 @@ class WindowsNode:
         # What a reconciler costs this node: SSH connections accepted and exec requests served.
         self.ssh_connections = 0
         self.ssh_commands = 0
+        self._hang_next_reboot = False
         # The latest exec command lines, as Windows' process-creation events (4688) would record
         # them: lab evidence that no secret travels on a command line.
         self.command_lines: collections.deque[str] = collections.deque(maxlen=COMMAND_LINES_KEPT)
@@ -222,6 +223,9 @@ class WindowsNode:
         await self._go_down()
         self._cancel_stages()
         self.machine.shutdown()
+        if self._hang_next_reboot:
+            self._hang_next_reboot = False
+            await asyncio.Event().wait()  # never boots again (until the fleet stops it)
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
         await self._listen()
@@ -234,6 +238,10 @@ class WindowsNode:
         for timer in self._stage_timers:
             timer.cancel()
         self._stage_timers = []
+
+    def hang_next_reboot(self) -> None:
+        """The next restart goes down and never comes back (a failed update, a hung firmware)."""
+        self._hang_next_reboot = True
 
     async def replace_host_key(self) -> None:
         """A new SSH host key, as after a reinstall or a restored image: sshd restarts with it (open

@@ -251,3 +251,9 @@ def test_a_changed_host_key_must_be_refused_and_reported() -> None:
     assert not followed.ok and "6 command(s) ran" in followed.observed
     silent = checks.host_key_refused(0, ["NodeUnreachable: timed out"])
     assert not silent.ok and "names the host key" in silent.observed
+
+
+def test_a_node_stuck_in_its_reboot_must_be_reported() -> None:
+    assert checks.stuck_reported(False, ["RebootTimeout: 127.10.0.1 did not come back"]).ok
+    assert checks.stuck_reported(False, []).observed == "no Warning Event about its Node"
+    assert not checks.stuck_reported(True, ["RebootTimeout: …"]).ok
