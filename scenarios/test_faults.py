@@ -8,6 +8,8 @@
   (the stuck one keeps counting against it) and the reconciler reports it in a Warning Event.
 * One instance's SSH host key replaced before a change: the reconciler refuses it and says so
   in a Warning Event; the others converge.
+* The API server restarted mid-rollout with its watch history compacted (every watch gets 410
+  Gone and must list again): the rollout still completes, one reboot per node.
 * A second change while the first is rolling out: every node ends on the latest settings, with
   at most two reboots where the first was under way and one everywhere else.
 """
@@ -87,4 +89,20 @@ async def test_a_node_that_never_comes_back_is_reported_and_the_rest_converge(co
         await publish_proxy(conformance)
 
     await conformance.step("proxy added; one instance never comes back from its reboot", change_with_one_stuck)
+    conformance.assert_passed()
+
+
+@pytest.mark.workflow("faults")
+async def test_an_api_server_restart_mid_rollout_expires_watches_and_the_rollout_completes(
+        conformance: Conformance) -> None:
+    await join(conformance)
+    lab = conformance.lab
+
+    async def change_and_restart() -> None:
+        await publish_proxy(conformance)
+        await conformance.wait_for(lambda: any(not n.is_listening for n in conformance.nodes),
+                                   "a node to go down for its reboot")
+        await lab.control_plane.restart()
+
+    await conformance.step("proxy added; the API server restarted, watches expired (410)", change_and_restart)
     conformance.assert_passed()

@@ -66,6 +66,7 @@ class ControlPlane:
         self.node_controller = NodeLifecycleController(self.store, settings.node_grace,
                                                        settings.node_monitor_period)
         self._runner: web.AppRunner | None = None
+        self._ssl_context: ssl.SSLContext | None = None
 
     def node_unschedulable(self, name: str) -> bool | None:
         """Whether Node ``name`` is cordoned right now (None: no such Node). Lab evidence, read
@@ -113,22 +114,35 @@ class ControlPlane:
         certificate = self.ca.issue_cert(self.address, "localhost", "127.0.0.1",
                                          self.plan.api_host, self.plan.api_internal_host,
                                          "kubernetes.default.svc")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        certificate.configure_cert(context)
-        self._runner = web.AppRunner(self.server.application(), access_log=None, handle_signals=False,
-                                     shutdown_timeout=1.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.address, self.port, ssl_context=context)
-        await site.start()
-        server = site._server  # the bound socket tells the port chosen
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        certificate.configure_cert(self._ssl_context)
+        await self._serve()
         if self.network is not None:
             for host in (self.plan.api_internal_host, self.plan.api_host):
                 self.network.add(host, API_PORT, Endpoint(self.address, self.port), "control-plane")
         self.proxy_controller.start()
         self.node_controller.start()
         self.write_kubeconfig()
+
+    async def _serve(self) -> None:
+        self._runner = web.AppRunner(self.server.application(), access_log=None, handle_signals=False,
+                                     shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.address, self.port, ssl_context=self._ssl_context)
+        await site.start()
+        server = site._server  # the bound socket tells the port chosen
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+    async def restart(self) -> None:
+        """Restart the API server on the same address: every open connection and watch is cut,
+        and the history is compacted (as after an etcd compaction), so a client that resumes a
+        watch from its last resourceVersion gets 410 Gone and must list again. The objects stay."""
+        await self.server.close_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.store.compact()
+        await self._serve()
 
     async def stop(self) -> None:
         await self.proxy_controller.stop()

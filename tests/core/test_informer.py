@@ -103,3 +103,19 @@ async def test_lists_watches_and_relists_after_410(api: client.ApiClient, plane:
         assert heard.count(SYNCED) == informer.relists
     finally:
         informer.stop()
+
+
+async def test_an_api_server_restart_with_compaction_is_survived(api: client.ApiClient, plane: ControlPlane) -> None:
+    core = client.CoreV1Api(api)
+    informer = Informer(api, core.list_namespaced_config_map, "default", name="configmaps")
+    informer.start()
+    try:
+        await wait_until(lambda: informer.synced.is_set(), what="the first list")
+        port = plane.port
+        await plane.restart()  # connections cut, history compacted: the resumed watch gets 410
+        assert plane.port == port
+        await asyncio.to_thread(core.create_namespaced_config_map, "default", configmap("after-restart", "1"))
+        await wait_until(lambda: informer.relists >= 2 and informer.get("after-restart") is not None,
+                         timeout=30, what="a re-list after the restart")
+    finally:
+        informer.stop()
