@@ -499,7 +499,8 @@ class Conformance:
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
-        down, cordoned = self._unavailability(step, addresses + step.absent + step.stuck)
+        # Outages the scenario caused (a node taken off the network) are not the reconciler's.
+        down, cordoned = self._unavailability(step, addresses + step.stuck)
         if step.rekeyed:
             warnings = await self._warning_events(step)
             for address in step.rekeyed:

@@ -1,7 +1,9 @@
-"""How many instances may be unavailable at once. Like the Machine Config Operator's
-maxUnavailable, an instance counts whether the reconciler is rebooting it or simply cannot reach
-it: a node that dropped off the network (or never came back from a reboot) uses up budget, so a
-fleet with unreachable nodes rolls out more slowly instead of taking more nodes down."""
+"""How many instances may be unavailable at once (maxUnavailable). An instance counts while the
+reconciler reboots it, while the cluster records a reboot owed to it (asked for by this reconciler
+before a restart), and after it failed to come back from its reboot, until it answers again: a
+node that never came back keeps using budget, so the rollout continues more slowly instead of
+taking more nodes down. A node only unreachable over SSH (not taken down by the reconciler) does
+not count: the others proceed, and it is retried."""
 
 from __future__ import annotations
 

@@ -348,8 +348,10 @@ class Reconciler:
                 self._report_once(node, exc.reason, str(exc), "Warning")
             else:
                 await self.writer.event(node, exc.reason, str(exc), "Warning")
-            if exc.reason in ("NodeUnreachable", "RebootTimeout") and not deconfigure:
-                await self.budget.reachable(address, False)  # counts against maxUnavailable until it answers
+            if exc.reason == "RebootTimeout" and not deconfigure:
+                # Down since our reboot: it counts against maxUnavailable until it answers. (A node
+                # merely unreachable over SSH is not down by our hand: the others proceed.)
+                await self.budget.reachable(address, False)
             await self._set_state(node, record, "unreachable" if exc.reason == "NodeUnreachable" else "failed",
                                   str(exc))
             return self._backoff(record)

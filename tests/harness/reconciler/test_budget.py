@@ -33,7 +33,7 @@ async def test_a_reboot_waits_for_a_free_slot() -> None:
     assert order == ["a in", "a out", "b in"]
 
 
-async def test_unreachable_instances_use_up_the_budget_until_they_answer() -> None:
+async def test_instances_that_did_not_come_back_use_up_the_budget_until_they_answer() -> None:
     budget = DisruptionBudget(2)
     await budget.reachable("x", False)
     assert budget.unavailable() == 1
