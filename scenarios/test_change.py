@@ -14,6 +14,7 @@ from proxyfleet.simulators.pki import renewed_ca
 ONLY_INTRANET_SITE = "intranet.corp.internal"
 
 
+@pytest.mark.rollouts(4)
 @pytest.mark.workflow("change")
 @pytest.mark.lab(second_proxy=True)
 async def test_proxy_url_and_noproxy_change_at_runtime(conformance: Conformance) -> None:
@@ -28,6 +29,7 @@ async def test_proxy_url_and_noproxy_change_at_runtime(conformance: Conformance)
     conformance.assert_passed()
 
 
+@pytest.mark.rollouts(3)
 @pytest.mark.workflow("change")
 async def test_proxy_ca_rotation_at_runtime(conformance: Conformance) -> None:
     lab = conformance.lab

@@ -7,6 +7,7 @@ from proxyfleet.harness.conformance import Conformance
 from proxyfleet.scenarios.actions import add_proxy, change_proxy, join
 
 
+@pytest.mark.rollouts(3)
 @pytest.mark.workflow("join-after-change")
 @pytest.mark.lab(second_proxy=True)
 async def test_an_instance_added_after_a_change_gets_the_current_settings(conformance: Conformance) -> None:

@@ -16,6 +16,7 @@ from proxyfleet.scenarios.actions import join
 UNTIDY_NO_PROXY = f"{DEFAULT_NO_PROXY}, fd00:10::/64,2001:db8::7, registry.corp.internal,2001:db8::7"
 
 
+@pytest.mark.rollouts(3)
 @pytest.mark.workflow("proxy-shapes")
 @pytest.mark.lab(second_proxy=True)
 async def test_proxy_shapes_are_carried_exactly(conformance: Conformance) -> None:

@@ -7,6 +7,7 @@ from proxyfleet.harness.conformance import Conformance
 from proxyfleet.scenarios.actions import add_proxy, join, remove_proxy
 
 
+@pytest.mark.rollouts(2)
 @pytest.mark.workflow("remove")
 async def test_proxy_then_trusted_ca_removed(conformance: Conformance) -> None:
     await join(conformance)

@@ -162,6 +162,9 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     parallel = options.workers or min(selected, default_workers(options.nodes, os.cpu_count() or 1))
     args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
             "-p", "no:terminal", "-n", str(parallel) if selected > 1 else "0",
+            # Scenarios differ threefold in length: idle workers take queued ones from busy ones,
+            # and the plugin puts the longest first (the run is as long as its tail).
+            *(["--dist", "worksteal"] if selected > 1 else []),
             f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
             f"--proxyfleet-converge-timeout={options.converge_timeout}", f"--proxyfleet-state-dir={state_dir}",
             *options.extra_args]

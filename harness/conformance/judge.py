@@ -57,11 +57,16 @@ INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
 PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again: each look is a full observation over
 # SSH (registry, Root store, services), which costs the simulated fleet far more than a real host.
-PENDING_POLL = 0.5
+PENDING_POLL = 0.75
 # The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
 INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
 
+# How long after the scenario writes a change a reconciler may still act on the previous one (the
+# proxy controller publishes status, the watch delivers it): a reboot that starts within it was
+# committed to before the change could be seen. Well under one reboot, so a reconciler that
+# applies stale settings after waiting for a reboot slot is still caught.
+CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
 # How long a node must stay off its target while its reconciler reports it done before the step
 # ends without waiting for the deadline (a correct reconciler writes that claim only after it has
 # verified the node, so a claim that holds this long is a definitive failure, not a race).
@@ -110,7 +115,7 @@ class Conformance:
         self._changed_at: list[dt.datetime] = []  # when the scenario changed the cluster
         # Nodes whose SSH host key the scenario replaced -> their command count at that moment:
         # a reconciler must refuse them (and say so), not follow the new key.
-        self.rekeyed: dict[str, int] = {}
+        self.rekeyed: dict[str, tuple[int, dt.datetime]] = {}
         self.stuck: set[str] = set()  # nodes whose next reboot never ends: to be reported
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
@@ -234,7 +239,7 @@ class Conformance:
         """Give a node a new SSH host key (the judge trusts the new one; a reconciler must not)."""
         await node.replace_host_key()
         await self.probe.forget(node.address)
-        self.rekeyed[node.address] = node.ssh_commands
+        self.rekeyed[node.address] = (node.ssh_commands, dt.datetime.now(dt.UTC))
 
     async def wait_for(self, condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
         """Wait (polling, with a deadline) until ``condition()`` holds: for scenarios that act at a
@@ -252,10 +257,10 @@ class Conformance:
 
     async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
         bundle = b"".join(pems)
-        self._changed_at.append(dt.datetime.now(dt.UTC))
         self._old_user_ca |= self._user_ca
         self._user_ca = set(certificates_of(bundle))
         await admin.set_trusted_ca(self.api, bundle.decode(), name)
+        self._changed_at.append(dt.datetime.now(dt.UTC))
 
     async def set_proxy(self, url: str = "", no_proxy: str = "", trusted_ca: str | None = "corp-ca",
                         https_url: str | None = None) -> None:
@@ -263,10 +268,10 @@ class Conformance:
         Only the cluster changes: the network's egress firewall is the lab's
         (``Lab.set_egress_firewall``)."""
         https = url if https_url is None else https_url
-        self._changed_at.append(dt.datetime.now(dt.UTC))
         self._secrets |= checks.url_secrets(url) | checks.url_secrets(https)
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
                               trusted_ca=trusted_ca or None)
+        self._changed_at.append(dt.datetime.now(dt.UTC))
         configured = bool(url or https)
         if not configured:
             self._old_user_ca |= self._user_ca
@@ -468,7 +473,7 @@ class Conformance:
         if not step.stuck:
             return True
         names = await self._node_names()
-        warnings = await self._warning_events(step)
+        warnings = await self._warning_events(step.started)
         return all(warnings.get(names.get(a, a)) for a in step.stuck)
 
     async def _node_names(self) -> dict[str, str]:
@@ -501,14 +506,14 @@ class Conformance:
         leaks = await self._credential_leaks(nodes)
         # Outages the scenario caused (a node taken off the network) are not the reconciler's.
         down, cordoned = self._unavailability(step, addresses + step.stuck)
-        if step.rekeyed:
-            warnings = await self._warning_events(step)
-            for address in step.rekeyed:
-                node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
-                self._record(step, address, "host-key", checks.host_key_refused(
-                    self.node(address).ssh_commands - self.rekeyed[address], warnings.get(node_name, [])))
+        for address in step.rekeyed:  # judged from the moment its key changed (maybe an earlier step)
+            commands, since = self.rekeyed[address]
+            warnings = await self._warning_events(since)
+            node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
+            self._record(step, address, "host-key", checks.host_key_refused(
+                self.node(address).ssh_commands - commands, warnings.get(node_name, [])))
         if step.stuck:
-            warnings = await self._warning_events(step)
+            warnings = await self._warning_events(step.started)
             for address in step.stuck:
                 node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
                 self._record(step, address, "reported", checks.stuck_reported(
@@ -530,10 +535,10 @@ class Conformance:
                 leaked = leaks.get(address, []) + leaks.get("", [])
                 self._record(step, address, "credentials", checks.credentials(leaked))
 
-    async def _warning_events(self, step: Step) -> dict[str, list[str]]:
-        """Warning Events about Nodes written since the step began: Node name -> "reason: message"."""
+    async def _warning_events(self, since: dt.datetime) -> dict[str, list[str]]:
+        """Warning Events about Nodes written since ``since``: Node name -> "reason: message"."""
         events = await asyncio.to_thread(client.CoreV1Api(self.api).list_event_for_all_namespaces)
-        since = step.started.replace(microsecond=0)  # Event timestamps have whole seconds
+        since = since.replace(microsecond=0)  # Event timestamps have whole seconds
         found: dict[str, list[str]] = {}
         for event in events.items:
             involved = event.involved_object
@@ -639,10 +644,12 @@ class Conformance:
         record("node-ready", checks.node_ready(node_object, len(api_flows), plan.api_internal_host,
                                                address in self.admin_cordoned))
         record("firewall", checks.firewall(self._bypasses(address, target, evidence)))
-        # A node already down for the step's first change when a later one arrived may take a
-        # second reboot for it (the first was in flight); no other node may.
+        # A node whose reboot for the step's first change was under way when a later one arrived
+        # may take a second reboot for it; no other node may. "Under way": down before the later
+        # change could reach the reconciler (its status published and watched: CHANGE_VISIBLE).
         changes = [t for t in self._changed_at if t >= step.started]
-        in_flight = len(changes) > 1 and any(o.down_at < changes[-1] for o in node.outages[step.outages[address]:])
+        in_flight = len(changes) > 1 and any(o.down_at < changes[-1] + CHANGE_VISIBLE
+                                             for o in node.outages[step.outages[address]:])
         record("reboots", checks.reboots(len(node.boots) - step.boots[address], change, in_flight))
         record("drained-while-down", checks.drained(self._outages(step, address)))
 

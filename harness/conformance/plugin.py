@@ -80,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
         die_with_parent()
     config.addinivalue_line("markers", "workflow(name): the proxyfleet workflow a scenario belongs to")
     config.addinivalue_line("markers", "lab(**settings): LabSettings fields for this scenario's lab")
+    config.addinivalue_line("markers", "rollouts(n): how many reboot waves the scenario waits for (longest run first)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -98,7 +99,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    # Longest first (``@pytest.mark.rollouts(n)``: the reboot waves a scenario waits for), so the
+    # run's tail is short scenarios; a stable sort keeps the file order otherwise.
+    keep.sort(key=lambda item: -_rollouts(item))
+    items[:] = keep
+
+
+def _rollouts(item: pytest.Item) -> int:
+    marker = item.get_closest_marker("rollouts")
+    return int(marker.args[0]) if marker and marker.args else 1
 
 
 def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
