@@ -81,27 +81,27 @@ class ExternalReconciler:
         self.starts += 1
 
     async def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            async with asyncio.timeout(STOP_GRACE):
-                await process.wait()
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+        """SIGTERM the process group; SIGKILL it if it has not exited after ``STOP_GRACE``."""
+        await self._end(grace=STOP_GRACE)
 
     async def kill(self) -> None:
         """SIGKILL the process group: no chance to clean up, as in a crash or an OOM kill."""
+        await self._end(grace=None)
+
+    async def _end(self, grace: float | None) -> None:
         process, self.process = self.process, None
         if process is None or process.returncode is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await process.wait()
+        if grace is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await process.wait()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
 
     async def proxy_status_changed(self, status: Mapping[str, Any]) -> bool:
         """Under OLM, restart with the new variables when they differ; returns whether it did."""

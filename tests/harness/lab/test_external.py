@@ -59,3 +59,33 @@ async def test_olm_restarts_the_operator_with_the_proxy_status_variables(tmp_pat
         await admin.set_proxy(lab.api())
         await wait_until(lambda: len(starts()) == 3 and starts()[-1]["HTTPS_PROXY"] is None, what="removal")
         assert (lab.state_dir / "reconciler.log").stat().st_mode & 0o777 == 0o600
+
+
+# Ignores SIGTERM: only a SIGKILL ends it (so a "kill" that only asked politely would be seen).
+STUBBORN = """
+import signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open(sys.argv[1], "a").write("started\\n")
+time.sleep(3600)
+"""
+
+
+async def test_killing_the_reconciler_sigkills_it_and_starts_it_again(tmp_path: Path) -> None:
+    script = tmp_path / "stubborn.py"
+    script.write_text(STUBBORN)
+    seen = tmp_path / "seen.txt"
+    settings = LabSettings(nodes=1, proxy=False, reconciler_command=f"{sys.executable} {script} {seen}")
+
+    def starts() -> int:
+        return len(seen.read_text().splitlines()) if seen.exists() else 0
+
+    async with Lab(settings) as lab:
+        await wait_until(lambda: starts() == 1, what="the reconciler to start")
+        external = lab.external_reconciler
+        assert external is not None and external.process is not None
+        first = external.process
+        await lab.kill_reconciler()
+        assert first.returncode == -9  # SIGKILL, not a graceful stop
+        await wait_until(lambda: starts() == 2, what="the reconciler to start again")
+        assert external.process is not None and external.process.returncode is None
+        await external.kill()  # it would outlast the lab's SIGTERM grace at teardown
