@@ -14,7 +14,9 @@ The reconciler and the control plane, one step each:
 * the API server restarted mid-rollout with its history compacted (every watch gets 410 Gone
   and must list again): the rollout completes, one reboot per node;
 * a second change while the first is rolling out: every node ends on the latest settings, two
-  reboots only where the first was under way.
+  reboots only where the first was under way;
+* the proxy down while a change rolls out: the settings still land, pulls through it fail saying
+  why (and nothing goes direct); once it is back, pulls recover with no further reboot.
 """
 
 import pytest
@@ -56,7 +58,7 @@ async def test_host_and_network_faults(conformance: Conformance) -> None:
     conformance.assert_passed()
 
 
-@pytest.mark.rollouts(4)
+@pytest.mark.rollouts(5)
 @pytest.mark.workflow("faults")
 @pytest.mark.lab(second_proxy=True)
 async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> None:
@@ -86,4 +88,13 @@ async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> 
         await conformance.set_proxy(lab.proxy2_url, DEFAULT_NO_PROXY)
 
     await conformance.step("NO_PROXY changed, then the proxy changed while that rolls out", two_changes)
+    assert lab.proxy2 is not None
+    proxy2 = lab.proxy2
+
+    async def change_with_the_proxy_down() -> None:
+        await lab.take_proxy_down(proxy2)
+        await conformance.set_proxy(lab.proxy2_url, OTHER_NO_PROXY)
+
+    await conformance.step("NO_PROXY changed while the proxy is down", change_with_the_proxy_down)
+    await conformance.step("the proxy is back", lambda: lab.bring_proxy_up(proxy2))
     conformance.assert_passed()

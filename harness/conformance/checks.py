@@ -141,11 +141,18 @@ class PullEvidence:
     refused: bool = False
 
 
-def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence) -> Verdict:
+def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool = False) -> Verdict:
     """An image pull took the route the cluster's NO_PROXY decides: through the named proxy with its
     MITM certificate trusted and the origin seeing only the proxy; or direct, seen by the origin;
-    or, direct into a firewalled network, refused there."""
+    or, direct into a firewalled network, refused there. With the named proxy down the pull must
+    fail for that reason (Go's ``proxyconnect`` error), never by going direct instead."""
     outcome = f"pull {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
+    if route.proxy is not None and proxy_down:
+        ok = not seen.ok and "proxyconnect" in seen.output and not seen.direct and not seen.refused
+        return Verdict(ok, f"{image} {route.describe()}, which is down: the pull fails saying so, nothing direct",
+                       f"failed: the proxy is down ({redact_text(last_line(seen.output))})" if ok else
+                       f"{outcome}; {seen.direct} direct connection(s) at the origin; "
+                       f"{'refused' if seen.refused else 'not refused'} at the firewall")
     if route.proxy is not None:
         through = [f for named, f in seen.flows if named]
         via = [f for f in through if f["kind"] == "request" and f["intercepted"] and f["status"] == 200]

@@ -636,8 +636,10 @@ class Conformance:
         for image, check in ((INTERNET_IMAGE, "pull-internet"), (INTRANET_IMAGE, "pull-intranet")):
             host = image.split("/", 1)[0]
             route = target.route(f"https://{host}/v2/")
+            named = self.lab.proxy_server(route.proxy)
             record(check, checks.pull(image, route, self._firewalled(host),
-                                      self._pull_evidence(address, host, route, pulls[image], evidence)))
+                                      self._pull_evidence(address, host, route, pulls[image], evidence),
+                                      proxy_down=named is not None and not named.running))
         plan = self.lab.control_plane.plan
         api_flows = [f for f in evidence.step_flows.get(address, [])
                      if f.get("host") in (plan.api_internal_host, plan.api_host)]

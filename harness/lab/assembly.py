@@ -405,6 +405,14 @@ class Lab:
                 return server
         return None
 
+    async def take_proxy_down(self, server: ProxyServer) -> None:
+        """Stop one proxy (its address refuses connections): a proxy outage."""
+        await server.stop()
+
+    async def bring_proxy_up(self, server: ProxyServer) -> None:
+        """End ``take_proxy_down``: the same proxy on the same address and port, flows kept."""
+        await server.start()
+
     async def rotate_proxy_ca(self, server: ProxyServer, new_ca: trustme.CA) -> None:
         """Restart one proxy with a new MITM CA on the same address and port (the corporate
         proxy's CA rotation); flows logged so far are kept."""

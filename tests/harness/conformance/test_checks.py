@@ -257,3 +257,12 @@ def test_a_node_stuck_in_its_reboot_must_be_reported() -> None:
     assert checks.stuck_reported(False, ["RebootTimeout: 127.10.0.1 did not come back"]).ok
     assert checks.stuck_reported(False, []).observed == "no Warning Event about its Node"
     assert not checks.stuck_reported(True, ["RebootTimeout: …"]).ok
+
+
+def test_with_the_proxy_down_a_pull_must_fail_for_that_reason() -> None:
+    refused = "proxyconnect tcp: dial tcp proxy.corp.internal:3128: connect: connection refused"
+    assert checks.pull(IMAGE, PROXIED, True, checks.PullEvidence(False, refused), proxy_down=True).ok
+    elsewhere = checks.pull(IMAGE, PROXIED, True, checks.PullEvidence(False, "i/o timeout", refused=True),
+                            proxy_down=True)
+    assert not elsewhere.ok and "refused at the firewall" in elsewhere.observed  # it went direct instead
+    assert not checks.pull(IMAGE, PROXIED, True, checks.PullEvidence(True, "ok", direct=1), proxy_down=True).ok
