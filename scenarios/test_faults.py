@@ -19,6 +19,8 @@ The reconciler and the control plane, one step each:
   why (and nothing goes direct); once it is back, pulls recover with no further reboot.
 """
 
+import asyncio
+
 import pytest
 
 from proxyfleet.harness.conformance import Conformance
@@ -65,26 +67,26 @@ async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> 
     lab = conformance.lab
     await join(conformance)
 
-    def someone_down() -> bool:
-        return any(not n.is_listening for n in conformance.nodes)
-
     async def change_and_kill() -> None:
+        rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
         await publish_proxy(conformance)
-        await conformance.wait_for(someone_down, "a node to go down for its reboot")
+        await rebooting
         await lab.kill_reconciler()
 
     await conformance.step("proxy added; the reconciler killed while a node reboots", change_and_kill)
 
     async def change_and_restart() -> None:
+        rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
         await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY)
-        await conformance.wait_for(someone_down, "a node to go down for its reboot")
+        await rebooting
         await lab.control_plane.restart()
 
     await conformance.step("NO_PROXY changed; the API server restarted, watches expired (410)", change_and_restart)
 
     async def two_changes() -> None:
+        rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
         await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY)
-        await conformance.wait_for(someone_down, "a node to go down for its reboot")
+        await rebooting
         await conformance.set_proxy(lab.proxy2_url, DEFAULT_NO_PROXY)
 
     await conformance.step("NO_PROXY changed, then the proxy changed while that rolls out", two_changes)

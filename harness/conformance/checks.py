@@ -272,6 +272,15 @@ def firewall(bypasses: list[str]) -> Verdict:
                    "none" if not bypasses else f"{len(bypasses)} refused: " + ", ".join(sorted(set(bypasses))))
 
 
+def overtaken(downs: list[dt.datetime], first_down: dt.datetime | None, changes: list[dt.datetime],
+              visible: dt.timedelta) -> bool:
+    """Whether a node's reboot was under way when a later change arrived: some change was written
+    after the step's first node went down (``first_down``; writes before any reboot are one change),
+    and this node went down (``downs``) before that change could be seen (written + ``visible``)."""
+    later = [t for t in changes if first_down is not None and t > first_down]
+    return bool(later) and any(down < later[-1] + visible for down in downs)
+
+
 def reboots(count: int, kind: ChangeKind, overtaken: bool = False) -> Verdict:
     """At most one reboot for a change (a live one may need none), none without one; one more
     when a later change overtook a reboot already under way (``overtaken``)."""

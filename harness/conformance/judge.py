@@ -241,14 +241,25 @@ class Conformance:
         await self.probe.forget(node.address)
         self.rekeyed[node.address] = (node.ssh_commands, dt.datetime.now(dt.UTC))
 
-    async def wait_for(self, condition: Callable[[], bool], what: str, within: float = 30.0) -> None:
-        """Wait (polling, with a deadline) until ``condition()`` holds: for scenarios that act at a
-        moment of the rollout (say, while a node is down for its reboot)."""
-        deadline = time.monotonic() + within
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"gave up after {within:g}s waiting for {what}")
-            await asyncio.sleep(0.02)
+    async def wait_for_a_reboot(self, within: float = 30.0) -> WindowsNode:
+        """Return the moment any node goes down (told by the node itself, not found by polling, so
+        what the scenario does next happens while that node is down, however loaded the machine)."""
+        down: asyncio.Future[WindowsNode] = asyncio.get_running_loop().create_future()
+
+        def heard(node: WindowsNode) -> None:
+            if not down.done():
+                down.set_result(node)
+
+        for node in self.nodes:
+            node.down_listeners.append(heard)
+        try:
+            async with asyncio.timeout(within):
+                return await down
+        except TimeoutError:
+            raise AssertionError(f"gave up after {within:g}s waiting for a node to go down for its reboot") from None
+        finally:
+            for node in self.nodes:
+                node.down_listeners.remove(heard)
 
     async def tamper_trusted_ca(self, delete: bool) -> None:
         """Delete the operator's ``trusted-ca`` ConfigMap, or remove its injection label (what an
@@ -649,9 +660,11 @@ class Conformance:
         # A node whose reboot for the step's first change was under way when a later one arrived
         # may take a second reboot for it; no other node may. "Under way": down before the later
         # change could reach the reconciler (its status published and watched: CHANGE_VISIBLE).
-        changes = [t for t in self._changed_at if t >= step.started]
-        in_flight = len(changes) > 1 and any(o.down_at < changes[-1] + CHANGE_VISIBLE
-                                             for o in node.outages[step.outages[address]:])
+        # A "later" change is one written while some node was already down for the step's rollout
+        # (a runtime add's two writes, bundle then proxy, before any reboot, are one change).
+        first_down = min((o.down_at for n in self.nodes for o in n.outages[step.outages[n.address]:]), default=None)
+        in_flight = checks.overtaken([o.down_at for o in node.outages[step.outages[address]:]], first_down,
+                                     [t for t in self._changed_at if t >= step.started], CHANGE_VISIBLE)
         record("reboots", checks.reboots(len(node.boots) - step.boots[address], change, in_flight))
         record("drained-while-down", checks.drained(self._outages(step, address)))
 

@@ -102,6 +102,9 @@ class WindowsNode:
         self.ssh_connections = 0
         self.ssh_commands = 0
         self._hang_next_reboot = False
+        # Called (synchronously, on the loop) each time the node goes down: lets a scenario act at
+        # that exact moment instead of polling for it.
+        self.down_listeners: list[Callable[[WindowsNode], None]] = []
         # The latest exec command lines, as Windows' process-creation events (4688) would record
         # them: lab evidence that no secret travels on a command line.
         self.command_lines: collections.deque[str] = collections.deque(maxlen=COMMAND_LINES_KEPT)
@@ -180,6 +183,8 @@ class WindowsNode:
     async def _go_down(self) -> None:
         await self._stop_listening()
         self.outages.append(Outage(self.machine.now(), at_down=self._observe_edge()))
+        for listener in list(self.down_listeners):
+            listener(self)
 
     def _observe_edge(self) -> Any:
         observer = self.outage_observer

@@ -266,3 +266,14 @@ def test_with_the_proxy_down_a_pull_must_fail_for_that_reason() -> None:
                             proxy_down=True)
     assert not elsewhere.ok and "refused at the firewall" in elsewhere.observed  # it went direct instead
     assert not checks.pull(IMAGE, PROXIED, True, checks.PullEvidence(True, "ok", direct=1), proxy_down=True).ok
+
+
+def test_a_reboot_is_overtaken_only_by_a_change_written_during_the_rollout() -> None:
+    second = dt.timedelta(seconds=1)
+    at = [T0 + dt.timedelta(seconds=s) for s in range(10)]
+    # a runtime add writes the bundle and the proxy before any node goes down: one change
+    assert not checks.overtaken([at[2]], at[2], [at[0], at[1]], second)
+    # a second change while node A (down at 2 s) reboots: A may reboot again
+    assert checks.overtaken([at[2]], at[2], [at[0], at[3]], second)
+    # node B went down 4 s after that change: it had seen it, one reboot only
+    assert not checks.overtaken([at[7]], at[2], [at[0], at[3]], second)
