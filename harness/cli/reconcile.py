@@ -43,18 +43,23 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | No
               help="Seconds a node may take to come back with a new boot.")
 @click.option("--service-poll-seconds", default=2.0, show_default=True, type=float,
               help="After a reboot, how often to check whether the egress services have started.")
+@click.option("--drain-retry-seconds", default=5.0, show_default=True, type=float,
+              help="How long to wait before asking again for an eviction a PodDisruptionBudget refused.")
+@click.option("--drain-timeout", default=600.0, show_default=True, type=float,
+              help="Seconds a drain may take before the node is left cordoned and retried later.")
 @click.option("--known-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Strict host keys: contact only the hosts in this OpenSSH known_hosts file, with exactly "
                    "those keys (default: pin each host's key on first contact).")
 @click.option("--verbose", "-v", is_flag=True)
 def reconcile(kubeconfig: Path, namespace: str, ssh_port: int, max_unavailable: int, variant: str | None,
-              resync_seconds: float, reboot_timeout: float, service_poll_seconds: float, known_hosts: Path | None,
-              verbose: bool) -> None:
+              resync_seconds: float, reboot_timeout: float, service_poll_seconds: float, drain_retry_seconds: float,
+              drain_timeout: float, known_hosts: Path | None, verbose: bool) -> None:
     """Keep every Windows instance's proxy variables and trusted CAs equal to the cluster's."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(message)s")
     settings = ReconcilerSettings(namespace=namespace, ssh_port=ssh_port, max_unavailable=max_unavailable,
                                   resync_period=resync_seconds, reboot_timeout=reboot_timeout,
-                                  service_poll=service_poll_seconds, known_hosts=known_hosts)
+                                  service_poll=service_poll_seconds, known_hosts=known_hosts,
+                                  drain_retry=drain_retry_seconds, drain_timeout=drain_timeout)
     try:
         asyncio.run(_run(kubeconfig, settings, None if variant == "correct" else variant))
     except (KubeconfigError, HostKeyPolicyError) as exc:

@@ -322,6 +322,25 @@ def drained(outages: list[OutageEvidence]) -> Verdict:
                    f"cordoned for all {len(outages)} reboot(s)" if not bad else "; ".join(bad))
 
 
+def evicted(pods_at_down: list[tuple[str, ...]], bypassed: list[str]) -> Verdict:
+    """No pod a drain must move was bound to the node as it went down for a reboot (lab evidence:
+    the API server's state at that instant), and no pod on it was deleted directly while its
+    PodDisruptionBudget allowed no disruption (the Eviction API would have refused)."""
+    expected = "no pod left on the node when it went down; PodDisruptionBudgets honoured"
+    bad = []
+    for pods in pods_at_down:
+        if pods:
+            shown = ", ".join(pods[:3]) + (f" and {len(pods) - 3} more" if len(pods) > 3 else "")
+            bad.append(f"went down with {len(pods)} pod(s) still on it: {shown}")
+    if bypassed:
+        bad.append(f"{len(bypassed)} pod(s) deleted against their PodDisruptionBudget "
+                   f"(not evicted): {'; '.join(bypassed[:2])}")
+    if bad:
+        return Verdict(False, expected, "; ".join(bad))
+    return Verdict(True, expected, f"drained before all {len(pods_at_down)} reboot(s)" if pods_at_down
+                   else "no reboot")
+
+
 # --- credentials -----------------------------------------------------------------------------------
 
 _BASE64_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")

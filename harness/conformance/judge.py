@@ -667,6 +667,11 @@ class Conformance:
                                      [t for t in self._changed_at if t >= step.started], CHANGE_VISIBLE)
         record("reboots", checks.reboots(len(node.boots) - step.boots[address], change, in_flight))
         record("drained-while-down", checks.drained(self._outages(step, address)))
+        name = ((node_object or {}).get("metadata") or {}).get("name", "")
+        bypassed = [f"{d.pod}: {d.detail}" for d in self.lab.control_plane.server.disruptions.since(step.started)
+                    if d.outcome == "bypassed" and d.node == name]
+        record("drained", checks.evicted([o.pods_at_down for o in node.outages[step.outages[address]:]
+                                          if o.pods_at_down is not None], bypassed))
 
     def _pull_evidence(self, address: str, host: str, route: Route, result: PullResult,
                        evidence: Evidence) -> checks.PullEvidence:

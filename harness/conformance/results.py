@@ -20,6 +20,8 @@ CHECK_FAMILIES: dict[str, str] = {
     "firewall": "the node made no direct connection the egress firewall refused",
     "reboots": "at most one reboot per change, none without one",
     "drained-while-down": "the node was cordoned for the whole of every reboot",
+    "drained": "before every reboot the node's pods (not DaemonSet pods) were evicted, and no pod was "
+               "deleted against its PodDisruptionBudget",
     "disruption-budget": "never more instances down or cordoned by the reconciler than maxUnavailable; "
                          "an administrator's cordon kept",
     "files": "without a proxy the node holds none of a reconciler's files (bundle, certificates, records)",

@@ -34,6 +34,7 @@ from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.disruption import pod_ready
 from proxyfleet.simulators.controlplane.resources import find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
@@ -134,6 +135,9 @@ class LabSettings:
     # internet pulls fail, as they would; off, an open network. Changed only by
     # ``Lab.set_egress_firewall``, never as a side effect of a cluster change.
     egress_firewall: bool = True
+    # Nodes run workloads, as production nodes do: a ReplicaSet with a pod per node behind a
+    # PodDisruptionBudget of one, and a DaemonSet; a reboot must be preceded by a drain.
+    workloads: bool = True
 
 
 _Part = TypeVar("_Part")
@@ -199,7 +203,8 @@ class Lab:
             system_bundle_pem=system_bundle_pem(self.public_ca.cert_pem.bytes().decode()),
             install_config=self.settings.install_config, network=self.network,
             node_grace=self.settings.node_grace,
-            node_monitor_period=max(self.settings.node_grace / 8, 0.2), bookmark_interval=5.0))
+            node_monitor_period=max(self.settings.node_grace / 8, 0.2), bookmark_interval=5.0,
+            workload_replicas=self.settings.nodes if self.settings.workloads else 0))
         await self.control_plane.start()
         self._stack.append(("control plane", self.control_plane.stop))
 
@@ -252,11 +257,38 @@ class Lab:
             # Was the Node cordoned as the machine went down and as it came back (exact, for the
             # conformance check "drained-while-down")?
             node.outage_observer = lambda n: control_plane.node_unschedulable(n.name)
+            node.pods_observer = lambda n: control_plane.pods_to_drain(n.name)
+        if self.settings.workloads:
+            self._follow_pods()
         await admin.set_ssh_key(self.api(), self.fleet.client_key_path.read_bytes())
         if self.settings.reconciler_command:
             await self._start_external_reconciler(self.settings.reconciler_command)
         elif self.settings.reconciler:
             await self._start_reconciler(self.settings.reconciler)
+
+    def _follow_pods(self) -> None:
+        """Wake a node's kubelet when a pod bound to it changes (its pod watch, in effect)."""
+        store = self.control_plane.store
+        pods = find_type("", "v1", "pods")
+        assert pods is not None
+        kubelets = {node.kubelet.name: node.kubelet for node in self.fleet.nodes if node.kubelet is not None}
+        watcher = store.watch(pods, None, store.resource_version, lambda obj: True)
+
+        async def follow() -> None:
+            while (event := await watcher.queue.get()) is not None:
+                pod = event["object"]
+                kubelet = kubelets.get(str((pod.get("spec") or {}).get("nodeName")))
+                if kubelet is not None and event["type"] != "DELETED" and not pod_ready(pod):
+                    kubelet.pods_changed()  # only what the kubelet has to act on
+
+        task = asyncio.get_running_loop().create_task(follow(), name="kubelet pod watch")
+
+        async def stop() -> None:
+            store.stop_watch(watcher)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._stack.append(("kubelet pod watch", stop))
 
     async def stop(self) -> None:
         while self._stack:
@@ -281,7 +313,7 @@ class Lab:
             settle_delay=self.settings.settle_delay,
             resync_period=self.settings.resync_period, reboot_timeout=self.settings.reboot_timeout,
             backoff_base=0.2, backoff_max=2.0,
-            service_start_timeout=30.0, service_poll=0.1)
+            service_start_timeout=30.0, service_poll=0.1, drain_timeout=60.0, drain_retry=0.1)
         reconciler = make_reconciler(api_client(self.kubeconfig), settings, variant)  # its own connection pool
         await reconciler.start()
         self.reconciler = reconciler

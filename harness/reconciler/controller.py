@@ -46,6 +46,7 @@ from proxyfleet.harness.reconciler.desired import (
     desired_state,
     plan_changes,
 )
+from proxyfleet.harness.reconciler.draining import DrainSettings, NodeDrainer
 from proxyfleet.harness.reconciler.hostkeys import HostKeyPins, HostKeyPolicyError, KnownHosts
 from proxyfleet.harness.reconciler.queueing import WorkQueue
 from proxyfleet.harness.reconciler.reporting import (
@@ -81,6 +82,10 @@ class ReconcilerSettings:
     # boot, wait this long for every egress service, polling this often.
     service_start_timeout: float = 600.0
     service_poll: float = 2.0
+    # Before a reboot the node's pods are evicted (PodDisruptionBudgets honoured); a refused
+    # eviction is retried this often until the drain times out.
+    drain_timeout: float = 600.0
+    drain_retry: float = 5.0
     connect_timeout: float = 10.0
     backoff_base: float = 1.0
     backoff_max: float = 60.0
@@ -122,7 +127,8 @@ def _observed(data: dict[str, Any]) -> ObservedState:
 class Reconciler:
     """The reference reconciler. Broken variants (``variants.py``) subclass it and override the
     one hook they break (``desired``, ``plan``, ``apply_script``, ``wait_for_boot``,
-    ``reboot_again``, ``environment_mismatches``, ``stale_services``, ``_reboot_and_verify``);
+    ``reboot_again``, ``environment_mismatches``, ``stale_services``, ``drain``,
+    ``_reboot_and_verify``);
     nothing here knows about them."""
 
     name = "correct"
@@ -132,6 +138,7 @@ class Reconciler:
         self.api = api
         self.settings = settings or ReconcilerSettings()
         self.writer = ClusterWriter(api, self.settings.namespace)
+        self.drainer = NodeDrainer(api, DrainSettings(self.settings.drain_timeout, self.settings.drain_retry))
         self.records: dict[str, NodeRecord] = {}
         # A worker is held through a node's whole reboot: leave room for the others beyond maxUnavailable.
         self.queue = WorkQueue(self._reconcile, max(self.settings.workers, 2 * self.settings.max_unavailable))
@@ -389,6 +396,11 @@ class Reconciler:
         fresh.round_trips = 0  # its boot-time query is counted in polls
         return fresh, new_boot, polls
 
+    async def drain(self, node_name: str) -> int:
+        """Evict the cordoned node's pods (not DaemonSet pods) through the Eviction API, honouring
+        PodDisruptionBudgets; returns how many were evicted."""
+        return await self.drainer.drain(node_name)
+
     def rebooted_since(self, pending: str, boot: str) -> bool:
         """Whether the reboot recorded as pending (at boot ``pending``) has happened: the node
         runs a boot other than the one the reboot was asked for in."""
@@ -507,8 +519,9 @@ class Reconciler:
             if node is not None:
                 record.cordoned_by = await self.writer.cordon_for_reboot(name)
                 await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
-                await self.writer.event(node, "RebootingNode", "cordoned; restarting so services pick up "
-                                                               "the new environment")
+                evicted = await self.drain(name)
+                await self.writer.event(node, "RebootingNode", f"cordoned, {evicted} pod(s) evicted; restarting "
+                                                               "so services pick up the new environment")
             attempts = 0
             while True:
                 attempts += 1

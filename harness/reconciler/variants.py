@@ -7,12 +7,15 @@ reference code path holds no flag for any of them.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import dataclasses
 import urllib.parse
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import TRUSTED_CA
 from proxyfleet.core.nodessh import NodeConnection
@@ -323,12 +326,34 @@ class UncordonsAdminCordon(Reconciler):
         await self.writer.release_cordon(name, "reconciler")
 
 
+class SkipsDrain(Reconciler):
+    name = "skips-drain"
+    description = "cordons but reboots without evicting the node's pods: workloads die with the machine"
+
+    async def drain(self, node_name: str) -> int:
+        return 0
+
+
+class DeletesPods(Reconciler):
+    name = "deletes-pods"
+    description = "drains by deleting pods directly instead of evicting them: PodDisruptionBudgets ignored"
+
+    async def drain(self, node_name: str) -> int:
+        pods = await self.drainer.pods_on(node_name)
+        for pod in pods:
+            metadata = pod["metadata"]
+            with contextlib.suppress(ApiException):  # gone already
+                await asyncio.to_thread(self.drainer.core.delete_namespaced_pod, metadata["name"],
+                                        metadata["namespace"])
+        return len(pods)
+
+
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
     UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
-    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents,
+    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, SkipsDrain, DeletesPods,
 )}
 
 

@@ -109,6 +109,12 @@ def _node_allows(node: str, request: Request) -> bool:
     if resource == ("coordination.k8s.io", "leases"):
         return (request.namespace == LEASE_NAMESPACE and request.verb in _NODE_READS | _NODE_WRITES
                 and request.name in (node, None))
+    if resource == ("", "pods"):
+        # Reads of pods (the kubelet's own, by field selector) and status writes; which pods it
+        # may write is NodeRestriction's check, made against the stored pod (``bound_to``).
+        if request.subresource is None:
+            return request.verb in _NODE_READS
+        return request.subresource == "status" and request.verb in {"update", "patch"}
     if resource in (("", "events"), ("events.k8s.io", "events")):
         return request.verb in {"create", "update", "patch"}
     return False

@@ -19,9 +19,10 @@ from proxyfleet.simulators.controlplane.authorization import ADMIN, NodeTokens, 
 from proxyfleet.simulators.controlplane.controllers import NODES, NodeLifecycleController, ProxyConfigController
 from proxyfleet.simulators.controlplane.errors import APIError
 from proxyfleet.simulators.controlplane.install import InstallPlan, load_install_config, plan
-from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES
+from proxyfleet.simulators.controlplane.resources import PODS, RESOURCE_TYPES
 from proxyfleet.simulators.controlplane.server import APIServer
 from proxyfleet.simulators.controlplane.store import Store
+from proxyfleet.simulators.controlplane.workloads import WorkloadControllers, evictable, lab_workloads
 from proxyfleet.simulators.network import CONTROL_PLANE_NETWORK, Endpoint, LabNetwork
 
 API_PORT = 6443
@@ -41,6 +42,8 @@ class ControlPlaneSettings:
     node_grace: float = 40.0
     node_monitor_period: float = 5.0
     bookmark_interval: float = 30.0
+    # Pods of the lab's ReplicaSet (one per node when equal to the node count; 0: no workloads)
+    workload_replicas: int = 0
 
 
 class ControlPlane:
@@ -65,6 +68,7 @@ class ControlPlane:
                                                       settings.network, self.address)
         self.node_controller = NodeLifecycleController(self.store, settings.node_grace,
                                                        settings.node_monitor_period)
+        self.workloads = WorkloadControllers(self.store)
         self._runner: web.AppRunner | None = None
         self._ssl_context: ssl.SSLContext | None = None
 
@@ -76,6 +80,13 @@ class ControlPlane:
         except APIError:
             return None
         return bool((node.get("spec") or {}).get("unschedulable"))
+
+    def pods_to_drain(self, name: str) -> tuple[str, ...]:
+        """The pods a drain must move (not a DaemonSet's) bound to Node ``name`` right now. Lab
+        evidence, read from the store so it is exact at the instant it is asked."""
+        return tuple(f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                     for p in self.store.list(PODS, None, lambda p: (p.get("spec") or {}).get("nodeName") == name)
+                     if evictable(p))
 
     def kubelet_token(self, node_name: str) -> str:
         """The bearer token the kubelet of ``node_name`` authenticates with (system:node:<name>)."""
@@ -107,6 +118,9 @@ class ControlPlane:
         by_key = {f"{t.group}/{t.plural}": t for t in RESOURCE_TYPES}
         for key, obj in self.plan.objects:
             self.store.create(by_key[key], obj)
+        if self.settings.workload_replicas:
+            for resource_type, obj in lab_workloads(self.settings.workload_replicas):
+                self.store.create(resource_type, obj)
 
     async def start(self) -> None:
         self.settings.state_dir.mkdir(parents=True, exist_ok=True)
@@ -122,6 +136,8 @@ class ControlPlane:
                 self.network.add(host, API_PORT, Endpoint(self.address, self.port), "control-plane")
         self.proxy_controller.start()
         self.node_controller.start()
+        if self.settings.workload_replicas:
+            self.workloads.start()
         self.write_kubeconfig()
 
     async def _serve(self) -> None:
@@ -147,6 +163,7 @@ class ControlPlane:
     async def stop(self) -> None:
         await self.proxy_controller.stop()
         await self.node_controller.stop()
+        await self.workloads.stop()
         await self.server.close_watches()
         if self._runner is not None:
             await self._runner.cleanup()

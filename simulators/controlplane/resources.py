@@ -84,6 +84,9 @@ class ResourceType:
             entries[0]["shortNames"] = list(self.short_names)
         if self.categories:
             entries[0]["categories"] = list(self.categories)
+        if self.key == ("", "pods"):
+            entries.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                            "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
         if self.status_subresource:
             entries.append({"name": f"{self.plural}/status", "singularName": "",
                             "namespaced": self.namespaced, "kind": self.kind,
@@ -99,6 +102,13 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Event", "events", "event", True, ("ev",)),
     # Served (empty unless someone creates one) so `kubectl describe node` can list a node's pods.
     ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), True, categories=("all",)),
+    # The lab's workloads: what a drain must move off a node, and the budgets it must honour.
+    ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), True,
+                 categories=("all",)),
+    ResourceType("apps", "v1", "DaemonSet", "daemonsets", "daemonset", True, ("ds",), True,
+                 categories=("all",)),
+    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget",
+                 True, ("pdb",), True),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("config.openshift.io", "v1", "Proxy", "proxies", "proxy", False, (), True,
@@ -116,6 +126,18 @@ for _type in RESOURCE_TYPES:
     GROUP_VERSIONS.setdefault(_type.group, [])
     if _type.version not in GROUP_VERSIONS[_type.group]:
         GROUP_VERSIONS[_type.group].append(_type.version)
+
+
+def resource(group: str, plural: str) -> ResourceType:
+    """A served type by group and plural (a programming error if it is not served)."""
+    return next(t for t in RESOURCE_TYPES if t.key == (group, plural))
+
+
+PODS = resource("", "pods")
+NODES = resource("", "nodes")
+REPLICASETS = resource("apps", "replicasets")
+DAEMONSETS = resource("apps", "daemonsets")
+PDBS = resource("policy", "poddisruptionbudgets")
 
 
 def find_type(group: str, version: str, plural: str) -> ResourceType | None:

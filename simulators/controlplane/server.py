@@ -31,6 +31,14 @@ from proxyfleet.simulators.controlplane.authorization import (
     allowed,
     forbidden,
 )
+from proxyfleet.simulators.controlplane.disruption import (
+    Budget,
+    DisruptionLedger,
+    budgets_for,
+    check_eviction_body,
+    compute_budget,
+    eviction_decision,
+)
 from proxyfleet.simulators.controlplane.errors import (
     APIError,
     bad_request,
@@ -42,6 +50,9 @@ from proxyfleet.simulators.controlplane.errors import (
 )
 from proxyfleet.simulators.controlplane.resources import (
     GROUP_VERSIONS,
+    PDBS,
+    PODS,
+    REPLICASETS,
     ResourceType,
     find_type,
     prune,
@@ -128,6 +139,7 @@ class APIServer:
         self.bookmark_interval = bookmark_interval
         self.stats = RequestStats()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
+        self.disruptions = DisruptionLedger()
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY * 2)
@@ -198,6 +210,11 @@ class APIServer:
         attributes = _attributes(request, route)
         if not allowed(identity, attributes):
             raise forbidden(identity, attributes)
+        if identity.node_name is not None and route.resource_type.key == ("", "pods") and route.name:
+            # NodeRestriction: a kubelet reads and writes only pods bound to its own node.
+            pod = self.store.peek(PODS, route.namespace or "", route.name)
+            if pod is not None and (pod.get("spec") or {}).get("nodeName") != identity.node_name:
+                raise forbidden(identity, attributes)
         return await self._serve(request, route, lambda obj: admit(identity, attributes, obj))
 
     # --- discovery -----------------------------------------------------------------------------
@@ -265,7 +282,9 @@ class APIServer:
             raise no_such_path()
         name = rest[1] if len(rest) > 1 else None
         subresource = rest[2] if len(rest) > 2 else None
-        if subresource is not None and (subresource != "status" or not resource_type.status_subresource):
+        eviction = subresource == "eviction" and resource_type.key == ("", "pods")
+        if subresource is not None and not eviction and (subresource != "status"
+                                                         or not resource_type.status_subresource):
             raise no_such_path()
         return Route(resource_type, namespace, name, subresource)
 
@@ -289,6 +308,10 @@ class APIServer:
             raise method_not_allowed(method)
         if route.resource_type.namespaced and route.namespace is None:
             raise no_such_path()
+        if route.subresource == "eviction":
+            if method != "POST":
+                raise method_not_allowed(method)
+            return _json(*await self._evict(request, route))
         if method == "GET":
             return self._get(request, route)
         if method == "PUT":
@@ -553,10 +576,46 @@ class APIServer:
                                     subresource=route.subresource, dry_run=self._dry_run(request))
         return updated, 200, headers
 
+    # --- evictions ----------------------------------------------------------------------------
+
+    def budgets(self, pod: dict[str, Any]) -> list[Budget]:
+        """The PodDisruptionBudgets that select ``pod``, computed from the pods as they are now."""
+        selecting = budgets_for(pod, self.store.list(PDBS, (pod.get("metadata") or {}).get("namespace")))
+        if not selecting:
+            return []
+        namespace = pod["metadata"]["namespace"]
+        pods = self.store.list(PODS, namespace)
+        scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1))
+                  for rs in self.store.list(REPLICASETS, namespace)}
+        return [compute_budget(pdb, [p for p in pods if budgets_for(p, [pdb])], scales) for pdb in selecting]
+
+    async def _evict(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
+        assert route.name is not None and route.namespace is not None
+        check_eviction_body(await self._body(request), route.name, route.namespace)
+        pod = self.store.get(PODS, route.namespace, route.name)
+        refusal = eviction_decision(pod, self.budgets(pod))
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        if refusal is not None:
+            self.disruptions.record(pod, node, "refused", refusal.message)
+            raise refusal
+        if not self._dry_run(request):
+            self.store.delete(PODS, route.namespace, route.name)
+            self.disruptions.record(pod, node, "evicted", "")
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201, {}
+
     def _delete(self, request: web.Request, route: Route) -> web.Response:
         assert route.name is not None
+        if route.resource_type.key == ("", "pods") and not self._dry_run(request):
+            # A pod deleted directly, not evicted: lab evidence of whether its budget allowed it.
+            pod = self.store.get(PODS, route.namespace or "", route.name)
+            refusal = eviction_decision(pod, self.budgets(pod))
+            if refusal is not None:
+                self.disruptions.record(pod, (pod.get("spec") or {}).get("nodeName") or "", "bypassed",
+                                        (refusal.details or {}).get("causes", [{}])[0].get("message", refusal.message))
         deleted = self.store.delete(route.resource_type, route.namespace or "", route.name,
                                     dry_run=self._dry_run(request))
+        if route.resource_type.key == ("", "pods"):
+            return _json(deleted)  # the pod registry returns the deleted object (ReturnDeletedObject)
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                       "details": {"name": route.name, "group": route.resource_type.group,
                                   "kind": route.resource_type.plural,

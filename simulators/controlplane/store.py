@@ -129,6 +129,10 @@ class Store:
         """The stored object itself (no copy) for in-process controllers that only read."""
         return self._bucket(resource_type).get((namespace, name))
 
+    def scan(self, resource_type: ResourceType, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The stored objects themselves (no copies), for in-process controllers that only read."""
+        return [obj for (ns, _), obj in self._bucket(resource_type).items() if namespace is None or ns == namespace]
+
     def get(self, resource_type: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         stored = self._bucket(resource_type).get((namespace, name))
         if stored is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import ssl
 import time
@@ -55,6 +56,7 @@ class KubeletState:
     failures: int = 0
     last_error: str | None = None
     errors: list[str] = field(default_factory=list)
+    pods_started: int = 0  # pod status reports that set a pod running
 
 
 def _micro_time(moment: dt.datetime) -> str:
@@ -77,6 +79,7 @@ class SimulatedKubelet:
         self._task: asyncio.Task[None] | None = None
         self._trust: ssl.SSLContext = trust_context(pem_blocks(settings.ca_pem))
         self._ready_since: dt.datetime | None = None
+        self._pods_due = asyncio.Event()
         token = settings.token
         self._token = token(self.name) if callable(token) else token
 
@@ -96,19 +99,31 @@ class SimulatedKubelet:
             self._task.cancel()
             self._task = None
 
+    def pods_changed(self) -> None:
+        """A pod bound to this node changed: sync pods now. The lab calls this from its watch on
+        the API server, standing in for the kubelet's own pod watch (the sync itself is HTTP)."""
+        self._pods_due.set()
+
     async def _run(self, environment: Mapping[str, str]) -> None:
         async with EgressSession(self.network, self.address, self._trust,
                                  user_agent=f"kubelet/{KUBELET_VERSION} (windows/amd64)") as session:
             next_status = 0.0
+            next_lease = 0.0
+            self._pods_due.set()  # a (re)started kubelet starts the pods bound to it
             while True:
                 try:
                     if not self.state.registered:
                         await self._register(session, environment)
-                    await self._renew_lease(session, environment)
-                    if time.monotonic() >= next_status or self.state.failures:
-                        await self._post_status(session, environment)
-                        next_status = time.monotonic() + self.settings.status_interval
-                    self.state.heartbeats += 1
+                    if time.monotonic() >= next_lease:
+                        await self._renew_lease(session, environment)
+                        if time.monotonic() >= next_status or self.state.failures:
+                            await self._post_status(session, environment)
+                            next_status = time.monotonic() + self.settings.status_interval
+                        next_lease = time.monotonic() + self.settings.lease_interval  # the kubelet's own period
+                        self.state.heartbeats += 1
+                    if self._pods_due.is_set():
+                        self._pods_due.clear()
+                        await self._sync_pods(session, environment)
                     self.state.failures = 0
                     self.state.last_error = None
                 except (KubeletError, EgressError) as exc:
@@ -118,7 +133,44 @@ class SimulatedKubelet:
                     self.state.last_error = str(exc)
                     self.state.errors = [*self.state.errors, str(exc)][-20:]
                     self._ready_since = None
-                await asyncio.sleep(self.settings.lease_interval)  # the kubelet's own period
+                    self._pods_due.set()
+                    next_lease = time.monotonic() + self.settings.lease_interval
+                    await asyncio.sleep(self.settings.lease_interval)
+                    continue
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._pods_due.wait(), max(0.0, next_lease - time.monotonic()))
+
+    async def _sync_pods(self, session: EgressSession, environment: Mapping[str, str]) -> None:
+        """Report the pods bound to this node running and ready (their containers start at once)."""
+        status, listed = await self._call(session, environment, "GET",
+                                          f"/api/v1/pods?fieldSelector=spec.nodeName%3D{self.name}")
+        if status != 200 or not isinstance(listed, dict):
+            raise KubeletError(f"listing pods: {status}")
+        for pod in listed.get("items") or []:
+            metadata, current = pod.get("metadata") or {}, pod.get("status") or {}
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in current.get("conditions") or [])
+            if metadata.get("deletionTimestamp") or (current.get("phase") == "Running" and ready):
+                continue
+            status, body = await self._call(
+                session, environment, "PATCH",
+                f"/api/v1/namespaces/{metadata.get('namespace')}/pods/{metadata.get('name')}/status",
+                {"status": self._pod_status(pod)}, content_type="application/merge-patch+json")
+            if status not in (200, 404):  # 404: deleted meanwhile
+                raise KubeletError(f"updating pod status: {status} {body}")
+            self.state.pods_started += 1
+
+    def _pod_status(self, pod: dict[str, Any]) -> dict[str, Any]:
+        now = _seconds(self.machine.now())
+        conditions = [{"type": kind, "status": "True", "lastTransitionTime": now}
+                      for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        containers = [{"name": c.get("name"), "image": c.get("image"), "ready": True, "started": True,
+                       "imageID": f"{c.get('image')}@sha256:{hashlib.sha256(str(c.get('image')).encode()).hexdigest()}",
+                       "containerID": "containerd://" + hashlib.sha256(f"{uid}/{c.get('name')}".encode()).hexdigest(),
+                       "restartCount": 0, "state": {"running": {"startedAt": now}}}
+                      for c in (pod.get("spec") or {}).get("containers") or []]
+        return {"phase": "Running", "conditions": conditions, "hostIP": self.address, "podIP": self.address,
+                "startTime": now, "containerStatuses": containers}
 
     async def _call(self, session: EgressSession, environment: Mapping[str, str], method: str,
                     path: str, body: Any = None, content_type: str = "application/json"

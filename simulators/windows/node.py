@@ -70,6 +70,9 @@ class Outage:
     up_at: dt.datetime | None = None
     at_down: Any = None
     at_up: Any = None
+    # The pods a drain should have moved that were still bound to the node as it went down
+    # (None: not observed).
+    pods_at_down: tuple[str, ...] | None = None
 
 
 class WindowsNode:
@@ -91,6 +94,7 @@ class WindowsNode:
         self.outages: list[Outage] = []
         # Called with the node as it goes down and comes back; the result is kept on the Outage.
         self.outage_observer: Callable[[WindowsNode], Any] | None = None
+        self.pods_observer: Callable[[WindowsNode], tuple[str, ...]] | None = None
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
         self._stage_timers: list[asyncio.TimerHandle] = []
@@ -182,7 +186,11 @@ class WindowsNode:
 
     async def _go_down(self) -> None:
         await self._stop_listening()
-        self.outages.append(Outage(self.machine.now(), at_down=self._observe_edge()))
+        outage = Outage(self.machine.now(), at_down=self._observe_edge())
+        if self.pods_observer is not None:
+            with contextlib.suppress(Exception):  # evidence only: never let it break a reboot
+                outage.pods_at_down = self.pods_observer(self)
+        self.outages.append(outage)
         for listener in list(self.down_listeners):
             listener(self)
 

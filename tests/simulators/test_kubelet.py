@@ -12,6 +12,7 @@ import pytest_asyncio
 from kubernetes import client
 
 from proxyfleet.harness.lab import Lab, LabSettings
+from proxyfleet.simulators.controlplane.workloads import SERVICE_NAME, WORKLOAD_NAMESPACE
 from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import run_powershell, wait_until
 
@@ -53,6 +54,31 @@ async def test_nodes_register_and_stay_ready(lab: Lab) -> None:
     lease = await lab.call(client.CoordinationV1Api(lab.api()).read_namespaced_lease,
                            lab.fleet.nodes[0].name, "kube-node-lease")
     assert lease.spec.holder_identity == lab.fleet.nodes[0].name
+
+
+async def test_kubelets_report_their_pods_running_over_the_api(lab: Lab) -> None:
+    """The lab's workloads land one pod per node and each node's kubelet reports its own running
+    (over HTTPS, with its own identity); a pod deleted is replaced and reported running too."""
+    core = client.CoreV1Api(lab.api())
+    addresses = {n.name: n.address for n in lab.fleet.nodes}
+
+    async def running() -> list[Any]:
+        listed = await lab.call(core.list_namespaced_pod, WORKLOAD_NAMESPACE)
+        return [p for p in listed.items if p.status.phase == "Running"]
+
+    await wait_until(lambda: _count(running(), 2 * len(addresses)), timeout=20, what="every pod running")
+    for pod in await running():
+        assert pod.status.host_ip == addresses[pod.spec.node_name]  # reported by that node's kubelet
+        assert pod.status.container_statuses[0].ready
+    started = sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None)
+    victim = next(p for p in await running() if p.metadata.labels["app"] == SERVICE_NAME)
+    await lab.call(core.delete_namespaced_pod, victim.metadata.name, WORKLOAD_NAMESPACE)
+    await wait_until(lambda: _count(running(), 2 * len(addresses)), timeout=20, what="the replacement running")
+    assert sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None) == started + 1
+
+
+async def _count(pods: Any, expected: int) -> bool:
+    return len(await pods) == expected
 
 
 async def ready_is(lab: Lab, node: WindowsNode, expected: str) -> bool:

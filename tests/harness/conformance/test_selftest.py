@@ -38,6 +38,8 @@ CATCHES = {
     "applies-stale-settings": ("faults", "reboots"),
     "ignores-host-keys": ("faults", "host-key"),
     "no-warning-events": ("faults", "reported"),
+    "skips-drain": ("runtime-add", "drained"),
+    "deletes-pods": ("runtime-add", "drained"),
 }
 
 
@@ -96,7 +98,7 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
 @pytest.mark.parametrize(("variant", "passes"), [("correct", True), ("no-cert-import", False)])
 def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: str, passes: bool) -> None:
     command = (f"{sys.executable} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
-               f"--max-unavailable {{max_unavailable}} --variant {variant} --service-poll-seconds 0.2")
+               f"--max-unavailable {{max_unavailable}} --variant {variant} --service-poll-seconds 0.2 --drain-retry-seconds 0.2")
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "8",
                                  "--reconciler-command", command)
     assert report["variant"] == "external"

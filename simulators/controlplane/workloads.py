@@ -1,0 +1,243 @@
+"""The lab's workloads and the controllers that keep them: kube-controller-manager's ReplicaSet,
+DaemonSet, pod garbage-collection and disruption controllers, and the scheduler — enough that a
+drain has something real to move: pods bound to each Windows node, replacements scheduled
+elsewhere, and a PodDisruptionBudget the Eviction API enforces.
+
+Level-triggered like the other in-process controllers: any relevant change wakes one pass that
+recomputes everything and writes only what differs. The kubelet (``simulators/windows/kubelet``)
+reports pods running; these controllers never do.
+
+Not modelled: affinity, taints beyond cordon, resources, priorities, preemption, rolling updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import secrets
+from typing import Any
+
+from proxyfleet.simulators.controlplane.disruption import compute_budget, controller_of, selector_matches
+from proxyfleet.simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.resources import (
+    DAEMONSETS,
+    NODES,
+    PDBS,
+    PODS,
+    REPLICASETS,
+    ResourceType,
+    resource,
+)
+from proxyfleet.simulators.controlplane.store import Store, Watcher, now_rfc3339
+
+log = logging.getLogger(__name__)
+
+WORKLOAD_NAMESPACE = "lab-workloads"
+SERVICE_NAME = "web"  # a ReplicaSet spread one pod per node, guarded by a budget of one
+AGENT_NAME = "node-agent"  # a DaemonSet: drains leave its pods (kubectl drain --ignore-daemonsets)
+WINDOWS_IMAGE = "mcr.microsoft.com/windows/servercore:ltsc2022"
+NAMESPACES = resource("", "namespaces")
+DEBOUNCE = 0.02
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _schedulable(node: dict[str, Any]) -> bool:
+    return _ready(node) and not (node.get("spec") or {}).get("unschedulable")
+
+
+def _template(app: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": app}},
+            "spec": {"nodeSelector": {"kubernetes.io/os": "windows"},
+                     "containers": [{"name": app, "image": WINDOWS_IMAGE}],
+                     "terminationGracePeriodSeconds": 30}}
+
+
+def lab_workloads(replicas: int) -> list[tuple[ResourceType, dict[str, Any]]]:
+    """The objects a lab starts with: a namespace, a ReplicaSet of ``replicas`` pods (one per node
+    when it equals the node count), a budget allowing one of them down, and a node agent."""
+    metadata = {"namespace": WORKLOAD_NAMESPACE}
+    return [
+        (NAMESPACES, {"metadata": {"name": WORKLOAD_NAMESPACE}, "spec": {"finalizers": ["kubernetes"]},
+                      "status": {"phase": "Active"}}),
+        (REPLICASETS, {"metadata": {"name": SERVICE_NAME, **metadata},
+                       "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": SERVICE_NAME}},
+                                "template": _template(SERVICE_NAME)}}),
+        (PDBS, {"metadata": {"name": SERVICE_NAME, **metadata},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": SERVICE_NAME}}}}),
+        (DAEMONSETS, {"metadata": {"name": AGENT_NAME, **metadata},
+                      "spec": {"selector": {"matchLabels": {"app": AGENT_NAME}},
+                               "template": _template(AGENT_NAME)}}),
+    ]
+
+
+def evictable(pod: dict[str, Any]) -> bool:
+    """Whether a drain must move this pod: not a DaemonSet's, not a mirror pod, not finished."""
+    owner = controller_of(pod)
+    if owner is not None and owner.get("kind") == "DaemonSet":
+        return False
+    if "kubernetes.io/config.mirror" in ((pod.get("metadata") or {}).get("annotations") or {}):
+        return False
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+class WorkloadControllers:
+    """ReplicaSet, DaemonSet, pod GC and disruption controllers, and the scheduler."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._watchers: list[Watcher] = []
+        self._relays: list[asyncio.Task[None]] = []
+        self._node_shape: dict[str, tuple[bool, bool]] = {}
+        self.passes = 0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for resource_type in (PODS, NODES, REPLICASETS, DAEMONSETS, PDBS):
+            watcher = self.store.watch(resource_type, None, self.store.resource_version, lambda o: True)
+            self._watchers.append(watcher)
+            self._relays.append(loop.create_task(self._relay(watcher), name=f"workloads watch {resource_type.plural}"))
+        self._task = loop.create_task(self._run(), name="workload controllers")
+        self._wake.set()
+
+    async def stop(self) -> None:
+        for watcher in self._watchers:
+            self.store.stop_watch(watcher)
+        for relay in self._relays:
+            relay.cancel()
+        self._watchers, self._relays = [], []
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _relay(self, watcher: Watcher) -> None:
+        while (event := await watcher.queue.get()) is not None:
+            obj = event["object"]
+            if obj.get("kind") == "Node":
+                # Heartbeats change nothing here: wake only when a node comes, goes, or changes
+                # readiness or schedulability.
+                name = obj["metadata"]["name"]
+                shape = (_ready(obj), bool((obj.get("spec") or {}).get("unschedulable")))
+                if event["type"] == "DELETED":
+                    self._node_shape.pop(name, None)
+                elif self._node_shape.get(name) == shape:
+                    continue
+                else:
+                    self._node_shape[name] = shape
+            self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(DEBOUNCE)  # one pass for a burst of related writes
+            self._wake.clear()
+            try:
+                self.reconcile()
+            except Exception:  # a bug here must not stop the control plane
+                log.exception("workload controllers failed")
+
+    def reconcile(self) -> None:
+        """One level-triggered pass over every workload."""
+        self.passes += 1
+        # Stored objects, not copies (read only here; what is written is copied first).
+        nodes = {n["metadata"]["name"]: n for n in self.store.scan(NODES)}
+        pods = self.store.scan(PODS)
+        live = []
+        for pod in pods:
+            bound = (pod.get("spec") or {}).get("nodeName")
+            if bound and bound not in nodes:
+                self._delete(pod)  # pod GC: its node is gone
+            else:
+                live.append(pod)
+        for replica_set in self.store.scan(REPLICASETS):
+            owned = [p for p in live if (controller_of(p) or {}).get("uid") == replica_set["metadata"]["uid"]]
+            missing = int((replica_set.get("spec") or {}).get("replicas", 1)) - len(owned)
+            live.extend(self._create(replica_set, None) for _ in range(max(0, missing)))
+        for daemon_set in self.store.scan(DAEMONSETS):
+            uid = daemon_set["metadata"]["uid"]
+            covered = {(p.get("spec") or {}).get("nodeName") for p in live
+                       if (controller_of(p) or {}).get("uid") == uid}
+            live.extend(self._create(daemon_set, name) for name in sorted(nodes) if name not in covered)
+        self._schedule(live, nodes)
+        self._budgets(live)
+
+    def _create(self, owner: dict[str, Any], node: str | None) -> dict[str, Any]:
+        template = (owner.get("spec") or {}).get("template") or {}
+        metadata = owner["metadata"]
+        spec = dict(template.get("spec") or {})
+        if node is not None:
+            spec["nodeName"] = node  # the DaemonSet controller binds its pods itself
+        pod = {"metadata": {"name": f"{metadata['name']}-{secrets.token_hex(3)}", "namespace": metadata["namespace"],
+                            "labels": dict((template.get("metadata") or {}).get("labels") or {}),
+                            "ownerReferences": [{"apiVersion": owner.get("apiVersion", "apps/v1"),
+                                                 "kind": owner.get("kind"), "name": metadata["name"],
+                                                 "uid": metadata["uid"], "controller": True,
+                                                 "blockOwnerDeletion": True}]},
+               "spec": spec, "status": {"phase": "Pending"}}
+        return self.store.create(PODS, pod)
+
+    def _delete(self, pod: dict[str, Any]) -> None:
+        with contextlib.suppress(APIError):
+            self.store.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
+
+    def _schedule(self, pods: list[dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
+        """Bind each pending pod to the schedulable node with the fewest pods of its owner, then
+        the fewest pods (spreading, as the default scheduler's scoring would)."""
+        candidates = sorted(name for name, node in nodes.items() if _schedulable(node))
+        if not candidates:
+            return
+        load: dict[str, int] = dict.fromkeys(nodes, 0)
+        by_owner: dict[tuple[str, str], int] = {}
+        for pod in pods:
+            bound = (pod.get("spec") or {}).get("nodeName")
+            if bound:
+                load[bound] = load.get(bound, 0) + 1
+                owner = (controller_of(pod) or {}).get("uid", "")
+                by_owner[(owner, bound)] = by_owner.get((owner, bound), 0) + 1
+        for pod in pods:
+            if (pod.get("spec") or {}).get("nodeName"):
+                continue
+            owner = (controller_of(pod) or {}).get("uid", "")
+            chosen = min(candidates, key=lambda n: (by_owner.get((owner, n), 0), load.get(n, 0), n))
+            pod = copy.deepcopy(pod)
+            pod["metadata"].pop("resourceVersion", None)
+            pod["spec"]["nodeName"] = chosen
+            pod["status"] = {**(pod.get("status") or {}), "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()}]}
+            with contextlib.suppress(APIError):  # deleted meanwhile: the next pass sees it
+                self.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod)
+                self.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod,
+                                  subresource="status")
+            load[chosen] = load.get(chosen, 0) + 1
+            by_owner[(owner, chosen)] = by_owner.get((owner, chosen), 0) + 1
+
+    def _budgets(self, pods: list[dict[str, Any]]) -> None:
+        """The disruption controller: each budget's status from the pods it selects."""
+        scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1))
+                  for rs in self.store.scan(REPLICASETS)}
+        for pdb in self.store.scan(PDBS):
+            namespace = pdb["metadata"]["namespace"]
+            selector = (pdb.get("spec") or {}).get("selector")
+            selected = [p for p in pods if p["metadata"]["namespace"] == namespace
+                        and selector_matches(selector, p["metadata"].get("labels") or {})]
+            # the pods as stored now (the kubelet may have reported some ready since the list)
+            current = [self.store.peek(PODS, namespace, p["metadata"]["name"]) for p in selected]
+            budget = compute_budget(pdb, [p for p in current if p is not None], scales)
+            status = budget.status(pdb["metadata"].get("generation", 1))
+            previous = pdb.get("status") or {}
+            same = {k: v for k, v in previous.items() if k != "conditions"} == \
+                {k: v for k, v in status.items() if k != "conditions"}
+            if not same:
+                pdb = {**copy.deepcopy(pdb), "status": status}
+                pdb["metadata"].pop("resourceVersion", None)
+                with contextlib.suppress(APIError):
+                    self.store.update(PDBS, namespace, pdb["metadata"]["name"], pdb, subresource="status")

@@ -1,0 +1,143 @@
+"""The lab's workloads through the official client: pods spread one per node by the ReplicaSet
+controller and scheduler, DaemonSet pods on every node, nothing new on a cordoned node, pods of a
+deleted Node collected; the Eviction API honours the PodDisruptionBudget (429 in the server's
+words), a direct delete against the budget is recorded, and a kubelet writes only its own pods."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.resources import NODES, PDBS, PODS
+from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME, WORKLOAD_NAMESPACE, evictable
+from tests.simulators.controlplane.test_api import raw
+from tests.support import wait_until
+
+NODE_NAMES = ("win-0001", "win-0002", "win-0003")
+
+
+def node(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}}, "spec": {},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
+    ca = trustme.CA()
+    control_plane = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", ca.cert_pem.bytes().decode(),
+                                                      workload_replicas=len(NODE_NAMES)))
+    await control_plane.start()
+    for name in NODE_NAMES:
+        control_plane.store.create(NODES, node(name))
+    try:
+        yield control_plane
+    finally:
+        await control_plane.stop()
+
+
+@pytest.fixture
+def core(plane: ControlPlane) -> AsyncIterator[client.CoreV1Api]:
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig_path))
+    yield client.CoreV1Api(api)
+    api.close()
+
+
+def pods(plane: ControlPlane, app: str) -> list[dict[str, Any]]:
+    return [p for p in plane.store.list(PODS, WORKLOAD_NAMESPACE) if p["metadata"]["labels"]["app"] == app]
+
+
+def run_all(plane: ControlPlane) -> None:
+    """What the kubelets would do: report every bound pod running and ready."""
+    for pod in plane.store.list(PODS, None):
+        if pod["spec"].get("nodeName") and pod["status"].get("phase") != "Running":
+            pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            pod["metadata"].pop("resourceVersion")
+            plane.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod, subresource="status")
+
+
+async def settled(plane: ControlPlane) -> None:
+    def spread() -> bool:
+        web = pods(plane, SERVICE_NAME)
+        return (sorted(p["spec"].get("nodeName", "") for p in web) == list(NODE_NAMES)
+                and sorted(p["spec"].get("nodeName", "") for p in pods(plane, AGENT_NAME)) == list(NODE_NAMES))
+    await wait_until(spread, what="one web and one agent pod per node")
+    run_all(plane)
+    await wait_until(lambda: (plane.store.get(PDBS, WORKLOAD_NAMESPACE, SERVICE_NAME).get("status") or {})
+                     .get("disruptionsAllowed") == 1, what="the budget to allow one disruption")
+
+
+def evict(core: client.CoreV1Api, pod: dict[str, Any]) -> Any:
+    body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod["metadata"]["name"],
+                                                          namespace=WORKLOAD_NAMESPACE))
+    return asyncio.to_thread(core.create_namespaced_pod_eviction, pod["metadata"]["name"], WORKLOAD_NAMESPACE, body)
+
+
+async def test_pods_spread_daemon_pods_everywhere_and_the_budget_is_published(plane: ControlPlane) -> None:
+    await settled(plane)
+    status = plane.store.get(PDBS, WORKLOAD_NAMESPACE, SERVICE_NAME)["status"]
+    assert (status["expectedPods"], status["desiredHealthy"], status["currentHealthy"]) == (3, 2, 3)
+    assert [evictable(p) for p in pods(plane, AGENT_NAME)] == [False] * 3
+    assert [evictable(p) for p in pods(plane, SERVICE_NAME)] == [True] * 3
+
+
+async def test_evictions_honour_the_budget_and_replacements_avoid_cordoned_nodes(
+        plane: ControlPlane, core: client.CoreV1Api) -> None:
+    await settled(plane)
+    for name in NODE_NAMES[:2]:
+        await asyncio.to_thread(core.patch_node, name, {"spec": {"unschedulable": True}})
+    on = {p["spec"]["nodeName"]: p for p in pods(plane, SERVICE_NAME)}
+    await evict(core, on["win-0001"])
+    with pytest.raises(ApiException) as refused:
+        await evict(core, on["win-0002"])  # the replacement is not running yet
+    assert refused.value.status == 429
+    assert "Cannot evict pod as it would violate the pod's disruption budget." in refused.value.body
+    assert "The disruption budget web needs 2 healthy pods and has 2 currently" in refused.value.body
+    await wait_until(lambda: len(pods(plane, SERVICE_NAME)) == 3, what="a replacement pod")
+    placed = [p["spec"].get("nodeName") for p in pods(plane, SERVICE_NAME)]
+    assert placed.count("win-0003") == 2 and "win-0001" not in placed  # never onto a cordoned node
+    run_all(plane)
+    await evict(core, on["win-0002"])  # allowed once the replacement runs
+    assert [d.outcome for d in plane.server.disruptions.entries] == ["evicted", "refused", "evicted"]
+    assert plane.server.disruptions.entries[1].node == "win-0002"
+
+
+async def test_a_direct_delete_against_the_budget_is_recorded(plane: ControlPlane, core: client.CoreV1Api) -> None:
+    await settled(plane)
+    first, second, _ = pods(plane, SERVICE_NAME)
+    await asyncio.to_thread(core.delete_namespaced_pod, first["metadata"]["name"], WORKLOAD_NAMESPACE)
+    assert plane.server.disruptions.entries == []  # within the budget
+    deleted = await asyncio.to_thread(core.delete_namespaced_pod, second["metadata"]["name"], WORKLOAD_NAMESPACE)
+    assert deleted.metadata.name == second["metadata"]["name"]  # the pod registry returns the object
+    [entry] = plane.server.disruptions.entries
+    assert entry.outcome == "bypassed" and entry.pod == f"{WORKLOAD_NAMESPACE}/{second['metadata']['name']}"
+    assert "needs 2 healthy pods and has 2 currently" in entry.detail
+
+
+async def test_pods_of_a_deleted_node_are_collected_and_replaced(plane: ControlPlane) -> None:
+    await settled(plane)
+    plane.store.delete(NODES, "", "win-0003")
+    await wait_until(lambda: all(p["spec"].get("nodeName") in NODE_NAMES[:2]
+                                 for p in plane.store.list(PODS, None)) and len(pods(plane, SERVICE_NAME)) == 3,
+                     what="pods of win-0003 collected and the web pod replaced")
+    assert len(pods(plane, AGENT_NAME)) == 2
+
+
+async def test_a_kubelet_writes_only_the_status_of_its_own_pods(plane: ControlPlane) -> None:
+    await settled(plane)
+    on = {p["spec"]["nodeName"]: p for p in pods(plane, SERVICE_NAME)}
+    token = plane.kubelet_token("win-0001")
+    body = b'{"status": {"phase": "Running"}}'
+    for name, expected in (("win-0001", 200), ("win-0002", 403)):
+        path = f"/api/v1/namespaces/{WORKLOAD_NAMESPACE}/pods/{on[name]['metadata']['name']}/status"
+        status, _, _ = await raw(plane, "PATCH", path, body, "application/merge-patch+json", token=token)
+        assert status == expected, name
+    status, listed, _ = await raw(plane, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dwin-0001", token=token)
+    assert status == 200 and {p["spec"]["nodeName"] for p in listed["items"]} == {"win-0001"}
