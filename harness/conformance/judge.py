@@ -464,16 +464,15 @@ class Conformance:
         configmap: dict[str, Any] = self.api.sanitize_for_serialization(found)  # type: ignore[no-untyped-call]
         return configmap
 
-    def _trusted_ca_verdict(self, step: Step, configmap: dict[str, Any] | None) -> checks.Verdict | None:
-        """None when no member has a proxy (nothing to require)."""
+    async def _trusted_ca_verdict(self, step: Step) -> checks.Verdict | None:
+        """None when no member has a proxy (nothing to require, and nothing is read)."""
         if not step.expected.configured or not step.members:
             return None
-        return checks.trusted_ca(configmap, frozenset(step.expected.bundle), f"{OPERATOR_NAMESPACE}/{TRUSTED_CA}")
+        return checks.trusted_ca(await self._trusted_ca(), frozenset(step.expected.bundle),
+                                 f"{OPERATOR_NAMESPACE}/{TRUSTED_CA}")
 
     async def _trusted_ca_ok(self, step: Step) -> bool:
-        if not step.expected.configured or not step.members:
-            return True
-        verdict = self._trusted_ca_verdict(step, await self._trusted_ca())
+        verdict = await self._trusted_ca_verdict(step)
         return verdict is None or verdict.ok
 
     def _anyone_down(self) -> bool:
@@ -483,12 +482,9 @@ class Conformance:
         """Every node stuck in its reboot has a Warning Event about it (the step waits for that)."""
         if not step.stuck:
             return True
-        names = await self._node_names()
+        nodes = await self._node_objects()
         warnings = await self._warning_events(step.started)
-        return all(warnings.get(names.get(a, a)) for a in step.stuck)
-
-    async def _node_names(self) -> dict[str, str]:
-        return {a: str((n.get("metadata") or {}).get("name", a)) for a, n in (await self._node_objects()).items()}
+        return all(warnings.get(_node_name(nodes, a)) for a in step.stuck)
 
     # --- checks ----------------------------------------------------------------------------------
 
@@ -517,22 +513,26 @@ class Conformance:
         leaks = await self._credential_leaks(nodes)
         # Outages the scenario caused (a node taken off the network) are not the reconciler's.
         down, cordoned = self._unavailability(step, addresses + step.stuck)
-        for address in step.rekeyed:  # judged from the moment its key changed (maybe an earlier step)
-            commands, since = self.rekeyed[address]
-            warnings = await self._warning_events(since)
-            node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
-            self._record(step, address, "host-key", checks.host_key_refused(
-                self.node(address).ssh_commands - commands, warnings.get(node_name, [])))
-        if step.stuck:
-            warnings = await self._warning_events(step.started)
+        if step.rekeyed or step.stuck:
+            # One read of the Warning Events, from the earliest moment any of these is judged from.
+            earliest = min([step.started] + [self.rekeyed[a][1] for a in step.rekeyed])
+            warnings = await self._warning_events(earliest)
+
+            def about(address: str, since: dt.datetime) -> list[str]:
+                since = since.replace(microsecond=0)  # Event timestamps have whole seconds
+                return [text for when, text in warnings.get(_node_name(nodes, address), []) if when >= since]
+
+            for address in step.rekeyed:  # judged from the moment its key changed (maybe an earlier step)
+                commands, since = self.rekeyed[address]
+                self._record(step, address, "host-key", checks.host_key_refused(
+                    self.node(address).ssh_commands - commands, about(address, since)))
             for address in step.stuck:
-                node_name = ((nodes.get(address) or {}).get("metadata") or {}).get("name", address)
                 self._record(step, address, "reported", checks.stuck_reported(
-                    self.node(address).is_listening, warnings.get(node_name, [])))
+                    self.node(address).is_listening, about(address, step.started)))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))
-        trusted = self._trusted_ca_verdict(step, await self._trusted_ca())
+        trusted = await self._trusted_ca_verdict(step)
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
             if address in step.members:
@@ -546,16 +546,16 @@ class Conformance:
                 leaked = leaks.get(address, []) + leaks.get("", [])
                 self._record(step, address, "credentials", checks.credentials(leaked))
 
-    async def _warning_events(self, since: dt.datetime) -> dict[str, list[str]]:
-        """Warning Events about Nodes written since ``since``: Node name -> "reason: message"."""
+    async def _warning_events(self, since: dt.datetime) -> dict[str, list[tuple[dt.datetime, str]]]:
+        """Warning Events about Nodes written since ``since``: Node name -> (when, "reason: message")."""
         events = await asyncio.to_thread(client.CoreV1Api(self.api).list_event_for_all_namespaces)
         since = since.replace(microsecond=0)  # Event timestamps have whole seconds
-        found: dict[str, list[str]] = {}
+        found: dict[str, list[tuple[dt.datetime, str]]] = {}
         for event in events.items:
             involved = event.involved_object
             when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
             if event.type == "Warning" and involved is not None and involved.kind == "Node" and when and when >= since:
-                found.setdefault(str(involved.name), []).append(f"{event.reason}: {event.message}")
+                found.setdefault(str(involved.name), []).append((when, f"{event.reason}: {event.message}"))
         return found
 
     @staticmethod
@@ -707,6 +707,11 @@ class Conformance:
             ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
             found.append(checks.OutageEvidence(outage.at_down, outage.at_up, ok, text))
         return found
+
+
+def _node_name(nodes: dict[str, dict[str, Any]], address: str) -> str:
+    """The name of the Node at ``address`` (the address itself when it has none yet)."""
+    return str(((nodes.get(address) or {}).get("metadata") or {}).get("name", address))
 
 
 __all__ = ["INTERNET_IMAGE", "INTRANET_IMAGE", "Conformance", "Step", "redact_url"]
