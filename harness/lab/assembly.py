@@ -135,8 +135,11 @@ class LabSettings:
     # internet pulls fail, as they would; off, an open network. Changed only by
     # ``Lab.set_egress_firewall``, never as a side effect of a cluster change.
     egress_firewall: bool = True
-    # Nodes run workloads, as production nodes do: a ReplicaSet with a pod per node behind a
-    # PodDisruptionBudget of one, and a DaemonSet; a reboot must be preceded by a drain.
+    # Nodes run workloads, as production nodes do: a ReplicaSet behind a PodDisruptionBudget of
+    # one, and a DaemonSet; a reboot must be preceded by a drain. The ReplicaSet has one pod fewer
+    # than there are nodes: capacity for a drain to place its pods, as production plans it (with
+    # a pod on every node, an administrator's cordon and a budget of one, the last node of a
+    # two-node fleet could never be drained — kubectl drain would wait forever, rightly).
     workloads: bool = True
 
 
@@ -204,7 +207,7 @@ class Lab:
             install_config=self.settings.install_config, network=self.network,
             node_grace=self.settings.node_grace,
             node_monitor_period=max(self.settings.node_grace / 8, 0.2), bookmark_interval=5.0,
-            workload_replicas=self.settings.nodes if self.settings.workloads else 0))
+            workload_replicas=max(1, self.settings.nodes - 1) if self.settings.workloads else 0))
         await self.control_plane.start()
         self._stack.append(("control plane", self.control_plane.stop))
 

@@ -141,7 +141,8 @@ def test_every_variant_is_named() -> None:
                              "leaves-files", "ignores-max-unavailable", "uncordons-admin-cordon",
                              "trusts-import-record", "http-from-https", "normalises-noproxy", "removes-by-subject",
                              "no-trusted-ca-restore", "never-retries-unreachable", "reboots-again-after-restart",
-                             "applies-stale-settings", "ignores-host-keys", "no-warning-events"}
+                             "applies-stale-settings", "ignores-host-keys", "no-warning-events", "skips-drain",
+                             "deletes-pods"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
         reconciler_class("nope")
 
