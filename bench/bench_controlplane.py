@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxyfleet.harness.lab import Lab, LabSettings
-from proxyfleet.simulators.controlplane.controllers import LEASES, NODES
+from proxyfleet.simulators.controlplane.resources import LEASES, NODES
 
 
 async def run(nodes: int, heartbeat: float, watchers: int, seconds: float) -> dict[str, object]:

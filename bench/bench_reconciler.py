@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler.reporting import APPLIED_PROXY
-from proxyfleet.simulators.controlplane.controllers import NODES
+from proxyfleet.simulators.controlplane.resources import NODES
 from proxyfleet.simulators.windows.trust import public_roots
 
 PROXY_URL = "http://proxy.corp.internal:3128"
@@ -77,6 +77,8 @@ async def run(nodes: int, max_unavailable: int, reboot_seconds: float, limit: fl
             "--kubeconfig", str(lab.control_plane.kubeconfig_path),
             "--ssh-port", str(lab.fleet.port), "--max-unavailable", str(max_unavailable),
             "--resync-seconds", "3600", "--service-poll-seconds", "0.5",
+            # every reboot is drained first; the lab's pods start at once, so retry refusals quickly
+            "--drain-retry-seconds", "0.1",
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         try:
             first_contact = await wait_for(lambda: annotated("none"), limit, "first contact")

@@ -4,15 +4,19 @@ talking to nodes over SSH."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import asyncssh
+import trustme
 
 from proxyfleet.core.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.resources import NODES, PODS
 from proxyfleet.simulators.fleet import Fleet
 from proxyfleet.simulators.windows.machine import MachineSettings, WindowsMachine
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -78,3 +82,31 @@ async def run_powershell(fleet: Fleet, node: WindowsNode, script: str) -> asyncs
     """Run PowerShell on a node whatever its OpenSSH default shell (cmd.exe or PowerShell), as a
     real client must: ``powershell.exe -EncodedCommand``."""
     return await run_on(fleet, node, encoded_command(script))
+
+
+@contextlib.asynccontextmanager
+async def workload_plane(state_dir: Path, node_names: Sequence[str]) -> AsyncIterator[ControlPlane]:
+    """A control plane running the lab's workloads (one web pod per node) over Ready Nodes
+    ``node_names`` (plain objects: no kubelet; ``run_bound_pods`` plays its part)."""
+    plane = ControlPlane(ControlPlaneSettings(state_dir, trustme.CA().cert_pem.bytes().decode(),
+                                              workload_replicas=len(node_names)))
+    await plane.start()
+    for name in node_names:
+        plane.store.create(NODES, {"metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}},
+                                   "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    try:
+        yield plane
+    finally:
+        await plane.stop()
+
+
+def run_bound_pods(plane: ControlPlane) -> int:
+    """The kubelets' part: report every bound pod running and ready. Returns how many it started."""
+    started = 0
+    for pod in plane.store.list(PODS, None):
+        if pod["spec"].get("nodeName") and pod["status"].get("phase") != "Running":
+            pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            pod["metadata"].pop("resourceVersion")
+            plane.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod, subresource="status")
+            started += 1
+    return started

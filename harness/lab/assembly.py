@@ -35,7 +35,7 @@ from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcil
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.disruption import pod_ready
-from proxyfleet.simulators.controlplane.resources import find_type
+from proxyfleet.simulators.controlplane.resources import PODS, find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
 from proxyfleet.simulators.origins.catalog import Origins, start_origins
@@ -272,10 +272,8 @@ class Lab:
     def _follow_pods(self) -> None:
         """Wake a node's kubelet when a pod bound to it changes (its pod watch, in effect)."""
         store = self.control_plane.store
-        pods = find_type("", "v1", "pods")
-        assert pods is not None
         kubelets = {node.kubelet.name: node.kubelet for node in self.fleet.nodes if node.kubelet is not None}
-        watcher = store.watch(pods, None, store.resource_version, lambda obj: True)
+        watcher = store.watch(PODS, None, store.resource_version, lambda obj: True)
 
         async def follow() -> None:
             while (event := await watcher.queue.get()) is not None:

@@ -16,10 +16,10 @@ from aiohttp import web
 
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.controlplane.authorization import ADMIN, NodeTokens, bootstrap_identity, new_bootstrap_token
-from proxyfleet.simulators.controlplane.controllers import NODES, NodeLifecycleController, ProxyConfigController
+from proxyfleet.simulators.controlplane.controllers import NodeLifecycleController, ProxyConfigController
 from proxyfleet.simulators.controlplane.errors import APIError
 from proxyfleet.simulators.controlplane.install import InstallPlan, load_install_config, plan
-from proxyfleet.simulators.controlplane.resources import PODS, RESOURCE_TYPES
+from proxyfleet.simulators.controlplane.resources import NODES, PODS, RESOURCE_TYPES
 from proxyfleet.simulators.controlplane.server import APIServer
 from proxyfleet.simulators.controlplane.store import Store
 from proxyfleet.simulators.controlplane.workloads import WorkloadControllers, evictable, lab_workloads

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import hashlib
-import logging
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -35,26 +34,20 @@ from proxyfleet.simulators.controlplane.openshift import (
     merge_bundles,
     validate_proxy_spec,
 )
-from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
-from proxyfleet.simulators.controlplane.store import Store, Watcher, now_rfc3339
+from proxyfleet.simulators.controlplane.resources import (
+    CLUSTER_OPERATORS,
+    CONFIGMAPS,
+    EVENTS,
+    INFRASTRUCTURES,
+    LEASES,
+    NETWORKS,
+    NODES,
+    PROXIES,
+)
+from proxyfleet.simulators.controlplane.store import Store, now_rfc3339
+from proxyfleet.simulators.controlplane.watching import WatchingController
 from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
 from proxyfleet.simulators.network import LabNetwork
-
-log = logging.getLogger(__name__)
-
-
-def _type(group: str, plural: str) -> ResourceType:
-    return next(t for t in RESOURCE_TYPES if t.key == (group, plural))
-
-
-PROXIES = _type("config.openshift.io", "proxies")
-NETWORKS = _type("config.openshift.io", "networks")
-INFRASTRUCTURES = _type("config.openshift.io", "infrastructures")
-CLUSTER_OPERATORS = _type("config.openshift.io", "clusteroperators")
-CONFIGMAPS = _type("", "configmaps")
-NODES = _type("", "nodes")
-LEASES = _type("coordination.k8s.io", "leases")
-EVENTS = _type("", "events")
 
 
 def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str,
@@ -76,57 +69,24 @@ def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reas
     return updated
 
 
-class ProxyConfigController:
+class ProxyConfigController(WatchingController):
     """CNO's proxyconfig controller and configmap CA injector."""
+
+    name = "proxy controller"
+    watches = (PROXIES, NETWORKS, INFRASTRUCTURES, CONFIGMAPS)
 
     def __init__(self, store: Store, system_bundle_pem: str, network: LabNetwork | None,
                  probe_source: str = "127.50.0.1") -> None:
-        self.store = store
+        super().__init__(store)
         self.system_bundle_pem = system_bundle_pem
         self.network = network
         self.probe_source = probe_source
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._watchers: list[Watcher] = []
-        self._relays: list[asyncio.Task[None]] = []
         self._probe_cache: dict[str, str | None] = {}
         self._warned: set[str] = set()
         self.reconciles = 0
 
-    def start(self) -> None:
-        for resource_type in (PROXIES, NETWORKS, INFRASTRUCTURES, CONFIGMAPS):
-            watcher = self.store.watch(resource_type, None, self.store.resource_version, lambda o: True)
-            self._watchers.append(watcher)
-            self._relays.append(asyncio.get_running_loop().create_task(
-                self._relay(watcher), name=f"proxy controller watch {resource_type.plural}"))
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy controller")
-        self._wake.set()
-
-    async def stop(self) -> None:
-        """Stop watching and reconciling (as scaling the operator to zero would); ``start`` resumes."""
-        for watcher in self._watchers:
-            self.store.stop_watch(watcher)
-        for relay in self._relays:
-            relay.cancel()
-        self._watchers, self._relays = [], []
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _relay(self, watcher: Watcher) -> None:
-        while await watcher.queue.get() is not None:
-            self._wake.set()
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                await self.reconcile()
-            except Exception:  # a bug here must not stop the control plane
-                log.exception("proxy controller reconcile failed")
+    async def reconcile_pass(self) -> None:
+        await self.reconcile()
 
     def networking(self) -> ClusterNetworking:
         network = self.store.peek(NETWORKS, "", "cluster") or {}

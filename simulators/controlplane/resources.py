@@ -135,6 +135,13 @@ def resource(group: str, plural: str) -> ResourceType:
 
 PODS = resource("", "pods")
 NODES = resource("", "nodes")
+CONFIGMAPS = resource("", "configmaps")
+EVENTS = resource("", "events")
+LEASES = resource("coordination.k8s.io", "leases")
+PROXIES = resource("config.openshift.io", "proxies")
+NETWORKS = resource("config.openshift.io", "networks")
+INFRASTRUCTURES = resource("config.openshift.io", "infrastructures")
+CLUSTER_OPERATORS = resource("config.openshift.io", "clusteroperators")
 REPLICASETS = resource("apps", "replicasets")
 DAEMONSETS = resource("apps", "daemonsets")
 PDBS = resource("policy", "poddisruptionbudgets")

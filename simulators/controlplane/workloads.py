@@ -12,10 +12,8 @@ Not modelled: affinity, taints beyond cordon, resources, priorities, preemption,
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
-import logging
 import secrets
 from typing import Any
 
@@ -30,16 +28,14 @@ from proxyfleet.simulators.controlplane.resources import (
     ResourceType,
     resource,
 )
-from proxyfleet.simulators.controlplane.store import Store, Watcher, now_rfc3339
-
-log = logging.getLogger(__name__)
+from proxyfleet.simulators.controlplane.store import Store, now_rfc3339
+from proxyfleet.simulators.controlplane.watching import WatchingController
 
 WORKLOAD_NAMESPACE = "lab-workloads"
 SERVICE_NAME = "web"  # a ReplicaSet spread one pod per node, guarded by a budget of one
 AGENT_NAME = "node-agent"  # a DaemonSet: drains leave its pods (kubectl drain --ignore-daemonsets)
 WINDOWS_IMAGE = "mcr.microsoft.com/windows/servercore:ltsc2022"
 NAMESPACES = resource("", "namespaces")
-DEBOUNCE = 0.02
 
 
 def _ready(node: dict[str, Any]) -> bool:
@@ -86,64 +82,36 @@ def evictable(pod: dict[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
-class WorkloadControllers:
+class WorkloadControllers(WatchingController):
     """ReplicaSet, DaemonSet, pod GC and disruption controllers, and the scheduler."""
 
+    name = "workload controllers"
+    watches = (PODS, NODES, REPLICASETS, DAEMONSETS, PDBS)
+    debounce = 0.02  # one pass for a burst of related writes
+
     def __init__(self, store: Store) -> None:
-        self.store = store
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._watchers: list[Watcher] = []
-        self._relays: list[asyncio.Task[None]] = []
+        super().__init__(store)
         self._node_shape: dict[str, tuple[bool, bool]] = {}
         self.passes = 0
 
-    def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        for resource_type in (PODS, NODES, REPLICASETS, DAEMONSETS, PDBS):
-            watcher = self.store.watch(resource_type, None, self.store.resource_version, lambda o: True)
-            self._watchers.append(watcher)
-            self._relays.append(loop.create_task(self._relay(watcher), name=f"workloads watch {resource_type.plural}"))
-        self._task = loop.create_task(self._run(), name="workload controllers")
-        self._wake.set()
+    def wants(self, event: dict[str, Any]) -> bool:
+        obj = event["object"]
+        if obj.get("kind") != "Node":
+            return True
+        # Heartbeats change nothing here: only a node coming, going, or changing readiness or
+        # schedulability does.
+        name = obj["metadata"]["name"]
+        if event["type"] == "DELETED":
+            self._node_shape.pop(name, None)
+            return True
+        shape = (_ready(obj), bool((obj.get("spec") or {}).get("unschedulable")))
+        if self._node_shape.get(name) == shape:
+            return False
+        self._node_shape[name] = shape
+        return True
 
-    async def stop(self) -> None:
-        for watcher in self._watchers:
-            self.store.stop_watch(watcher)
-        for relay in self._relays:
-            relay.cancel()
-        self._watchers, self._relays = [], []
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _relay(self, watcher: Watcher) -> None:
-        while (event := await watcher.queue.get()) is not None:
-            obj = event["object"]
-            if obj.get("kind") == "Node":
-                # Heartbeats change nothing here: wake only when a node comes, goes, or changes
-                # readiness or schedulability.
-                name = obj["metadata"]["name"]
-                shape = (_ready(obj), bool((obj.get("spec") or {}).get("unschedulable")))
-                if event["type"] == "DELETED":
-                    self._node_shape.pop(name, None)
-                elif self._node_shape.get(name) == shape:
-                    continue
-                else:
-                    self._node_shape[name] = shape
-            self._wake.set()
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            await asyncio.sleep(DEBOUNCE)  # one pass for a burst of related writes
-            self._wake.clear()
-            try:
-                self.reconcile()
-            except Exception:  # a bug here must not stop the control plane
-                log.exception("workload controllers failed")
+    async def reconcile_pass(self) -> None:
+        self.reconcile()
 
     def reconcile(self) -> None:
         """One level-triggered pass over every workload."""

@@ -10,30 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from kubernetes import client, config
 
 from proxyfleet.harness.reconciler.draining import DrainSettings, DrainTimeout, NodeDrainer, must_move
-from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
-from proxyfleet.simulators.controlplane.resources import NODES, PODS
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
+from proxyfleet.simulators.controlplane.resources import PODS
 from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME
-from tests.support import wait_until
+from tests.support import run_bound_pods, wait_until, workload_plane
 
 NODE_NAMES = ("win-0001", "win-0002", "win-0003")
 
 
 @pytest.fixture
 async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
-    control_plane = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", trustme.CA().cert_pem.bytes().decode(),
-                                                      workload_replicas=len(NODE_NAMES)))
-    await control_plane.start()
-    for name in NODE_NAMES:
-        control_plane.store.create(NODES, {"metadata": {"name": name}, "spec": {},
-                                           "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-    try:
+    async with workload_plane(tmp_path / "cluster", NODE_NAMES) as control_plane:
         yield control_plane
-    finally:
-        await control_plane.stop()
 
 
 @pytest.fixture
@@ -48,21 +39,9 @@ def bound(plane: ControlPlane, node: str, app: str | None = None) -> list[dict[s
             and (app is None or p["metadata"]["labels"].get("app") == app)]
 
 
-def run_all(plane: ControlPlane) -> int:
-    """The kubelets' part: report bound pods running. Returns how many it started."""
-    started = 0
-    for pod in plane.store.list(PODS, None):
-        if pod["spec"].get("nodeName") and pod["status"].get("phase") != "Running":
-            pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-            pod["metadata"].pop("resourceVersion")
-            plane.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod, subresource="status")
-            started += 1
-    return started
-
-
 async def ready(plane: ControlPlane) -> None:
     await wait_until(lambda: all(len(bound(plane, n)) == 2 for n in NODE_NAMES), what="two pods per node")
-    run_all(plane)
+    run_bound_pods(plane)
 
 
 async def cordon(api: client.ApiClient, *names: str) -> None:
@@ -97,7 +76,7 @@ async def test_a_refused_eviction_is_retried_until_the_budget_allows(plane: Cont
     second = asyncio.create_task(drainer.drain("win-0002"))
     await wait_until(lambda: drainer.refusals >= 1, what="the second eviction to be refused")
     assert not second.done() and bound(plane, "win-0002", SERVICE_NAME)  # the budget holds it
-    await wait_until(lambda: run_all(plane) > 0, what="the replacement to be scheduled and started")
+    await wait_until(lambda: run_bound_pods(plane) > 0, what="the replacement to be scheduled and started")
     assert await asyncio.wait_for(second, 10) == 1
     assert bound(plane, "win-0002", SERVICE_NAME) == []
     outcomes = [e.outcome for e in plane.server.disruptions.entries]

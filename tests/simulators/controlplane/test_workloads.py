@@ -11,36 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.controlplane.resources import NODES, PDBS, PODS
 from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME, WORKLOAD_NAMESPACE, evictable
 from tests.simulators.controlplane.test_api import raw
-from tests.support import wait_until
+from tests.support import run_bound_pods, wait_until, workload_plane
 
 NODE_NAMES = ("win-0001", "win-0002", "win-0003")
 
 
-def node(name: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}}, "spec": {},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-
-
 @pytest.fixture
 async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
-    ca = trustme.CA()
-    control_plane = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", ca.cert_pem.bytes().decode(),
-                                                      workload_replicas=len(NODE_NAMES)))
-    await control_plane.start()
-    for name in NODE_NAMES:
-        control_plane.store.create(NODES, node(name))
-    try:
+    async with workload_plane(tmp_path / "cluster", NODE_NAMES) as control_plane:
         yield control_plane
-    finally:
-        await control_plane.stop()
 
 
 @pytest.fixture
@@ -54,22 +40,13 @@ def pods(plane: ControlPlane, app: str) -> list[dict[str, Any]]:
     return [p for p in plane.store.list(PODS, WORKLOAD_NAMESPACE) if p["metadata"]["labels"]["app"] == app]
 
 
-def run_all(plane: ControlPlane) -> None:
-    """What the kubelets would do: report every bound pod running and ready."""
-    for pod in plane.store.list(PODS, None):
-        if pod["spec"].get("nodeName") and pod["status"].get("phase") != "Running":
-            pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-            pod["metadata"].pop("resourceVersion")
-            plane.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod, subresource="status")
-
-
 async def settled(plane: ControlPlane) -> None:
     def spread() -> bool:
         web = pods(plane, SERVICE_NAME)
         return (sorted(p["spec"].get("nodeName", "") for p in web) == list(NODE_NAMES)
                 and sorted(p["spec"].get("nodeName", "") for p in pods(plane, AGENT_NAME)) == list(NODE_NAMES))
     await wait_until(spread, what="one web and one agent pod per node")
-    run_all(plane)
+    run_bound_pods(plane)
     await wait_until(lambda: (plane.store.get(PDBS, WORKLOAD_NAMESPACE, SERVICE_NAME).get("status") or {})
                      .get("disruptionsAllowed") == 1, what="the budget to allow one disruption")
 
@@ -103,7 +80,7 @@ async def test_evictions_honour_the_budget_and_replacements_avoid_cordoned_nodes
     await wait_until(lambda: len(pods(plane, SERVICE_NAME)) == 3, what="a replacement pod")
     placed = [p["spec"].get("nodeName") for p in pods(plane, SERVICE_NAME)]
     assert placed.count("win-0003") == 2 and "win-0001" not in placed  # never onto a cordoned node
-    run_all(plane)
+    run_bound_pods(plane)
     await evict(core, on["win-0002"])  # allowed once the replacement runs
     assert [d.outcome for d in plane.server.disruptions.entries] == ["evicted", "refused", "evicted"]
     assert plane.server.disruptions.entries[1].node == "win-0002"
