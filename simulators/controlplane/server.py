@@ -580,13 +580,14 @@ class APIServer:
 
     def budgets(self, pod: dict[str, Any]) -> list[Budget]:
         """The PodDisruptionBudgets that select ``pod``, computed from the pods as they are now."""
-        selecting = budgets_for(pod, self.store.list(PDBS, (pod.get("metadata") or {}).get("namespace")))
+        # Read in place (no copies): every eviction asks, and a refused one is asked again.
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        selecting = budgets_for(pod, self.store.scan(PDBS, namespace))
         if not selecting:
             return []
-        namespace = pod["metadata"]["namespace"]
-        pods = self.store.list(PODS, namespace)
+        pods = self.store.scan(PODS, namespace)
         scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1))
-                  for rs in self.store.list(REPLICASETS, namespace)}
+                  for rs in self.store.scan(REPLICASETS, namespace)}
         return [compute_budget(pdb, [p for p in pods if budgets_for(p, [pdb])], scales) for pdb in selecting]
 
     async def _evict(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
