@@ -122,6 +122,14 @@ def compute_budget(pdb: dict[str, Any], pods: list[dict[str, Any]], scales: dict
     return Budget(pdb["metadata"]["name"], expected, desired, current)
 
 
+def compute_budgets(pdbs: list[dict[str, Any]], pods: list[dict[str, Any]],
+                    replica_sets: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Budget]]:
+    """Each PodDisruptionBudget with its status, from the pods and ReplicaSets as they are now
+    (what the disruption controller publishes and what an eviction is decided on)."""
+    scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1)) for rs in replica_sets}
+    return [(pdb, compute_budget(pdb, [p for p in pods if budgets_for(p, [pdb])], scales)) for pdb in pdbs]
+
+
 def eviction_decision(pod: dict[str, Any], budgets: list[Budget]) -> APIError | None:
     """None when the eviction may delete the pod now; otherwise the server's answer."""
     phase = (pod.get("status") or {}).get("phase")

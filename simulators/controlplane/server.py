@@ -36,7 +36,7 @@ from proxyfleet.simulators.controlplane.disruption import (
     DisruptionLedger,
     budgets_for,
     check_eviction_body,
-    compute_budget,
+    compute_budgets,
     eviction_decision,
 )
 from proxyfleet.simulators.controlplane.errors import (
@@ -585,10 +585,8 @@ class APIServer:
         selecting = budgets_for(pod, self.store.scan(PDBS, namespace))
         if not selecting:
             return []
-        pods = self.store.scan(PODS, namespace)
-        scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1))
-                  for rs in self.store.scan(REPLICASETS, namespace)}
-        return [compute_budget(pdb, [p for p in pods if budgets_for(p, [pdb])], scales) for pdb in selecting]
+        return [budget for _, budget in compute_budgets(selecting, self.store.scan(PODS, namespace),
+                                                        self.store.scan(REPLICASETS, namespace))]
 
     async def _evict(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
         assert route.name is not None and route.namespace is not None

@@ -17,7 +17,7 @@ import copy
 import secrets
 from typing import Any
 
-from proxyfleet.simulators.controlplane.disruption import compute_budget, controller_of, selector_matches
+from proxyfleet.simulators.controlplane.disruption import compute_budgets, controller_of
 from proxyfleet.simulators.controlplane.errors import APIError
 from proxyfleet.simulators.controlplane.resources import (
     DAEMONSETS,
@@ -136,7 +136,7 @@ class WorkloadControllers(WatchingController):
                        if (controller_of(p) or {}).get("uid") == uid}
             live.extend(self._create(daemon_set, name) for name in sorted(nodes) if name not in covered)
         self._schedule(live, nodes)
-        self._budgets(live)
+        self._budgets()
 
     def _create(self, owner: dict[str, Any], node: str | None) -> dict[str, Any]:
         template = (owner.get("spec") or {}).get("template") or {}
@@ -188,18 +188,11 @@ class WorkloadControllers(WatchingController):
             load[chosen] = load.get(chosen, 0) + 1
             by_owner[(owner, chosen)] = by_owner.get((owner, chosen), 0) + 1
 
-    def _budgets(self, pods: list[dict[str, Any]]) -> None:
-        """The disruption controller: each budget's status from the pods it selects."""
-        scales = {rs["metadata"]["uid"]: int((rs.get("spec") or {}).get("replicas", 1))
-                  for rs in self.store.scan(REPLICASETS)}
-        for pdb in self.store.scan(PDBS):
+    def _budgets(self) -> None:
+        """The disruption controller: each budget's status from the pods it selects, as stored now
+        (the kubelets may have reported some ready since this pass began)."""
+        for pdb, budget in compute_budgets(self.store.scan(PDBS), self.store.scan(PODS), self.store.scan(REPLICASETS)):
             namespace = pdb["metadata"]["namespace"]
-            selector = (pdb.get("spec") or {}).get("selector")
-            selected = [p for p in pods if p["metadata"]["namespace"] == namespace
-                        and selector_matches(selector, p["metadata"].get("labels") or {})]
-            # the pods as stored now (the kubelet may have reported some ready since the list)
-            current = [self.store.peek(PODS, namespace, p["metadata"]["name"]) for p in selected]
-            budget = compute_budget(pdb, [p for p in current if p is not None], scales)
             status = budget.status(pdb["metadata"].get("generation", 1))
             previous = pdb.get("status") or {}
             same = {k: v for k, v in previous.items() if k != "conditions"} == \
