@@ -146,10 +146,26 @@ def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_d
     MITM certificate trusted and the origin seeing only the proxy; or direct, seen by the origin;
     or, direct into a firewalled network, refused there. With the named proxy down the pull must
     fail for that reason (Go's ``proxyconnect`` error), never by going direct instead."""
-    outcome = f"pull {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
+    return _routed(f"{image}", "pull", route, firewalled, seen, proxy_down, "proxyconnect",
+                   "through the proxy, MITM certificate trusted")
+
+
+def fetch_http(url: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool = False) -> Verdict:
+    """A plain-HTTP request (``curl.exe`` in a new session) took the route the session's variables
+    decide for an ``http://`` URL: ``HTTP_PROXY``, never ``HTTPS_PROXY``; direct (refused at a
+    closed firewall) when there is no ``HTTP_PROXY`` or NO_PROXY names it. With that proxy down the
+    request must fail connecting to it (curl's "Failed to connect to <proxy>")."""
+    proxy_host = urllib.parse.urlsplit(route.proxy).hostname if route.proxy else None
+    return _routed(url, "request", route, firewalled, seen, proxy_down, f"Failed to connect to {proxy_host}",
+                   "through the proxy (plain HTTP, absolute-form request)")
+
+
+def _routed(what: str, action: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool,
+            proxy_failure: str, through_text: str) -> Verdict:
+    outcome = f"{action} {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
     if route.proxy is not None and proxy_down:
-        ok = not seen.ok and "proxyconnect" in seen.output and not seen.direct and not seen.refused
-        return Verdict(ok, f"{image} {route.describe()}, which is down: the pull fails saying so, nothing direct",
+        ok = not seen.ok and proxy_failure in seen.output and not seen.direct and not seen.refused
+        return Verdict(ok, f"{what} {route.describe()}, which is down: the {action} fails saying so, nothing direct",
                        f"failed: the proxy is down ({redact_text(last_line(seen.output))})" if ok else
                        f"{outcome}; {seen.direct} direct connection(s) at the origin; "
                        f"{'refused' if seen.refused else 'not refused'} at the firewall")
@@ -159,21 +175,21 @@ def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_d
         rejected = sum(1 for f in through if f["kind"] == "tls-failed")
         elsewhere = len(seen.flows) - len(through)
         ok = seen.ok and bool(via) and not seen.direct and not elsewhere
-        return Verdict(ok, f"{image} {route.describe()} (origin sees only the proxy)",
-                       "through the proxy, MITM certificate trusted" if ok else
-                       f"{outcome}; {len(via)} intercepted request(s) through that proxy, {elsewhere} flow(s) "
+        return Verdict(ok, f"{what} {route.describe()} (origin sees only the proxy)",
+                       through_text if ok else
+                       f"{outcome}; {len(via)} request(s) through that proxy, {elsewhere} flow(s) "
                        f"through another; {rejected} rejected MITM handshake(s); "
                        f"{seen.direct} direct connection(s) at the origin")
     if firewalled:
         # No proxy for this destination in a network that demands one: the node must try directly
         # and be refused at the firewall (a proxy flow would be a guess of its own).
         ok = not seen.ok and seen.refused and not seen.flows
-        return Verdict(ok, f"{image} direct, refused by the egress firewall (no proxy for it)",
+        return Verdict(ok, f"{what} direct, refused by the egress firewall (no proxy for it)",
                        "direct, refused by the egress firewall" if ok else
                        f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
                        f"{'refused' if seen.refused else 'not refused'} at the firewall")
     ok = seen.ok and bool(seen.direct) and not seen.flows
-    return Verdict(ok, f"{image} direct (no proxy flow, origin sees the node)",
+    return Verdict(ok, f"{what} direct (no proxy flow, origin sees the node)",
                    "direct, the origin saw the node" if ok else
                    f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
                    f"origin saw the node {seen.direct} time(s)")

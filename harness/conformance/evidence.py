@@ -11,11 +11,12 @@ from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.harness.conformance.expectations import Expected
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.harness.lab import Lab
-from proxyfleet.simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
+from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.proxy.runner import ProxyServer
 
 UNCONFIGURED = Expected(dict.fromkeys(PROXY_VARIABLES), {}, {})
-REGISTRIES = (INTERNET_REGISTRY, INTRANET_REGISTRY)
+# The destinations a step's traffic checks use: the two registries pulled from, the plain-HTTP site.
+PROBED_HOSTS = (INTERNET_REGISTRY, INTRANET_REGISTRY, INTERNET_HTTP_SITE)
 
 
 @dataclass
@@ -61,9 +62,9 @@ class LabEvidence:
         return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
 
     def marks(self) -> dict[str, int]:
-        """Where each log ends now (what comes after belongs to the pulls that follow)."""
+        """Where each log ends now (what comes after belongs to the pulls and fetches that follow)."""
         marks = {f"proxy:{id(p)}": len(p.flows()) for p in self.proxies()}
-        for host in REGISTRIES:
+        for host in PROBED_HOSTS:
             marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
         return marks
 
@@ -77,7 +78,7 @@ class LabEvidence:
             for flow in flows:
                 if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
                     evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
-        for host in REGISTRIES:
+        for host in PROBED_HOSTS:
             seen = evidence.origin_sources.setdefault(host, {})
             for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
                 seen[record.source] = seen.get(record.source, 0) + 1

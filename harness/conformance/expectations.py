@@ -41,7 +41,10 @@ class Expected:
         return bool(self.environment["HTTP_PROXY"] or self.environment["HTTPS_PROXY"])
 
     def route(self, url: str, client_name: str = "go") -> Route:
+        """The route ``client_name`` takes to ``url`` on a Windows node, where variable names are
+        case-insensitive (curl.exe finds ``HTTP_PROXY`` when it asks for ``http_proxy``)."""
         env = {k: v for k, v in self.environment.items() if v is not None}
+        env.update({k.lower(): v for k, v in env.items()})
         decision = CLIENTS[client_name].decide(env, url)
         return Route(decision.proxy if decision.decision == "proxy" else None, decision.reason)
 

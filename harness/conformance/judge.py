@@ -48,12 +48,13 @@ from proxyfleet.harness.conformance.expectations import (
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CheckResult, ChecksFailed, Status
 from proxyfleet.harness.lab import Lab, admin
-from proxyfleet.simulators.origins.catalog import INTERNET_REGISTRY, INTRANET_REGISTRY
+from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
 INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
 INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
+HTTP_URL = f"http://{INTERNET_HTTP_SITE}/"  # plain HTTP: the route HTTP_PROXY decides
 PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again: each look is a full observation over
 # SSH (registry, Root store, services), which costs the simulated fleet far more than a real host.
@@ -489,7 +490,7 @@ class Conformance:
     # --- checks ----------------------------------------------------------------------------------
 
     async def _verify(self, step: Step, problems: dict[str, str]) -> None:
-        """Observe every node and pull on every member (concurrently), read the proxies' and
+        """Observe every node, pull and fetch on every member (concurrently), read the proxies' and
         origins' logs once, then judge each node."""
         marks = self.evidence.marks()
         semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
@@ -504,6 +505,7 @@ class Conformance:
                 if address in step.members:
                     for image in (INTERNET_IMAGE, INTRANET_IMAGE):
                         pulls[image] = await self.probe.pull(address, image)
+                    pulls[HTTP_URL] = await self.probe.fetch(address, HTTP_URL)
                 return state, pulls
 
         addresses = step.members + step.deconfigured
@@ -651,6 +653,12 @@ class Conformance:
             record(check, checks.pull(image, route, self._firewalled(host),
                                       self._pull_evidence(address, host, route, pulls[image], evidence),
                                       proxy_down=named is not None and not named.running))
+        route = target.route(HTTP_URL, "curl")
+        named = self.lab.proxy_server(route.proxy)
+        record("fetch-http", checks.fetch_http(
+            HTTP_URL, route, self._firewalled(INTERNET_HTTP_SITE),
+            self._pull_evidence(address, INTERNET_HTTP_SITE, route, pulls[HTTP_URL], evidence),
+            proxy_down=named is not None and not named.running))
         plan = self.lab.control_plane.plan
         api_flows = [f for f in evidence.step_flows.get(address, [])
                      if f.get("host") in (plan.api_internal_host, plan.api_host)]
@@ -695,9 +703,9 @@ class Conformance:
         """Refused direct connections to destinations the cluster sends through a proxy. One the
         cluster sends direct (no proxy yet, or in NO_PROXY) is the network's doing, judged by the
         pull checks."""
-        hosts = {s.name: s.hosts[0] for s in self.lab.origins.servers}
+        urls = {s.name: f"{s.scheme}://{s.hosts[0]}/" for s in self.lab.origins.servers}
         return [o for o in evidence.violations.get(address, [])
-                if o not in hosts or target.route(f"https://{hosts[o]}/").proxy is not None]
+                if o not in urls or target.route(urls[o]).proxy is not None]
 
     def _outages(self, step: Step, address: str) -> list[checks.OutageEvidence]:
         found = []

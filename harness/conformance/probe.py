@@ -1,5 +1,6 @@
 """Reading a node the way an administrator would: over SSH, one PowerShell round trip for its
-proxy variables, Root store, boot time and egress services, and ``crictl pull`` for real traffic.
+proxy variables, Root store, boot time and egress services, and ``crictl pull`` and ``curl.exe``
+for real traffic.
 
 Connections are kept per node and reopened after a reboot; the host key is pinned on first contact.
 """
@@ -111,9 +112,17 @@ class NodeProbe:
 
     async def pull(self, address: str, image: str) -> PullResult:
         """``crictl pull`` on the node: containerd's own environment decides the route."""
+        return await self._traffic(address, f"crictl pull {image}", 60)
+
+    async def fetch(self, address: str, url: str) -> PullResult:
+        """``curl.exe`` on the node in a new SSH session, whose environment is the machine's (and
+        the user's) as it is now: what the real operator's e2e checks with ``curl.exe -v``."""
+        return await self._traffic(address, f"curl.exe -sS -f {url}", 30)
+
+    async def _traffic(self, address: str, command: str, limit: float) -> PullResult:
         connection = self._connection(address)
         try:
-            result = await connection.run(f"crictl pull {image}", limit=60)
+            result = await connection.run(command, limit=limit)
         except NodeError as exc:
             self._connections.pop(address, None)
             return PullResult(False, str(exc))

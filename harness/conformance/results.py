@@ -16,6 +16,8 @@ CHECK_FAMILIES: dict[str, str] = {
     "service-environment": "every egress service runs with the proxy variables of Proxy status",
     "pull-internet": "an image pull from the internet registry takes the route NO_PROXY decides",
     "pull-intranet": "an image pull from the intranet (NO_PROXY) registry takes the route NO_PROXY decides",
+    "fetch-http": "a plain-HTTP request to an internet site (curl.exe, new session) takes HTTP_PROXY, not "
+                  "HTTPS_PROXY, or goes direct as NO_PROXY decides",
     "node-ready": "the Node is Ready and schedulable, and kubelet API traffic bypassed the proxy",
     "firewall": "the node made no direct connection the egress firewall refused",
     "reboots": "at most one reboot per change, none without one",

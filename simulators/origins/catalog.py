@@ -1,5 +1,7 @@
 """The lab's standard destinations: internet origins reachable only through the proxy, intranet
-origins reachable directly, all registered in the lab table under their virtual names."""
+origins reachable directly, all registered in the lab table under their virtual names. One
+internet origin speaks plain HTTP on port 80, as Windows' certificate trust list download point
+does: its traffic takes ``HTTP_PROXY``, not ``HTTPS_PROXY``."""
 
 from __future__ import annotations
 
@@ -15,10 +17,13 @@ from proxyfleet.simulators.origins.server import AccessRecord, OriginServer, Vio
 
 INTERNET_REGISTRY = "quay.io"
 INTERNET_SITE = "www.example.com"
+# Plain HTTP on the internet: where Windows fetches its trusted-root list (authrootstl.cab).
+INTERNET_HTTP_SITE = "ctldl.windowsupdate.com"
 INTRANET_REGISTRY = "registry.corp.internal"
 INTRANET_REGISTRY_IP = "10.0.5.20"
 INTRANET_SITE = "intranet.corp.internal"
 HTTPS_PORT = 443
+HTTP_PORT = 80
 
 
 @dataclass
@@ -50,13 +55,13 @@ class Origins:
 
 async def _start(network: LabNetwork, origins: Origins, public_ca: trustme.CA, name: str,
                  hosts: list[str], app: web.Application, allows: Callable[[str], bool],
-                 kind: str) -> OriginServer:
+                 kind: str, tls: bool = True) -> OriginServer:
     address = network.allocate(INTERNET_NETWORK if kind == "internet" else INTRANET_NETWORK)
     server = OriginServer(name=name, hosts=[h.lower() for h in hosts], address=address, app=app,
-                          certificate=public_ca.issue_cert(*hosts), allows=allows, kind=kind)
+                          certificate=public_ca.issue_cert(*hosts) if tls else None, allows=allows, kind=kind)
     await server.start()
     for host in hosts:
-        network.add(host, HTTPS_PORT, Endpoint(address, server.port), kind)
+        network.add(host, HTTPS_PORT if tls else HTTP_PORT, Endpoint(address, server.port), kind)
     origins.servers.append(server)
     return server
 
@@ -85,6 +90,8 @@ async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress
                      quay.application(), only_proxy, "internet")
         await _start(network, origins, public_ca, "internet-site", [INTERNET_SITE, "example.com"],
                      website(INTERNET_SITE), only_proxy, "internet")
+        await _start(network, origins, public_ca, "internet-http-site", [INTERNET_HTTP_SITE],
+                     website(INTERNET_HTTP_SITE), only_proxy, "internet", tls=False)
         await _start(network, origins, public_ca, "intranet-registry",
                      [INTRANET_REGISTRY, INTRANET_REGISTRY_IP], corp.application(), loopback,
                      "intranet")

@@ -111,7 +111,7 @@ class Registry:
 
 
 def website(name: str) -> web.Application:
-    """A plain HTTPS endpoint: ``/``, ``/healthz``, ``/whoami`` (what the origin saw)."""
+    """A web site (HTTPS or plain HTTP, as its server speaks): ``/``, ``/healthz``, ``/whoami``."""
 
     async def index(request: web.Request) -> web.Response:
         return web.Response(text=f"hello from {name}\n")

@@ -1,9 +1,10 @@
-"""An HTTPS origin behind an egress firewall, with an access log.
+"""An HTTPS (or plain-HTTP) origin behind an egress firewall, with an access log.
 
-Before TLS, the firewall looks at the connecting address: a refused source is logged as a
-violation and the connection is reset, as a firewall would. Allowed connections get TLS with a
-certificate from the lab's public CA, then aiohttp serves the application. Every request is
-logged with its source address, SNI, method, path and status.
+Before anything else, the firewall looks at the connecting address: a refused source is logged as
+a violation and the connection is reset, as a firewall would. Allowed connections get TLS with a
+certificate from the lab's public CA (an origin without a certificate speaks plain HTTP), then
+aiohttp serves the application. Every request is logged with its source address, SNI, method,
+path and status.
 """
 
 from __future__ import annotations
@@ -58,13 +59,14 @@ class Violation:
 
 @dataclass
 class OriginServer:
-    """One origin: a name, the virtual host names it answers for, its firewall and its app."""
+    """One origin: a name, the virtual host names it answers for, its firewall and its app.
+    Without a certificate it serves plain HTTP."""
 
     name: str
     hosts: list[str]
     address: str
     app: web.Application
-    certificate: trustme.LeafCert
+    certificate: trustme.LeafCert | None
     allows: SourcePolicy
     kind: str  # "internet" or "intranet"
     access_log: list[AccessRecord] = field(default_factory=list)
@@ -78,11 +80,18 @@ class OriginServer:
         self._sni: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[None]] = set()
         self._transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.certificate.configure_cert(context)
-        context.sni_callback = self._remember_sni
-        self._context = context
+        self._context: ssl.SSLContext | None = None
+        if self.certificate is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self.certificate.configure_cert(context)
+            context.sni_callback = self._remember_sni
+            self._context = context
         self.app.middlewares.append(self._log_middleware)
+
+    @property
+    def scheme(self) -> str:
+        """``https``, or ``http`` for an origin without a certificate."""
+        return "https" if self.certificate is not None else "http"
 
     def _remember_sni(self, ssl_object: Any, server_name: str | None, _: ssl.SSLContext) -> None:
         if server_name:
@@ -138,6 +147,12 @@ class OriginServer:
 
     def _accept(self, transport: asyncio.Transport, peer: tuple[str, int]) -> None:
         self._transports.add(transport)
+        if self._context is None:  # plain HTTP: the application reads the connection itself
+            assert self._runner is not None and self._runner.server is not None
+            handler = self._runner.server()
+            transport.set_protocol(handler)
+            handler.connection_made(transport)
+            return
         transport.pause_reading()  # the ClientHello waits for the TLS layer
         task = asyncio.get_running_loop().create_task(self._upgrade(transport, peer),
                                                       name=f"tls {self.name}")
@@ -148,6 +163,7 @@ class OriginServer:
         assert self._runner is not None and self._runner.server is not None
         handler = self._runner.server()
         loop = asyncio.get_running_loop()
+        assert self._context is not None
         try:
             tls = await loop.start_tls(transport, handler, self._context, server_side=True,
                                        ssl_handshake_timeout=10)

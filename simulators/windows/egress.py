@@ -316,7 +316,8 @@ def parse_curl_arguments(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     return options, urls
 
 
-def _curl_failure(error: EgressError, host: str, port: int, proxy: str | None) -> tuple[int, str]:
+def _curl_failure(error: EgressError, host: str, port: int, proxy: str | None,
+                  scheme: str = "https") -> tuple[int, str]:
     proxy_parts = urlsplit(proxy) if proxy else None
     if error.kind == "dns":
         return 6, f"Could not resolve host: {host}"
@@ -335,6 +336,8 @@ def _curl_failure(error: EgressError, host: str, port: int, proxy: str | None) -
     if error.kind == "tls-hostname":
         return 60, ("schannel: SNI or certificate check failed: SEC_E_WRONG_PRINCIPAL (0x80090322) - "
                     "The target principal name is incorrect.")
+    if error.kind == "reset" and scheme == "http":  # no TLS to fail: the reset comes on the read
+        return 56, "Recv failure: Connection was reset"
     if error.kind in ("reset", "tls"):
         return 35, "schannel: failed to receive handshake, SSL/TLS connection failed"
     if error.kind == "timeout":
@@ -417,7 +420,7 @@ async def curl(interpreter: Interpreter, name: str, args: list[str],
                     response = await session.request(method, current, proxy=decision.proxy,
                                                      headers=[(k.strip(), v.strip()) for k, v in headers])
                 except EgressError as exc:
-                    code, message = _curl_failure(exc, host, port, decision.proxy)
+                    code, message = _curl_failure(exc, host, port, decision.proxy, parts.scheme)
                     if verbose:
                         err.extend(line + "\n" for line in trace.lines)
                     if show_error:

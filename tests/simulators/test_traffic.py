@@ -15,6 +15,7 @@ from proxyfleet.core.certificates import Certificate
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork
 from proxyfleet.simulators.origins.catalog import (
+    INTERNET_HTTP_SITE,
     INTERNET_REGISTRY,
     INTRANET_REGISTRY,
     INTRANET_REGISTRY_IP,
@@ -168,6 +169,25 @@ async def test_curl_uses_the_session_environment_and_curl_rules(lab: TrafficLab)
     assert "curl: (35)" in bypass.stderr  # the firewall resets a direct connection
     intranet = await run_powershell(lab.fleet, node, "curl.exe -s -w '%{http_code}' -o C:\\k\\page.html https://intranet.corp.internal/")
     assert intranet.stdout == "200\r\n" and node.machine.filesystem.read_bytes(r"C:\k\page.html").startswith(b"hello")
+
+
+async def test_plain_http_takes_http_proxy_in_absolute_form(lab: TrafficLab) -> None:
+    node = lab.fleet.nodes[3]
+    url = f"http://{INTERNET_HTTP_SITE}/whoami"
+    # HTTPS_PROXY alone says nothing about http:// URLs: curl goes direct and the firewall resets it
+    direct = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS {url}")
+    assert "curl: (56) Recv failure: Connection was reset" in direct.stderr, direct.stderr
+    assert not flows_from(lab, node, INTERNET_HTTP_SITE)
+    assert [v.origin for v in lab.origins.violations() if v.source == node.address][-1] == "internet-http-site"
+    proxied = await run_powershell(lab.fleet, node, f"$env:HTTP_PROXY = '{lab.proxy_url}'; curl.exe -sS -v {url}")
+    assert proxied.exit_status == 0, proxied.stderr
+    assert f"> GET {url} HTTP/1.1" in proxied.stderr  # absolute form, no CONNECT
+    assert "CONNECT" not in proxied.stderr
+    seen = lab.origins.access_log(INTERNET_HTTP_SITE)[-1]
+    assert seen.source == lab.proxy.settings.egress_address and seen.sni is None  # the origin saw the proxy
+    flows = flows_from(lab, node, INTERNET_HTTP_SITE)
+    assert [(f["kind"], f["scheme"], f["method"], f["path"], f["status"]) for f in flows] == [
+        ("request", "http", "GET", "/whoami", 200)]
 
 
 async def test_invoke_web_request_ignores_proxy_variables(lab: TrafficLab) -> None:

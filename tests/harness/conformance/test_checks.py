@@ -268,6 +268,28 @@ def test_with_the_proxy_down_a_pull_must_fail_for_that_reason() -> None:
     assert not checks.pull(IMAGE, PROXIED, True, checks.PullEvidence(True, "ok", direct=1), proxy_down=True).ok
 
 
+HTTP_URL = "http://ctldl.windowsupdate.com/"
+
+
+def test_plain_http_must_go_through_the_http_proxy_or_be_refused_direct() -> None:
+    through = checks.PullEvidence(True, "hello", ((True, flow()),))
+    assert checks.fetch_http(HTTP_URL, PROXIED, True, through).ok
+    # sent through the other proxy (HTTPS_PROXY's): the route is wrong even though it worked
+    other = checks.fetch_http(HTTP_URL, PROXIED, True, checks.PullEvidence(True, "hello", ((False, flow()),)))
+    assert not other.ok and "1 flow(s) through another" in other.observed
+    # no HTTP_PROXY: direct, and a closed firewall refuses it; a proxy flow is the node's own guess
+    assert checks.fetch_http(HTTP_URL, DIRECT, True, checks.PullEvidence(False, "reset", refused=True)).ok
+    guessed = checks.fetch_http(HTTP_URL, DIRECT, True, through)
+    assert not guessed.ok and "request succeeded" in guessed.observed
+
+
+def test_with_the_http_proxy_down_a_request_must_fail_connecting_to_it() -> None:
+    down = "curl: (7) Failed to connect to proxy.corp.internal port 3128 after 0 ms: Couldn't connect to server"
+    assert checks.fetch_http(HTTP_URL, PROXIED, True, checks.PullEvidence(False, down), proxy_down=True).ok
+    assert not checks.fetch_http(HTTP_URL, PROXIED, True, checks.PullEvidence(False, "curl: (56) Recv failure",
+                                                                              refused=True), proxy_down=True).ok
+
+
 def test_a_reboot_is_overtaken_only_by_a_change_written_during_the_rollout() -> None:
     second = dt.timedelta(seconds=1)
     at = [T0 + dt.timedelta(seconds=s) for s in range(10)]

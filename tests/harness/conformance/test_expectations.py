@@ -2,7 +2,7 @@
 
 import trustme
 
-from proxyfleet.harness.conformance.expectations import expected_from, status_matches_spec
+from proxyfleet.harness.conformance.expectations import Expected, expected_from, status_matches_spec
 
 URL = "http://proxy.corp.internal:3128"
 
@@ -48,3 +48,10 @@ def test_changing_only_the_bundle_changes_the_node_target() -> None:
     one = expected_from(_proxy(status, status), first)
     assert one.node_target() == expected_from(_proxy(status, status), first).node_target()
     assert one.node_target() != expected_from(_proxy(status, status), trustme.CA().cert_pem.bytes().decode()).node_target()
+
+
+def test_routes_read_variable_names_case_insensitively_as_windows_does() -> None:
+    # curl never reads an upper-case HTTP_PROXY on Linux; on Windows it finds it as http_proxy
+    target = Expected({"HTTP_PROXY": "http://p2:8080", "HTTPS_PROXY": "http://p1:3128", "NO_PROXY": None}, {}, {})
+    assert target.route("http://ctldl.windowsupdate.com/", "curl").proxy == "http://p2:8080"
+    assert target.route("https://quay.io/v2/", "curl").proxy == "http://p1:3128"

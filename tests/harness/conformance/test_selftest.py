@@ -13,7 +13,7 @@ from proxyfleet.harness.conformance.results import CHECK_FAMILIES
 from proxyfleet.harness.reconciler import VARIANTS
 
 # variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
-# either check may name it
+# either check may name it; "a&b": both must
 CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "semicolon-noproxy": ("runtime-add", "registry-env"),
     "no-reboot": ("runtime-add", "services-restarted"),
@@ -30,7 +30,8 @@ CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "ignores-max-unavailable": ("runtime-add", "disruption-budget"),
     "uncordons-admin-cordon": ("runtime-add", "disruption-budget"),
     "trusts-import-record": ("drift", "certificates"),
-    "http-from-https": ("proxy-shapes", "registry-env"),
+    # the variables are wrong, and so is the route: plain-HTTP egress goes through the HTTPS proxy
+    "http-from-https": ("proxy-shapes", "registry-env&fetch-http"),
     "normalises-noproxy": ("proxy-shapes", "registry-env"),
     "removes-by-subject": ("change", "certificates"),
     "no-trusted-ca-restore": ("drift", "trusted-ca"),
@@ -92,7 +93,9 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
     summary = report["summary"]
     assert isinstance(summary, dict) and summary["failed"] >= 1
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
-    named = [c for c in check.split("|") if c in failed]
+    if "&" in check:
+        assert set(check.split("&")) <= failed, failed
+    named = [c for c in check.replace("&", "|").split("|") if c in failed]
     assert named, failed
     assert named[0] in result.stderr  # the summary table names it too
     assert "FAILED" in result.stderr

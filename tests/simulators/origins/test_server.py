@@ -50,3 +50,36 @@ async def test_a_refused_source_is_reset_and_logged(public_ca: trustme.CA) -> No
         assert origin.access_log == []
     finally:
         await origin.stop()
+
+
+async def test_an_origin_without_a_certificate_speaks_plain_http(public_ca: trustme.CA) -> None:
+    app = web.Application()
+    app.router.add_get("/", _hello)
+    origin = OriginServer(name="plain", hosts=["plain.example"], address="127.0.0.1", app=app,
+                          certificate=None, allows=lambda _: True, kind="internet")
+    await origin.start()
+    try:
+        assert origin.scheme == "http"
+        reader, writer = await asyncio.open_connection("127.0.0.1", origin.port)
+        writer.write(b"GET /?q=1 HTTP/1.1\r\nHost: plain.example\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        response = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert response.startswith(b"HTTP/1.1 200") and response.endswith(b"hello")
+        assert [(r.source, r.sni, r.path, r.status) for r in origin.access_log] == [("127.0.0.1", None, "/?q=1", 200)]
+    finally:
+        await origin.stop()
+
+
+async def test_a_plain_http_origin_keeps_its_firewall(public_ca: trustme.CA) -> None:
+    origin = OriginServer(name="plain", hosts=["plain.example"], address="127.0.0.1", app=web.Application(),
+                          certificate=None, allows=lambda _: False, kind="internet")
+    await origin.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", origin.port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: plain.example\r\n\r\n")
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # reset before any answer
+        writer.close()
+        assert [v.origin for v in origin.violations] == ["plain"] and origin.access_log == []
+    finally:
+        await origin.stop()
