@@ -107,13 +107,16 @@ class ClusterWriter:
         return by
 
     async def release_cordon(self, node_name: str, by: str | None = None) -> None:
-        """After the reboot: uncordon, unless the administrator had cordoned the node (``by``, as
-        ``cordon_for_reboot`` returned it; None: read from the Node's annotation)."""
+        """After the reboot: uncordon if the reconciler cordoned the node (``by``, as
+        ``cordon_for_reboot`` returned it; None: read from the Node's annotation now). Only our own
+        cordon is undone: without a record (a pass resuming from a cache that had not yet seen the
+        previous pass finish, which already released and forgot it) the Node is left as it is —
+        uncordoning then lost an administrator's cordon at 100 nodes."""
         if by is None:
             node = await self._fresh(node_name)
             by = ((node.get("metadata") or {}).get("annotations") or {}).get(CORDONED_BY)
         patch: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
-        if by != "administrator":
+        if by == "reconciler":
             patch["spec"] = {"unschedulable": False}
         await asyncio.to_thread(self.core.patch_node, node_name, patch)
 
