@@ -7,6 +7,7 @@ from proxyfleet.harness.conformance import Conformance
 from proxyfleet.scenarios.actions import join
 
 
+@pytest.mark.rollouts(0)  # no rollout at all: the shortest scenario
 @pytest.mark.workflow("baseline")
 @pytest.mark.lab(egress_firewall=False)  # a network without a proxy lets nodes out directly
 async def test_no_proxy_nothing_changes(conformance: Conformance) -> None:

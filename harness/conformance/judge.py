@@ -59,6 +59,13 @@ PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again: each look is a full observation over
 # SSH (registry, Root store, services), which costs the simulated fleet far more than a real host.
 PENDING_POLL = 0.75
+# A node off its target on its own machine state (variables, certificates, services) is looked at
+# again only when something happened there since the last look (a command ran, it booted, a
+# service started) or after this long: a node waiting for its turn in the rollout, or for its
+# drain, changes nothing, and probing it every poll was half the run's SSH work. A change nothing
+# announces (an out-of-band edit by the scenario) is still seen within this bound.
+QUIET_NODE_POLL = 3 * PENDING_POLL
+MACHINE_PROBLEMS = ("registry-env", "certificates", "services-restarted")
 # The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
 INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
@@ -138,6 +145,12 @@ class Conformance:
 
     def node(self, address: str) -> WindowsNode:
         return self.lab.fleet.node(address)
+
+    def _activity(self, address: str) -> int:
+        """A count that grows with everything that can change what a probe of the node shows:
+        commands run on it (the probe's own included), boots and service starts."""
+        node = self.node(address)
+        return node.ssh_commands + len(node.boots) + sum(s.start_count for s in node.machine.services.values())
 
     async def start(self) -> None:
         """Record each node's out-of-the-box Root store and start watching cordons."""
@@ -383,17 +396,33 @@ class Conformance:
         deadline = started + self.converge_timeout
         semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
 
+        seen: dict[str, tuple[int, float]] = {}  # address -> (activity after its last look, when)
+
         async def look(address: str) -> str | None:
             async with semaphore:
+                activity = self._activity(address)
                 try:
                     state = await self.probe.observe(address)
                 except NodeError as exc:
                     return f"unreachable ({exc})"
+                finally:
+                    # the look itself is one command; anything beyond it is someone else's
+                    seen[address] = (activity + 1, time.monotonic())
             return self._state_problem(step, address, state)
 
-        async def probe(batch: list[str]) -> dict[str, str]:
+        def worth_a_look(address: str, problem: str) -> bool:
+            if problem not in MACHINE_PROBLEMS or address not in seen:
+                return True  # Node status, reachability: not announced by the machine
+            activity, when = seen[address]
+            return self._activity(address) > activity or time.monotonic() - when >= QUIET_NODE_POLL
+
+        async def probe(batch: list[str], known: dict[str, str] | None = None) -> dict[str, str]:
+            """Problems of the nodes in ``batch``; with ``known`` (their last problems), a node with
+            nothing new since its last look keeps its problem without a probe."""
+            unchanged = {a: p for a, p in (known or {}).items() if a in batch and not worth_a_look(a, p)}
+            batch = [a for a in batch if a not in unchanged]
             results = await asyncio.gather(*(look(a) for a in batch))
-            nodes = await self._node_objects() if step.members else {}
+            nodes = await self._node_objects() if step.members and batch else {}
             found: dict[str, str] = {}
             for address, problem in zip(batch, results, strict=True):
                 if problem is None and address in step.members:
@@ -403,16 +432,17 @@ class Conformance:
                 else:
                     found[address] = problem
                     step.converged.pop(address, None)
-            return found
+            return {**unchanged, **found}
 
         # A node that looks converged is not probed again until all do; after the quiet period
         # one pass over every node confirms it (a late change sends a node back to pending).
         pending = list(addresses)
+        problems: dict[str, str] = {}
         quiet_from = 0.0
         claims = ClaimWatch()
         while True:
             if pending:
-                problems = await probe(pending)
+                problems = await probe(pending, problems)
                 pending = list(problems)
                 quiet_from = time.monotonic()
                 claimed = await self._claimed(step) if any(a in step.members for a in pending) else set()

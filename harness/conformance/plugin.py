@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import pytest_asyncio
@@ -102,7 +102,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Longest first (``@pytest.mark.rollouts(n)``: the reboot waves a scenario waits for), so the
     # run's tail is short scenarios; a stable sort keeps the file order otherwise.
     keep.sort(key=lambda item: -_rollouts(item))
+    # On an xdist worker (where "dist" reads "no"), when only scenarios run (as under
+    # `proxyfleet conformance`, which uses worksteal): never reorder a mixed test session.
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers > 1 and all(item.get_closest_marker("workflow") for item in keep):
+        keep = worksteal_order(keep, workers, _rollouts)
     items[:] = keep
+
+
+T = TypeVar("T")
+
+
+def worksteal_order(items: list[T], workers: int, weight: Callable[[T], int]) -> list[T]:
+    """``items`` (longest first) reordered for xdist's worksteal scheduler, whose first hand-out
+    gives each worker one contiguous block (``remaining // workers_left`` items): each block is
+    filled longest-processing-time first, so no worker starts with all the long scenarios (with
+    twelve scenarios on four workers, the first block held both fault scenarios and the longest
+    change, and the run waited ~15 s on that worker's tail). Stealing then evens out the rest."""
+    sizes: list[int] = []
+    remaining = len(items)
+    for index in range(workers):
+        sizes.append(remaining // (workers - index))
+        remaining -= sizes[-1]
+    blocks: list[list[T]] = [[] for _ in sizes]
+    loads = [0] * len(sizes)
+    for item in items:
+        block = min((b for b in range(len(blocks)) if len(blocks[b]) < sizes[b]), key=lambda b: (loads[b], b))
+        blocks[block].append(item)
+        loads[block] += weight(item)
+    return [item for block in blocks for item in block]
 
 
 def _rollouts(item: pytest.Item) -> int:

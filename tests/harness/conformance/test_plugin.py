@@ -60,3 +60,21 @@ def test_user_scenarios_and_the_readme_example_run_with_the_plugin_fixtures(pyte
     assert data["workflow"] == "my-workflow" and data["nodes"] == 1
     assert {c["check"] for c in data["checks"]} >= {"registry-env", "certificates", "pull-internet", "node-ready"}
     assert all(c["status"] == "passed" for c in data["checks"])
+
+
+def test_worksteal_blocks_spread_the_long_scenarios() -> None:
+    from proxyfleet.harness.conformance.plugin import worksteal_order
+
+    # Twelve scenarios (weights = rollouts, longest first) on four workers: worksteal hands out
+    # contiguous blocks of three. Each block gets one of the four longest, none two.
+    weights = [5, 4, 4, 3, 3, 3, 2, 2, 1, 1, 1, 0]
+    names = [f"s{i}" for i in range(len(weights))]
+    ordered = worksteal_order(names, 4, lambda name: weights[int(name[1:])])
+    assert sorted(ordered) == sorted(names)
+    blocks = [ordered[i:i + 3] for i in range(0, 12, 3)]
+    assert [sum(1 for n in block if int(n[1:]) < 4) for block in blocks] == [1, 1, 1, 1]
+    loads = [sum(weights[int(n[1:])] for n in block) for block in blocks]
+    assert max(loads) - min(loads) <= 1
+    # uneven counts follow worksteal's sizes (remaining // workers left): 2, 2, 3, 3 for ten
+    ten = worksteal_order(names[:10], 4, lambda name: weights[int(name[1:])])
+    assert ten[0] == "s0" and ten[2] == "s1" and ten[4] == "s2" and ten[7] == "s3"
