@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mitmproxy import ctx, http
+from mitmproxy import ctx, exceptions, http
 from mitmproxy.connection import Client
 from mitmproxy.io import FlowWriter
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
@@ -284,7 +284,9 @@ class AuthFile:
             return
         credentials = Path(ctx.options.lab_auth_file).read_text().strip()
         if ":" not in credentials:
-            raise ValueError("lab_auth_file must hold 'user:password'")
+            # OptionsError, not ValueError: mitmproxy only logs other addon errors and would run
+            # without authentication; this one fails the option (and the proxy's start-up).
+            raise exceptions.OptionsError("lab_auth_file must hold 'user:password'")  # type: ignore[no-untyped-call]
         ctx.options.update(proxyauth=credentials)  # type: ignore[no-untyped-call]
 
 
