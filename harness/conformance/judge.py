@@ -47,6 +47,7 @@ from proxyfleet.harness.conformance.expectations import (
 )
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CheckResult, ChecksFailed, Status
+from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -59,13 +60,9 @@ PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again: each look is a full observation over
 # SSH (registry, Root store, services), which costs the simulated fleet far more than a real host.
 PENDING_POLL = 0.75
-# A node off its target on its own machine state (variables, certificates, services) is looked at
-# again only when something happened there since the last look (a command ran, it booted, a
-# service started) or after this long: a node waiting for its turn in the rollout, or for its
-# drain, changes nothing, and probing it every poll was half the run's SSH work. A change nothing
-# announces (an out-of-band edit by the scenario) is still seen within this bound.
+# The longest a node off its target on machine state goes unlooked-at when nothing happens on it
+# (``LookSchedule``).
 QUIET_NODE_POLL = 3 * PENDING_POLL
-MACHINE_PROBLEMS = ("registry-env", "certificates", "services-restarted")
 # The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
 INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
@@ -395,8 +392,7 @@ class Conformance:
         started = time.monotonic()
         deadline = started + self.converge_timeout
         semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
-
-        seen: dict[str, tuple[int, float]] = {}  # address -> (activity after its last look, when)
+        schedule = LookSchedule(QUIET_NODE_POLL)
 
         async def look(address: str) -> str | None:
             async with semaphore:
@@ -406,20 +402,14 @@ class Conformance:
                 except NodeError as exc:
                     return f"unreachable ({exc})"
                 finally:
-                    # the look itself is one command; anything beyond it is someone else's
-                    seen[address] = (activity + 1, time.monotonic())
+                    schedule.looked(address, activity)
             return self._state_problem(step, address, state)
-
-        def worth_a_look(address: str, problem: str) -> bool:
-            if problem not in MACHINE_PROBLEMS or address not in seen:
-                return True  # Node status, reachability: not announced by the machine
-            activity, when = seen[address]
-            return self._activity(address) > activity or time.monotonic() - when >= QUIET_NODE_POLL
 
         async def probe(batch: list[str], known: dict[str, str] | None = None) -> dict[str, str]:
             """Problems of the nodes in ``batch``; with ``known`` (their last problems), a node with
             nothing new since its last look keeps its problem without a probe."""
-            unchanged = {a: p for a, p in (known or {}).items() if a in batch and not worth_a_look(a, p)}
+            unchanged = {a: p for a, p in (known or {}).items()
+                         if a in batch and not schedule.due(a, p, self._activity(a))}
             batch = [a for a in batch if a not in unchanged]
             results = await asyncio.gather(*(look(a) for a in batch))
             nodes = await self._node_objects() if step.members and batch else {}
