@@ -20,7 +20,7 @@ def join_arguments(args: list[str]) -> str:
     for arg in args:
         if arg == "":
             continue
-        if any(c in " \t" for c in arg) and not (len(arg) > 1 and arg[0] == arg[-1] == '"'):
+        if (" " in arg or "\t" in arg) and not (len(arg) > 1 and arg[0] == arg[-1] == '"'):
             parts.append(f'"{arg}"')
         else:
             parts.append(arg)

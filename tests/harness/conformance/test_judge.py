@@ -1,5 +1,6 @@
-"""ClaimWatch: a node the reconciler reports done while the judge sees it off its target ends the
-step only once that has held, and never for a node that is down or unreachable."""
+"""The judge's ClaimWatch: a node the reconciler reports done while the judge sees it off its
+target ends the step only once that has held, and never for a node that is down or unreachable.
+(The judge's step orchestration runs in every scenario and self-test.)"""
 
 from proxyfleet.harness.conformance.judge import ClaimWatch
 
