@@ -522,6 +522,7 @@ class Reconciler:
                 evicted = await self.drain(name)
                 await self.writer.event(node, "RebootingNode", f"cordoned, {evicted} pod(s) evicted; restarting "
                                                                "so services pick up the new environment")
+            desired = await self._catch_up(connection, node, desired, record, deconfigure)
             attempts = 0
             while True:
                 attempts += 1
@@ -547,6 +548,19 @@ class Reconciler:
                 return connection
         finally:
             self.rebooting.discard(name)
+
+    async def _catch_up(self, connection: NodeConnection, node: dict[str, Any] | None, desired: DesiredState,
+                        record: NodeRecord, deconfigure: bool) -> DesiredState:
+        """Right before the reboot: a change that landed since the apply (a drain waits for one pod
+        at a time under a budget; at 100 nodes that is many seconds) is applied now, so the one
+        reboot carries it — instead of rebooting for settings already stale and again for the new
+        ones. Returns what the node now holds."""
+        latest = self._latest_desired(desired, deconfigure)
+        if latest.config_hash() == desired.config_hash():
+            return desired
+        observed = _observed(await connection.script(observe_script()))
+        await self._apply(connection, node, self.plan(latest, observed), record, live=False)
+        return latest
 
     async def _verify_and_finish(self, node: dict[str, Any] | None, connection: NodeConnection,
                                  desired: DesiredState, record: NodeRecord, boot: str,
