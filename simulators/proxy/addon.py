@@ -284,8 +284,8 @@ class AuthFile:
             return
         credentials = Path(ctx.options.lab_auth_file).read_text().strip()
         if ":" not in credentials:
-            # OptionsError, not ValueError: mitmproxy only logs other addon errors and would run
-            # without authentication; this one fails the option (and the proxy's start-up).
+            # OptionsError, not ValueError: it rejects the option itself. (At start-up mitmdump
+            # exits on either; set at run time, another error would only be logged.)
             raise exceptions.OptionsError("lab_auth_file must hold 'user:password'")  # type: ignore[no-untyped-call]
         ctx.options.update(proxyauth=credentials)  # type: ignore[no-untyped-call]
 
