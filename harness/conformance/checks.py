@@ -146,7 +146,7 @@ def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_d
     MITM certificate trusted and the origin seeing only the proxy; or direct, seen by the origin;
     or, direct into a firewalled network, refused there. With the named proxy down the pull must
     fail for that reason (Go's ``proxyconnect`` error), never by going direct instead."""
-    return _routed(f"{image}", "pull", route, firewalled, seen, proxy_down, "proxyconnect",
+    return _routed(image, "pull", route, firewalled, seen, proxy_down, "proxyconnect",
                    "through the proxy, MITM certificate trusted")
 
 
