@@ -1,18 +1,24 @@
 """When each Node was cordoned and uncordoned, from the shared Node informer
 (``proxyfleet.core.informer``). Times are when a change reached the event loop, so an uncordon is
-never seen earlier than it happened: a node judged "uncordoned while down" really was."""
+never seen earlier than it happened: a node judged "uncordoned while down" really was.
+
+The same watch tells the judge when a Node may have just become converged (schedulable or not,
+Ready or not, its ``applied`` claim written or removed: what a reconciler changes last when it
+finishes a node), so it looks again at once instead of at its next poll."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client
 
+from proxyfleet.core.contract import APPLIED
 from proxyfleet.core.informer import SYNCED, Informer, internal_ip
 
-__all__ = ["CordonChange", "CordonTimeline", "internal_ip"]
+__all__ = ["CordonChange", "CordonTimeline", "completion_marks", "internal_ip"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,9 @@ class CordonTimeline:
     def __post_init__(self) -> None:
         self._state: dict[str, bool] = {}
         self._informer: Informer | None = None
+        self._seen: dict[str, tuple[object, ...]] = {}
+        # Set when any Node's completion marks change; whoever waits on it clears it first.
+        self.nodes_changed = asyncio.Event()
 
     def start(self) -> None:
         """Start following the Nodes (on the running event loop)."""
@@ -47,15 +56,31 @@ class CordonTimeline:
                 self._record(item)
         elif event in ("ADDED", "MODIFIED"):
             self._record(obj)
+        elif event == "DELETED" and (address := internal_ip(obj)) is not None:
+            self._seen.pop(address, None)
+            self.nodes_changed.set()
 
     def _record(self, node: dict[str, Any]) -> None:
         address = internal_ip(node)
         if address is None:
             return
+        seen = completion_marks(node)
+        if self._seen.get(address) != seen:
+            self._seen[address] = seen
+            self.nodes_changed.set()
         cordoned = bool((node.get("spec") or {}).get("unschedulable"))
         if self._state.get(address) != cordoned:
             self._state[address] = cordoned
             self.changes.append(CordonChange(dt.datetime.now(dt.UTC), address, cordoned))
+
+    async def wait_for_node_change(self, within: float) -> bool:
+        """Wait until a Node changed since ``nodes_changed`` was last cleared, at most ``within``
+        seconds; whether one did."""
+        try:
+            await asyncio.wait_for(self.nodes_changed.wait(), within)
+        except TimeoutError:
+            return False
+        return True
 
     def history(self, node: str) -> list[CordonChange]:
         return [c for c in self.changes if c.node == node]
@@ -96,3 +121,13 @@ class CordonTimeline:
         if not state_at_up:
             return False, "schedulable while it was down"
         return True, "cordoned while down"
+
+
+def completion_marks(node: dict[str, Any]) -> tuple[object, ...]:
+    """What of a Node tells that a reconciler may have finished with it: schedulable, Ready, and its
+    ``applied`` claim (not the state label's steps along the way, nor the heartbeat times a
+    kubelet's status post changes every few seconds)."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return bool((node.get("spec") or {}).get("unschedulable")), ready, annotations.get(APPLIED)

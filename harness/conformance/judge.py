@@ -57,12 +57,15 @@ INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
 INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
 HTTP_URL = f"http://{INTERNET_HTTP_SITE}/"  # plain HTTP: the route HTTP_PROXY decides
 PROBE_CONCURRENCY = 64
-# How often a node still off its target is looked at again: each look is a full observation over
-# SSH (registry, Root store, services), which costs the simulated fleet far more than a real host.
+# How often a node still off its target is looked at again when no Node changes (a reconciler
+# finishing a node marks its Node, and that brings the next look forward): each look is a full
+# observation over SSH (registry, Root store, services), which costs the simulated fleet far more
+# than a real host.
 PENDING_POLL = 0.75
 # The longest a node off its target on machine state goes unlooked-at when nothing happens on it
 # (``LookSchedule``).
 QUIET_NODE_POLL = 3 * PENDING_POLL
+NODE_CHANGE_SETTLE = 0.05  # after a Node change wakes the judge (see ``_converge``)
 # The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
 INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
@@ -430,17 +433,24 @@ class Conformance:
         problems: dict[str, str] = {}
         quiet_from = 0.0
         claims = ClaimWatch()
+        next_claims = 0.0
         while True:
+            self.cordons.nodes_changed.clear()  # a Node change during this pass wakes the next wait
             if pending:
                 problems = await probe(pending, problems)
                 pending = list(problems)
                 quiet_from = time.monotonic()
-                claimed = await self._claimed(step) if any(a in step.members for a in pending) else set()
-                refuted = claims.update(problems, claimed, {n.address for n in self.nodes if n.is_listening})
-                if pending and set(pending) <= refuted:
-                    # Every node still off its target is one the reconciler reports done: waiting
-                    # longer only waits for its next resync. End the step here.
-                    return {a: claims.describe(a, p) for a, p in problems.items()}
+                claimed: set[str] | None = None
+                if any(a in step.members for a in pending) and quiet_from >= next_claims:
+                    # Reading claims parses the trust bundle: at most once per poll period, however
+                    # often Node changes wake the judge.
+                    claimed, next_claims = await self._claimed(step), quiet_from + PENDING_POLL
+                if claimed is not None:
+                    refuted = claims.update(problems, claimed, {n.address for n in self.nodes if n.is_listening})
+                    if pending and set(pending) <= refuted:
+                        # Every node still off its target is one the reconciler reports done:
+                        # waiting longer only waits for its next resync. End the step here.
+                        return {a: claims.describe(a, p) for a, p in problems.items()}
             else:
                 problems = await probe(addresses)
                 if (not problems and not self._anyone_down() and await self._trusted_ca_ok(step)
@@ -451,7 +461,12 @@ class Conformance:
             now = time.monotonic()
             if now > deadline:
                 return problems
-            await asyncio.sleep(PENDING_POLL if pending else max(0.05, quiet_from + self.quiet - now))
+            if not pending:
+                await asyncio.sleep(max(0.05, quiet_from + self.quiet - now))  # the quiet period itself
+            elif await self.cordons.wait_for_node_change(min(PENDING_POLL, max(0.0, deadline - now))):
+                # A reconciler finishes a node with a few writes in a row (uncordon, state, annotations):
+                # look once they are all in, not after the first.
+                await asyncio.sleep(NODE_CHANGE_SETTLE)
 
     async def _claims(self) -> set[tuple[str, str]]:
         """(address, revision) for every Node that claims (``proxyfleet.io/applied``) the cluster's

@@ -1,7 +1,9 @@
-"""Judging "cordoned for the whole reboot" from a cordon timeline (pure)."""
+"""Judging "cordoned for the whole reboot" from a cordon timeline, and which Node changes wake the
+judge (pure)."""
 
 import datetime as dt
 
+from proxyfleet.core.contract import APPLIED
 from proxyfleet.harness.conformance.cordons import CordonChange, CordonTimeline
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
@@ -45,3 +47,38 @@ def test_cordon_spans_are_clipped_to_the_step() -> None:
     assert recorded.intervals(NODE, at(1), at(9)) == [(at(1), at(3)), (at(5), at(6)), (at(8), at(9))]
     assert recorded.intervals(NODE, at(3.5), at(4)) == []  # schedulable throughout
     assert recorded.intervals("127.10.0.9", at(0), at(9)) == []
+
+
+def node(unschedulable: bool = False, ready: str = "True", applied: str | None = "rev-1",
+         state: str = "configured", heartbeat: str = "12:00:00") -> dict[str, object]:
+    annotations = {APPLIED: applied} if applied is not None else {}
+    return {"metadata": {"name": "win-0001", "labels": {"proxyfleet.io/state": state},
+                         "annotations": {**annotations, "other": "x"}},
+            "spec": {"unschedulable": unschedulable},
+            "status": {"addresses": [{"type": "InternalIP", "address": NODE}],
+                       "conditions": [{"type": "Ready", "status": ready, "lastHeartbeatTime": heartbeat}]}}
+
+
+def test_a_node_finishing_wakes_the_judge_and_heartbeats_do_not() -> None:
+    recorded = CordonTimeline(api=None)  # type: ignore[arg-type]
+    recorded._changed("ADDED", node())
+    assert recorded.nodes_changed.is_set()  # a Node seen for the first time
+    for unchanged in (node(heartbeat="12:00:05"), node(state="applying")):
+        recorded.nodes_changed.clear()
+        recorded._changed("MODIFIED", unchanged)
+        assert not recorded.nodes_changed.is_set()  # status times and state steps along the way
+    for finished in (node(applied="rev-2"), node(applied="rev-2", unschedulable=True),
+                     node(applied="rev-2", unschedulable=True, ready="False")):
+        recorded.nodes_changed.clear()
+        recorded._changed("MODIFIED", finished)
+        assert recorded.nodes_changed.is_set()  # the claim, the cordon and readiness count
+    recorded.nodes_changed.clear()
+    recorded._changed("DELETED", node())
+    assert recorded.nodes_changed.is_set()
+
+
+async def test_waiting_for_a_node_change_returns_when_one_arrives_or_at_the_bound() -> None:
+    recorded = CordonTimeline(api=None)  # type: ignore[arg-type]
+    assert await recorded.wait_for_node_change(0.01) is False
+    recorded._changed("ADDED", node())
+    assert await recorded.wait_for_node_change(30.0) is True
