@@ -84,14 +84,20 @@ def registry_env(wanted: Mapping[str, str | None], seen: Mapping[str, str | None
 
 
 def certificates(wanted: frozenset[str], root: frozenset[str], bundle_size: int,
-                 wanted_subjects: Mapping[str, str], other_subjects: Mapping[str, str]) -> Verdict:
-    """The Root store holds exactly the out-of-the-box roots plus the trusted bundle."""
+                 wanted_subjects: Mapping[str, str], other_subjects: Mapping[str, str],
+                 removed_while_kept: frozenset[str] = frozenset()) -> Verdict:
+    """The Root store holds exactly the out-of-the-box roots plus the trusted bundle, and no
+    certificate the target kept through the step was taken out meanwhile (``removed_while_kept``:
+    removed during the step though wanted before and after it; put back later or not, clients
+    failed in between)."""
     missing, extra = wanted - root, root - wanted
-    ok = not missing and not extra
+    ok = not missing and not extra and not removed_while_kept
     observed = "exactly those" if ok else "; ".join(filter(None, [
         f"missing {_subjects(missing, wanted_subjects)}" if missing else "",
-        f"unexpected {_subjects(extra, other_subjects)}" if extra else ""]))
-    return Verdict(ok, f"baseline + {bundle_size} bundle certificate(s)", observed)
+        f"unexpected {_subjects(extra, other_subjects)}" if extra else "",
+        f"removed during the step though the bundle kept it: {_subjects(removed_while_kept, wanted_subjects)}"
+        if removed_while_kept else ""]))
+    return Verdict(ok, f"baseline + {bundle_size} bundle certificate(s), none kept removed meanwhile", observed)
 
 
 # What a step did to one node's target, for the restart and reboot checks:

@@ -41,6 +41,7 @@ class Step:
     outages: dict[str, int]
     violations: int
     before: dict[str, Expected]
+    root_removals: dict[str, int]  # how many removals each node's Root store had seen before the step
     expected: Expected = UNCONFIGURED
     drifted: set[str] = field(default_factory=set)  # nodes changed out of band in this step
     absent: list[str] = field(default_factory=list)  # instances off the network for the whole step

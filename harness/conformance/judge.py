@@ -311,7 +311,8 @@ class Conformance:
                     boots={n.address: len(n.boots) for n in self.nodes},
                     outages={n.address: len(n.outages) for n in self.nodes},
                     violations=len(self.lab.origins.violations()),
-                    before=dict(self._targets))
+                    before=dict(self._targets),
+                    root_removals={n.address: len(n.machine.stores.machine_root.removed) for n in self.nodes})
 
     async def step(self, name: str, action: Callable[[], Awaitable[None]] | None = None,
                    deconfigure: Iterable[WindowsNode] = ()) -> list[CheckResult]:
@@ -366,6 +367,18 @@ class Conformance:
 
     def _expected_root(self, address: str) -> frozenset[str]:
         return self.baseline_roots[address] | frozenset(self._targets[address].bundle)
+
+    def _removed_while_kept(self, step: Step, address: str) -> frozenset[str]:
+        """Root certificates removed from the node during the step although its target held them
+        before and after (lab evidence: the store's removal history). A node the scenario itself
+        changed out of band is left to the end state's check."""
+        if address in step.drifted:
+            return frozenset()
+        store = self.node(address).machine.stores.machine_root
+        removed = frozenset(store.removed[step.root_removals.get(address, len(store.removed)):])
+        kept = self._expected_root(address) & (self.baseline_roots[address]
+                                               | frozenset(step.before.get(address, UNCONFIGURED).bundle))
+        return removed & kept
 
     async def _node_objects(self) -> dict[str, dict[str, Any]]:
         """Node objects by InternalIP."""
@@ -672,7 +685,8 @@ class Conformance:
         others = {t: s for e in (step.before.get(address, UNCONFIGURED), *self._targets.values())
                   for t, s in e.bundle.items()}
         record("certificates", checks.certificates(self._expected_root(address), state.root, len(target.bundle),
-                                                   {**others, **target.bundle}, others))
+                                                   {**others, **target.bundle}, others,
+                                                   self._removed_while_kept(step, address)))
         if not target.configured:  # no proxy (any more): nothing of a reconciler's may stay behind
             record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
         if address not in step.members:

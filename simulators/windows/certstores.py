@@ -34,6 +34,9 @@ class CertStore:
     location: str
     name: str
     certificates: dict[str, Certificate] = field(default_factory=dict)
+    # Every removal, in order (thumbprints): a certificate removed and imported again between two
+    # looks is gone from the final state's view, not from what clients met meanwhile.
+    removed: list[str] = field(default_factory=list)
 
     def add(self, certificate: Certificate) -> bool:
         """Add a certificate; returns False if it was already present (Windows keeps one)."""
@@ -43,7 +46,10 @@ class CertStore:
         return True
 
     def remove(self, thumbprint: str) -> bool:
-        return self.certificates.pop(thumbprint.upper(), None) is not None
+        if self.certificates.pop(thumbprint.upper(), None) is None:
+            return False
+        self.removed.append(thumbprint.upper())
+        return True
 
     def get(self, thumbprint: str) -> Certificate | None:
         return self.certificates.get(thumbprint.upper())

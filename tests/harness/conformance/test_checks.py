@@ -104,6 +104,15 @@ def test_certificates_name_what_is_missing_and_extra() -> None:
     assert checks.certificates(frozenset({"A" * 40}), frozenset({"A" * 40}), 1, {}, {}).ok
 
 
+def test_a_kept_certificate_removed_and_put_back_during_the_step_fails() -> None:
+    # A CA renewed under the same name, removed with the one it replaced and re-imported by the next
+    # pass: the end state is right, the pulls in between were not.
+    verdict = checks.certificates(frozenset({"A" * 40}), frozenset({"A" * 40}), 1, {"A" * 40: "CN=corp 2027"}, {},
+                                  removed_while_kept=frozenset({"A" * 40}))
+    assert not verdict.ok
+    assert verdict.observed == f"removed during the step though the bundle kept it: CN=corp 2027 ({'A' * 12}…)"
+
+
 def test_node_ready_firewall_and_reboots() -> None:
     ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {}}
     assert checks.node_ready(ready, 0, "api-int").ok
