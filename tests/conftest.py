@@ -1,12 +1,14 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import trustme
+from kubernetes import client, config
 
 from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.windows.machine import WindowsMachine
 from tests.support import new_machine
@@ -42,3 +44,24 @@ async def cmd_fleet(tmp_path: Path, public_ca: trustme.CA) -> AsyncIterator[Flee
                              reboot_duration=0.2, public_roots=[root])
     async with Fleet(settings) as running:
         yield running
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
+    """An embedded control plane (OpenShift's objects installed, no nodes) with quick bookmarks."""
+    ca = trustme.CA()
+    running = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", ca.cert_pem.bytes().decode(),
+                                                bookmark_interval=0.2, node_monitor_period=0.2))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@pytest.fixture
+def api(plane: ControlPlane) -> Iterator[client.ApiClient]:
+    """The official client, through the control plane's kubeconfig."""
+    api_client = config.new_client_from_config(config_file=str(plane.kubeconfig_path))  # type: ignore[no-untyped-call]
+    yield api_client
+    api_client.close()

@@ -4,16 +4,12 @@ against the embedded API server with the official client."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-import trustme
-from kubernetes import client, config
+from kubernetes import client
 
 from proxyfleet.core.informer import SYNCED, Informer, by_internal_ip, internal_ip
-from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.support import wait_until
 
 
@@ -52,25 +48,6 @@ async def test_cache_and_index_follow_every_change_in_order() -> None:
     informer.apply(SYNCED, {"items": [node("d", "127.10.0.4")]})  # a re-list replaces everything
     assert sorted(informer.cache) == ["d"] and informer.first("address", "127.10.0.1") is None
     assert heard == [(SYNCED, "*"), ("MODIFIED", "b"), ("ADDED", "c"), ("DELETED", "b"), (SYNCED, "*")]
-
-
-@pytest.fixture
-async def plane(tmp_path: Path) -> AsyncIterator[ControlPlane]:
-    ca = trustme.CA()
-    running = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", ca.cert_pem.bytes().decode(),
-                                                bookmark_interval=0.2, node_monitor_period=0.2))
-    await running.start()
-    try:
-        yield running
-    finally:
-        await running.stop()
-
-
-@pytest.fixture
-def api(plane: ControlPlane) -> Iterator[client.ApiClient]:
-    api_client = config.new_client_from_config(config_file=str(plane.kubeconfig_path))  # type: ignore[no-untyped-call]
-    yield api_client
-    api_client.close()
 
 
 def configmap(name: str, value: str) -> client.V1ConfigMap:

@@ -1,0 +1,52 @@
+"""Running the ``proxyfleet`` command as a user would, and finding what it left running."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROXY = """apiVersion: config.openshift.io/v1
+kind: Proxy
+metadata:
+  name: cluster
+spec:
+  httpProxy: http://svc-proxy:S3cr3t@proxy.acme.example:8080
+  httpsProxy: http://svc-proxy:S3cr3t@proxy.acme.example:8080
+  noProxy: .acme.example,registry.corp.internal
+  readinessEndpoints:
+  - https://www.acme.example
+  trustedCA:
+    name: user-ca-bundle
+"""
+
+
+
+def proxyfleet(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "proxyfleet.harness", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+def mitmdumps(parent: int | None = None) -> set[int]:
+    """mitmdump processes (children of ``parent`` only, if given: xdist runs other labs alongside)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"mitmdump" not in (entry / "cmdline").read_bytes():
+                    continue
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent is None or ppid == parent:
+                found.add(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

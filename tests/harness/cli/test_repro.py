@@ -1,0 +1,33 @@
+"""``proxyfleet repro`` runs a customer's Proxy through the lab and explains the paths, with their
+credentials never printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.harness.cli.commands import proxyfleet
+
+
+@pytest.mark.slow
+def test_repro_runs_the_customer_proxy_and_explains_the_paths(inputs: Path) -> None:
+    (inputs / "bundle.pem").write_bytes(trustme.CA(organization_name="ACME Root").cert_pem.bytes())
+    (inputs / "install-config.yaml").write_text("apiVersion: v1\nbaseDomain: acme.example\nmetadata:\n  name: prod\n")
+    result = proxyfleet("repro", "--proxy", "ok.yaml", "--ca-bundle", "bundle.pem", "--install-config",
+                        "install-config.yaml", "--nodes", "2", "--json", "r.json", cwd=inputs)
+    assert result.returncode == 0, result.stderr[-4000:]
+    output = result.stdout + result.stderr
+    assert "S3cr3t" not in output and "S3cr3t" not in (inputs / "r.json").read_text()
+    assert "readinessEndpoints dropped" in output
+    assert "proxy.acme.example:8080" in output  # the customer's proxy name, mapped onto the lab proxy
+    assert "noproxy explain" in output and "dotnet" in output
+    assert "https://api-int.prod.acme.example:6443/api" in output  # the customer's cluster domain
+    report = json.loads((inputs / "r.json").read_text())
+    [scenario] = report["scenarios"]
+    assert scenario["workflow"] == "repro" and scenario["status"] == "passed"
+    pulls = [c for c in scenario["checks"] if c["check"] == "pull-internet" and c["step"] == "customer proxy applied"]
+    assert pulls and all("via http://***:***@proxy.acme.example:8080" in c["expected"] for c in pulls)
+

@@ -1,0 +1,65 @@
+"""``proxyfleet up`` serves a usable lab (real mitmdump, egress firewall on) until Ctrl-C, and
+leaves nothing running."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from tests.harness.cli.commands import alive, mitmdumps
+
+
+@pytest.mark.slow
+def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    state = tmp_path / "lab"
+    process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--nodes", "2", "--state-dir", str(state)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert process.stderr is not None and process.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in process.stderr:
+            if "lab ready" in line or time.monotonic() > deadline:
+                break
+        assert process.poll() is None, "proxyfleet up exited early"
+        kubeconfig = state / "cluster" / "kubeconfig"
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        names = sorted(n.metadata.name for n in client.CoreV1Api(api).list_node().items)
+        assert names == ["win-0001", "win-0002"]
+        instances = client.CoreV1Api(api).read_namespaced_config_map(
+            "windows-instances", "openshift-windows-machine-config-operator")
+        assert len(instances.data) == 2
+        api.close()
+        assert (state / "proxy-ca.crt").read_text().startswith("-----BEGIN CERTIFICATE-----")
+        # The egress firewall is on by default: a node going straight to the internet is refused
+        # (no proxy configured yet), and the refusal is recorded where the banner says.
+        manifest = json.loads((state / "fleet" / "fleet.json").read_text())
+        first = manifest["nodes"][0]
+        direct = subprocess.run(
+            ["ssh", "-i", manifest["private_key"], "-p", str(first["port"]), "-o",
+             f"UserKnownHostsFile={state / 'fleet' / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+             "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", f"{first['username']}@{first['address']}",
+             'curl.exe -s -o NUL -w "%{http_code}" --noproxy "*" https://quay.io/v2/'],
+            capture_output=True, text=True, timeout=60, check=False)
+        assert direct.returncode != 0 and "200" not in direct.stdout, direct.stdout + direct.stderr
+        refused = [json.loads(line) for line in (state / "firewall-violations.jsonl").read_text().splitlines()]
+        assert any(v["source"] == first["address"] and v["origin"] == "internet-registry" for v in refused)
+        children = mitmdumps(parent=process.pid)
+        assert len(children) == 2, "the lab runs the real mitmdump (two proxies)"
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err[-3000:]
+    for expected in ("kubeconfig:", "proxy:", "proxy CA:", "ssh:", "mitmweb --rfile", "origins:", "quay.io",
+                     "firewall:    on", "firewall-violations.jsonl"):
+        assert expected in out
+    assert "o'brien" not in out  # the second proxy's credentials stay in a 0600 file
+    assert not (children & mitmdumps()), "mitmdump left running"
+    assert all(not alive(pid) for pid in children)
+
