@@ -1,0 +1,53 @@
+"""The node's own clients' parsing (their traffic is tested end to end in test_traffic): image
+references as containerd resolves them, curl.exe's options with curl's own usage errors, and
+--write-out templates."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxyfleet.simulators.windows.egress import CurlUsage, _write_out, parse_curl_arguments, parse_image
+
+
+@pytest.mark.parametrize(("text", "registry", "repository", "reference"), [
+    ("quay.io/openshift/windows-test:latest", "quay.io", "openshift/windows-test", "latest"),
+    ("busybox", "docker.io", "library/busybox", "latest"),
+    ("acme/tool:1.2", "docker.io", "acme/tool", "1.2"),
+    ("registry.corp.internal:5000/corp/agent", "registry.corp.internal:5000", "corp/agent", "latest"),
+    ("localhost/x@sha256:" + "a" * 64, "localhost", "x", "sha256:" + "a" * 64),
+])
+def test_image_references_resolve_like_containerd(text: str, registry: str, repository: str, reference: str) -> None:
+    image = parse_image(text)
+    assert (image.registry, image.repository, image.reference) == (registry, repository, reference)
+
+
+def test_docker_hub_is_reached_by_its_real_host_name() -> None:
+    assert parse_image("busybox").host != "docker.io"
+
+
+@pytest.mark.parametrize("text", ["Quay.io/UPPER/case", "quay.io/x:", "quay.io/x@sha256:short", ""])
+def test_invalid_references_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid reference format"):
+        parse_image(text)
+
+
+def test_curl_options_short_long_and_bundled() -> None:
+    options, urls = parse_curl_arguments(["-sSf", "-o", "NUL", "-w%{http_code}", "--noproxy", "*",
+                                          "-H", "A: b", "--header", "C: d", "https://quay.io/v2/"])
+    assert urls == ["https://quay.io/v2/"]
+    assert options["silent"] and options["show-error"] and options["fail"]
+    assert (options["output"], options["write-out"], options["noproxy"]) == ("NUL", "%{http_code}", "*")
+    assert options["header"] == ["A: b", "C: d"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--bogus"], "option --bogus: is unknown"), (["-Z"], "option -Z: is unknown"),
+    (["-o"], "option -o: requires parameter"), (["--proxy"], "option --proxy: requires parameter"),
+])
+def test_curl_usage_errors_in_curls_words(args: list[str], message: str) -> None:
+    with pytest.raises(CurlUsage, match=message):
+        parse_curl_arguments(args)
+
+
+def test_write_out_fills_known_variables_and_escapes() -> None:
+    assert _write_out("%{http_code}\\n%{unknown}", {"http_code": 200}) == "200\n"
