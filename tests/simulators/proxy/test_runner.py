@@ -1,0 +1,114 @@
+"""The real mitmdump as the lab runs it: fault modes, outages, flow logs without credentials,
+Basic authentication, and a stop that leaves nothing behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxyfleet.simulators.network import PROXY_NETWORK
+from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
+from tests.simulators.traffic import (
+    PROXY_NAME,
+    TrafficLab,
+    configure_containerd,
+    trust_the_mitm_ca,
+)
+from tests.support import run_powershell, wait_until
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+async def test_fault_modes(lab: TrafficLab) -> None:
+    node = lab.fleet.nodes[0]
+    await trust_the_mitm_ca(lab, node)
+    command = f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/"
+    try:
+        await lab.proxy.set_faults(bad_gateway=["www.example.*"])
+        assert "response 502" in (await run_powershell(lab.fleet, node, command)).stderr
+        await lab.proxy.set_faults(bad_gateway=[], refuse=True)
+        assert "curl: (7)" in (await run_powershell(lab.fleet, node, command)).stderr
+        state = await lab.proxy.set_faults(refuse=False, delay=0.2)
+        assert state == {"refuse": False, "bad_gateway": [], "delay": 0.2}
+        assert (await run_powershell(lab.fleet, node, command)).stdout.strip() == "hello from www.example.com"
+    finally:
+        await lab.proxy.set_faults(refuse=False, bad_gateway=[], delay=0)
+
+
+async def test_proxy_down_and_back(lab: TrafficLab) -> None:
+    node = lab.fleet.nodes[0]
+    await configure_containerd(lab, node, proxy=lab.proxy_url, trust_mitm=True)
+    await lab.proxy.go_down()
+    try:
+        result = await run_powershell(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
+        assert f"proxyconnect tcp: dial tcp {PROXY_NAME}:{lab.proxy.port}: connect: connection refused" in result.stderr
+    finally:
+        await lab.proxy.come_back()
+    result = await run_powershell(lab.fleet, node, "crictl pull quay.io/openshift/windows-test:latest")
+    assert result.exit_status == 0, result.stderr
+
+
+async def test_flow_log_and_stream_file_carry_no_credentials(lab: TrafficLab, tmp_path: Path) -> None:
+    from mitmproxy.io import FlowReader
+
+    node = lab.fleet.nodes[3]
+    await trust_the_mitm_ca(lab, node)
+    fetched = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{lab.proxy_url}'; curl.exe -sS https://www.example.com/")
+    assert fetched.exit_status == 0, fetched.stderr
+    await wait_until(lambda: any(f["host"] == "www.example.com" for f in lab.proxy.flows()), what="the flow log")
+    with lab.proxy.stream_path.open("rb") as handle:
+        flows = list(FlowReader(handle).stream())
+    assert flows, "the stream file opens with mitmproxy's reader (mitmweb --rfile)"
+    fields = {"time", "kind", "client", "client_port", "connect_target", "scheme", "method", "host",
+              "port", "path", "status", "intercepted", "error"}
+    assert all(set(f) == fields for f in lab.proxy.flows())
+
+
+async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
+    listen = lab.network.allocate(PROXY_NETWORK)
+    secured = ProxyServer(ProxySettings(tmp_path / "auth", lab.network, lab.public_ca.cert_pem.bytes(),
+                                        listen_address=listen, egress_address=lab.proxy.settings.egress_address,
+                                        auth="fleet:s3cret", mitm_ca=lab.proxy.mitm_ca))
+    async with secured:
+        assert secured.pid is not None
+        command_line = Path(f"/proc/{secured.pid}/cmdline").read_bytes()
+        assert b"s3cret" not in command_line  # visible to every local user: the secret is in a 0600 file
+        assert secured.auth_path.stat().st_mode & 0o777 == 0o600
+        lab.network.add("auth-proxy.corp.internal", secured.port, secured.endpoint, "proxy")
+        secured.publish_table()
+        node = lab.fleet.nodes[0]
+        await trust_the_mitm_ca(lab, node)
+        base = f"http://auth-proxy.corp.internal:{secured.port}"
+        denied = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{base}'; curl.exe -sS https://www.example.com/")
+        assert "curl: (56) CONNECT tunnel failed, response 407" in denied.stderr
+        allowed = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = 'http://fleet:s3cret@auth-proxy.corp.internal:{secured.port}';"
+                                                "curl.exe -sS -v https://www.example.com/")
+        assert allowed.stdout.strip() == "hello from www.example.com", allowed.stderr
+        assert "s3cret" not in allowed.stderr  # the -v trace redacts the proxy URL
+        log = secured.flow_log_path.read_text()
+        assert "s3cret" not in log and "407" in log
+        import base64
+
+        dump = secured.stream_path.read_bytes()
+        assert b"www.example.com" in dump  # the dump file has the flow, but not the Basic credentials
+        assert b"s3cret" not in dump and base64.b64encode(b"fleet:s3cret") not in dump
+    assert not secured.running
+
+
+async def test_stopping_the_proxy_leaves_nothing_behind(lab: TrafficLab, tmp_path: Path) -> None:
+    import socket
+
+    listen = lab.network.allocate(PROXY_NETWORK)
+    proxy = ProxyServer(ProxySettings(tmp_path / "p", lab.network, lab.public_ca.cert_pem.bytes(),
+                                      listen_address=listen, egress_address=lab.proxy.settings.egress_address))
+    await proxy.start()
+    pid = proxy._process.pid  # type: ignore[union-attr]
+    await proxy.stop()
+    with socket.socket() as probe:
+        probe.bind((listen, proxy.port))  # the port is free again
+    import os
+
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+    assert proxy.started_seconds is not None and proxy.started_seconds > 0
