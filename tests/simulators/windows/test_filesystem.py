@@ -43,3 +43,22 @@ def test_files_live_under_the_node_root(tmp_path: Path) -> None:
     assert filesystem.exists("c:\\k\\bundle.crt")  # case-insensitive like NTFS
     assert filesystem.read_bytes("C:\\k\\BUNDLE.CRT") == b"pem"
     assert filesystem.is_dir("C:\\k") and not filesystem.exists("C:\\k\\other")
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    (r"C:\k\ca-bundle.crt", r"C:\k\ca-bundle.crt"),
+    ("/C:/k/ca-bundle.crt", r"C:\k\ca-bundle.crt"),
+    ("c:/k/./x/../ca-bundle.crt", r"C:\k\ca-bundle.crt"),
+    (r"\k\x", r"C:\k\x"),
+    ("relative.txt", r"C:\Users\Administrator\relative.txt"),
+    (r"C:\..\..\etc\passwd", r"C:\etc\passwd"),
+])
+def test_windows_path_normalisation(given: str, expected: str) -> None:
+    assert normalize(given, r"C:\Users\Administrator") == expected
+
+
+def test_invalid_windows_paths_are_rejected() -> None:
+    with pytest.raises(WindowsPathError):
+        normalize(r"C:\k\a<b")
+    with pytest.raises(WindowsPathError):
+        normalize(r"Q:\x")

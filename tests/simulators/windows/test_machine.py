@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from proxyfleet.simulators.windows.filesystem import WindowsPathError, normalize
 from proxyfleet.simulators.windows.machine import WindowsMachine
 from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT
-from tests.support import new_machine, ps
+from tests.support import new_machine
 
 
 def set_machine_variable(machine: WindowsMachine, name: str, value: str) -> None:
@@ -69,28 +66,3 @@ def test_environment_names_are_case_insensitive(tmp_path: Path) -> None:
     set_machine_variable(machine, "HTTP_PROXY", "b")
     assert machine.machine_environment() == {**machine.machine_environment(), "http_proxy": "b"}
     assert machine.session_environment("Administrator")["Http_Proxy"] == "b"
-
-
-async def test_session_path_joins_machine_and_user_path(machine: WindowsMachine) -> None:
-    result = await ps(machine, "$env:Path")
-    assert result.stdout.strip().startswith(r"C:\Windows\system32;")
-    assert result.stdout.strip().endswith(r"C:\Users\Administrator\AppData\Local\Microsoft\WindowsApps;")
-
-
-@pytest.mark.parametrize(("given", "expected"), [
-    (r"C:\k\ca-bundle.crt", r"C:\k\ca-bundle.crt"),
-    ("/C:/k/ca-bundle.crt", r"C:\k\ca-bundle.crt"),
-    ("c:/k/./x/../ca-bundle.crt", r"C:\k\ca-bundle.crt"),
-    (r"\k\x", r"C:\k\x"),
-    ("relative.txt", r"C:\Users\Administrator\relative.txt"),
-    (r"C:\..\..\etc\passwd", r"C:\etc\passwd"),
-])
-def test_windows_path_normalisation(given: str, expected: str) -> None:
-    assert normalize(given, r"C:\Users\Administrator") == expected
-
-
-def test_invalid_windows_paths_are_rejected() -> None:
-    with pytest.raises(WindowsPathError):
-        normalize(r"C:\k\a<b")
-    with pytest.raises(WindowsPathError):
-        normalize(r"Q:\x")

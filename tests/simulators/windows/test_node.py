@@ -13,21 +13,6 @@ from proxyfleet.simulators.fleet import Fleet
 from tests.support import connect, run_on, run_powershell, wait_until
 
 
-async def test_exec_forms(fleet: Fleet) -> None:
-    node = fleet.nodes[0]
-    raw = await run_on(fleet, node, "Get-Service kubelet | Select-Object -ExpandProperty Status")
-    assert (raw.stdout, raw.exit_status) == ("Running\r\n", 0)
-    wrapped = await run_on(fleet, node, 'powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass '
-                                        '-Command "hostname; exit 4"')
-    assert wrapped.stdout == node.name.upper() + "\r\n"
-    assert wrapped.exit_status == 1  # -Command exits 1 when its last statement failed
-    cmd = await run_on(fleet, node, "cmd.exe /c echo hello")
-    assert (cmd.stdout, cmd.exit_status) == ("hello\r\n", 0)
-    failed = await run_on(fleet, node, "Get-Item C:\\nope")
-    assert failed.exit_status == 1
-    assert failed.stderr.startswith("Get-Item : Cannot find path 'C:\\nope' because it does not exist.\r\n")
-
-
 async def test_only_the_authorized_key_of_the_configured_user_gets_in(fleet: Fleet) -> None:
     node = fleet.nodes[0]
     with pytest.raises(asyncssh.PermissionDenied):
@@ -158,22 +143,6 @@ async def test_many_concurrent_sessions_on_one_node(fleet: Fleet) -> None:
     async with await connect(fleet, node) as conn:
         results = await asyncio.gather(*(conn.run(f"Write-Output {i}") for i in range(20)))
     assert sorted(int(r.stdout) for r in results) == list(range(20))
-
-
-async def test_a_node_as_windows_ships_runs_exec_requests_in_cmd(cmd_fleet: Fleet) -> None:
-    node = cmd_fleet.nodes[0]
-    raw = await run_on(cmd_fleet, node, "[Environment]::GetEnvironmentVariable('Path', 'Machine')")
-    assert raw.exit_status == 9009 & 0xFF  # asyncssh sends exit statuses modulo 256
-    assert "is not recognized as an internal or external command" in raw.stderr
-    wrapped = await run_powershell(cmd_fleet, node, "[Environment]::GetEnvironmentVariable('OS', 'Machine')")
-    assert (wrapped.stdout, wrapped.exit_status) == ("Windows_NT\r\n", 0)
-    assert (await run_on(cmd_fleet, node, "echo %OS%& ver")).stdout.startswith("Windows_NT\r\n")
-    # An administrator sets DefaultShell: the next session runs PowerShell.
-    await run_powershell(cmd_fleet, node, "New-ItemProperty -Path HKLM:\\SOFTWARE\\OpenSSH -Name DefaultShell "
-                                          "-Value C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe "
-                                          "-PropertyType String -Force | Out-Null")
-    switched = await run_on(cmd_fleet, node, "[Environment]::GetEnvironmentVariable('OS', 'Machine')")
-    assert (switched.stdout, switched.exit_status) == ("Windows_NT\r\n", 0)
 
 
 async def test_restart_computer_sometimes_returns_no_exit_status(cmd_fleet: Fleet) -> None:

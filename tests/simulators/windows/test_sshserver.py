@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 from pathlib import Path
 
@@ -86,35 +85,3 @@ async def test_sftp_put_get_and_list(fleet: Fleet, tmp_path: Path) -> None:
     assert back.read_bytes() == local.read_bytes()
     code, out, _ = await ssh(fleet, node, "Test-Path C:\\k\\ca-bundle.crt")
     assert out == b"True\r\n"
-
-
-@pytest.mark.parametrize("term", ["xterm", None], ids=["TERM=xterm", "TERM-unset"])
-async def test_interactive_shell_shows_a_powershell_prompt(fleet: Fleet, term: str | None) -> None:
-    # Without TERM (as under tox or cron), ssh asks for a PTY with an empty terminal type; the
-    # console must still end lines at the CR a terminal sends.
-    node = fleet.nodes[0]
-    argv = fleet.ssh_command(node)
-    environment = {k: v for k, v in os.environ.items() if k != "TERM"} | ({"TERM": term} if term else {})
-    process = await asyncio.create_subprocess_exec(
-        *argv[:-1], "-tt", argv[-1], stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=environment)
-    assert process.stdin is not None and process.stdout is not None
-    transcript = b""
-
-    async def read_until(marker: bytes) -> None:
-        nonlocal transcript
-        while marker not in transcript:
-            try:
-                chunk = await asyncio.wait_for(process.stdout.read(4096), 10)  # type: ignore[union-attr]
-            except TimeoutError:
-                raise AssertionError(f"no {marker!r} within 10 s; the session showed {transcript!r}") from None
-            assert chunk, transcript
-            transcript += chunk
-
-    await read_until(b"PS C:\\Users\\Administrator> ")
-    process.stdin.write(b"$greeting = 'hi from ' + (hostname)\r")
-    process.stdin.write(b"$greeting\r")
-    await read_until(b"hi from " + node.name.upper().encode())
-    process.stdin.write(b"exit\r")
-    await asyncio.wait_for(process.wait(), 10)
-    assert b"Windows PowerShell" in transcript
