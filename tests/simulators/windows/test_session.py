@@ -4,6 +4,7 @@ target as [Environment] sees it, and files resolved against its location."""
 from __future__ import annotations
 
 from proxyfleet.simulators.windows.machine import WindowsMachine
+from proxyfleet.simulators.windows.session import Session
 from tests.support import ps
 
 
