@@ -1,0 +1,54 @@
+"""``proxyfleet fleet``: a fleet of nodes a person can log in to with the real ssh client, until
+Ctrl-C; bad options refused before anything starts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.harness.cli.commands import proxyfleet
+
+
+def test_the_fleet_serves_ssh_until_ctrl_c(tmp_path: Path) -> None:
+    state = tmp_path / "fleet"
+    process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "fleet", "--nodes", "2", "--state-dir",
+                                str(state), "--service-stage-seconds", "0", "--default-shell", "powershell"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 60
+        for line in process.stderr:
+            if "press Ctrl-C to stop" in line or time.monotonic() > deadline:
+                break
+        manifest = json.loads((state / "fleet.json").read_text())
+        assert len(manifest["nodes"]) == 2
+        node = manifest["nodes"][1]
+        result = subprocess.run(
+            ["ssh", "-i", manifest["private_key"], "-p", str(node["port"]), "-o",
+             f"UserKnownHostsFile={state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+             "-o", "IdentitiesOnly=yes", f"{node['username']}@{node['address']}", "[Environment]::MachineName"],
+            capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == node["name"].upper() or result.stdout.strip().lower() == node["name"].lower()
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err[-2000:]
+    assert "2 Windows nodes listening on port" in out and "fleet stopped" in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--nodes", "-1"], "Invalid value for '--nodes'"),
+    (["--network", "10.0.0.0/8"], ""),
+])
+def test_bad_options_are_refused_before_anything_starts(tmp_path: Path, args: list[str], message: str) -> None:
+    result = proxyfleet("fleet", "--state-dir", "fleet", *args, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 if message else result.returncode != 0, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "fleet" / "fleet.json").exists()
