@@ -1,0 +1,37 @@
+"""Lab evidence for one step: proxy flows since the marks, origin access by source, firewall
+refusals — each grouped by the node it came from, from real traffic the node's curl.exe sends."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from proxyfleet.harness.conformance.evidence import LabEvidence, Step
+from proxyfleet.harness.conformance.probe import NodeProbe
+from proxyfleet.harness.lab import Lab, LabSettings
+from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
+
+
+async def test_a_steps_traffic_is_grouped_by_node() -> None:
+    async with Lab(LabSettings(nodes=1)) as lab:
+        assert lab.proxy is not None and lab.fleet.client_key is not None
+        address = lab.fleet.nodes[0].address
+        evidence = LabEvidence(lab)
+        step = Step("a step", dt.datetime.now(dt.UTC), members=[address], deconfigured=[], boots={}, outages={},
+                    violations=len(lab.origins.violations()), before={}, root_removals={})
+        marks = evidence.marks()
+        probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
+        try:
+            assert (await probe.fetch(address, f"https://{INTRANET_REGISTRY}/v2/")).ok  # direct, allowed
+            assert not (await probe.fetch(address, f"https://{INTERNET_REGISTRY}/v2/")).ok  # direct: refused
+            via_proxy = await probe._traffic(address, f"curl.exe -sS -f -x {lab.proxy_url} http://{INTERNET_HTTP_SITE}/", 30)
+            assert via_proxy.ok, via_proxy.output
+        finally:
+            await probe.close()
+        found = evidence.read(step, marks)
+        assert found.origin_sources[INTRANET_REGISTRY] == {address: 1}
+        assert found.violations == {address: ["internet-registry"]}
+        assert [flow["host"] for _, flow in found.pull_flows[address]] == [INTERNET_HTTP_SITE]
+        assert [flow["host"] for flow in found.step_flows[address]] == [INTERNET_HTTP_SITE]
+        # the proxy reached the origin from its egress address, not the node's
+        assert address not in found.origin_sources[INTERNET_HTTP_SITE]
+        assert sum(found.origin_sources[INTERNET_HTTP_SITE].values()) == 1
