@@ -66,6 +66,9 @@ PENDING_POLL = 0.75
 # (``LookSchedule``).
 QUIET_NODE_POLL = 3 * PENDING_POLL
 NODE_CHANGE_SETTLE = 0.05  # after a Node change wakes the judge (see ``_converge``)
+# Each pass lists every Node and probes the nodes with new activity, so in a big fleet (where some
+# node finishes every few milliseconds) passes woken by Node changes are spaced by the fleet's size.
+WAKE_SPACING_PER_NODE = 0.004
 # The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
 INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
@@ -79,6 +82,13 @@ CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
 # ends without waiting for the deadline (a correct reconciler writes that claim only after it has
 # verified the node, so a claim that holds this long is a definitive failure, not a race).
 CLAIM_HOLD = 2.0
+
+
+def wake_spacing(fleet_size: int) -> float:
+    """The least time between the starts of two convergence passes when Node changes wake the
+    judge: ``NODE_CHANGE_SETTLE`` for a small fleet, growing with its size, never past
+    ``PENDING_POLL`` (a wake never makes the judge look later than its poll would)."""
+    return min(PENDING_POLL, max(NODE_CHANGE_SETTLE, fleet_size * WAKE_SPACING_PER_NODE))
 
 
 class ClaimWatch:
@@ -447,8 +457,10 @@ class Conformance:
         quiet_from = 0.0
         claims = ClaimWatch()
         next_claims = 0.0
+        spacing = wake_spacing(len(addresses))
         while True:
             self.cordons.nodes_changed.clear()  # a Node change during this pass wakes the next wait
+            pass_started = time.monotonic()
             if pending:
                 problems = await probe(pending, problems)
                 pending = list(problems)
@@ -479,7 +491,7 @@ class Conformance:
             elif await self.cordons.wait_for_node_change(min(PENDING_POLL, max(0.0, deadline - now))):
                 # A reconciler finishes a node with a few writes in a row (uncordon, state, annotations):
                 # look once they are all in, not after the first.
-                await asyncio.sleep(NODE_CHANGE_SETTLE)
+                await asyncio.sleep(max(NODE_CHANGE_SETTLE, pass_started + spacing - time.monotonic()))
 
     async def _claims(self) -> set[tuple[str, str]]:
         """(address, revision) for every Node that claims (``proxyfleet.io/applied``) the cluster's

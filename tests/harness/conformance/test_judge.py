@@ -2,7 +2,7 @@
 target ends the step only once that has held, and never for a node that is down or unreachable.
 (The judge's step orchestration runs in every scenario and self-test.)"""
 
-from proxyfleet.harness.conformance.judge import ClaimWatch
+from proxyfleet.harness.conformance.judge import NODE_CHANGE_SETTLE, PENDING_POLL, ClaimWatch, wake_spacing
 
 
 def test_a_claim_refuted_long_enough_is_definitive() -> None:
@@ -30,3 +30,10 @@ def test_a_claim_that_stops_being_refuted_starts_over() -> None:
     watch.update({"a": "registry-env"}, claimed={"a"}, up={"a"})
     watch.update({}, claimed={"a"}, up={"a"})  # converged at the next look
     assert watch.since == {}
+
+
+def test_wake_spacing_grows_with_the_fleet_and_never_passes_the_poll() -> None:
+    assert wake_spacing(1) == NODE_CHANGE_SETTLE  # a small lab looks right after a node finishes
+    assert wake_spacing(10) == NODE_CHANGE_SETTLE
+    assert NODE_CHANGE_SETTLE < wake_spacing(50) < wake_spacing(100) < PENDING_POLL
+    assert wake_spacing(1000) == PENDING_POLL  # a wake never delays a look past the poll
