@@ -18,7 +18,7 @@ from proxyfleet.simulators.controlplane.authorization import (
     node_identity,
 )
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
-from tests.simulators.controlplane.test_api import raw
+from tests.simulators.controlplane.apirequests import raw
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "win-0001"}}
 

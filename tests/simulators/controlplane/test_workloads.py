@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.controlplane.resources import NODES, PDBS, PODS
 from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME, WORKLOAD_NAMESPACE, evictable
-from tests.simulators.controlplane.test_api import raw
+from tests.simulators.controlplane.apirequests import raw
 from tests.support import run_bound_pods, wait_until, workload_plane
 
 NODE_NAMES = ("win-0001", "win-0002", "win-0003")
