@@ -83,10 +83,18 @@ class Informer:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop following (the thread ends within one watch period)."""
+        """Stop following: the watch's socket is shut down, so the thread ends promptly (``join``)."""
         self._stopped.set()
         if self._watch is not None:
             self._watch.stop()  # type: ignore[no-untyped-call]
+
+    def join(self, timeout: float) -> bool:
+        """Wait (blocking) up to ``timeout`` for the thread to end after ``stop``; whether it did.
+        A process must not finalise while the thread is inside a TLS read (it can abort)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     # --- applying changes (on the loop) ------------------------------------------------------------------
 

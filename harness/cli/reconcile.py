@@ -11,7 +11,7 @@ import click
 from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.core.process_limits import raise_open_file_limit
-from proxyfleet.harness.cli.running import wait_for_stop_signal
+from proxyfleet.harness.cli.running import stop_requested
 from proxyfleet.harness.reconciler import VARIANTS, ReconcilerSettings, make_reconciler
 from proxyfleet.harness.reconciler.hostkeys import HostKeyPolicyError
 
@@ -19,15 +19,17 @@ from proxyfleet.harness.reconciler.hostkeys import HostKeyPolicyError
 async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | None) -> None:
     raise_open_file_limit()
     reconciler = make_reconciler(api_client(kubeconfig), settings, variant)
-    await reconciler.start()
-    click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
-               f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}"
-               + (f", variant {variant}" if variant else "") + ")", err=True)
-    click.echo("watch progress: kubectl get nodes -L proxyfleet.io/proxy-state; press Ctrl-C to stop", err=True)
-    try:
-        await wait_for_stop_signal()
-    finally:
-        await reconciler.stop()
+    with stop_requested() as stopped:
+        await reconciler.start()
+        try:
+            click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
+                       f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}"
+                       + (f", variant {variant}" if variant else "") + ")", err=True)
+            click.echo("watch progress: kubectl get nodes -L proxyfleet.io/proxy-state; press Ctrl-C to stop",
+                       err=True)
+            await stopped.wait()
+        finally:
+            await reconciler.stop()
 
 
 @click.command()

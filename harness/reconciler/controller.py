@@ -66,6 +66,8 @@ from proxyfleet.harness.reconciler.scripts import (
 from proxyfleet.harness.reconciler.watching import ClusterWatch
 
 log = logging.getLogger(__name__)
+# How long stopping waits for the watch threads (their sockets are shut down, so they end at once).
+WATCH_JOIN_SECONDS = 5.0
 
 
 @dataclass
@@ -174,6 +176,8 @@ class Reconciler:
         await self.queue.stop()
         await self.host_keys.close()
         await self.connections.close_all()
+        if self.watch is not None and not await asyncio.to_thread(self.watch.join, WATCH_JOIN_SECONDS):
+            log.warning("a watch thread did not end within %.0f s of stopping", WATCH_JOIN_SECONDS)
 
     async def __aenter__(self) -> Reconciler:
         await self.start()

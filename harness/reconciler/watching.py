@@ -47,6 +47,10 @@ class ClusterWatch:
         for informer in self.informers:
             informer.stop()
 
+    def join(self, timeout: float) -> bool:
+        """Wait (blocking) for every informer's thread to end after ``stop``."""
+        return all([informer.join(timeout) for informer in self.informers])
+
     @property
     def relists(self) -> int:
         return sum(i.relists for i in self.informers)

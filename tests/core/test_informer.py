@@ -96,3 +96,14 @@ async def test_an_api_server_restart_with_compaction_is_survived(api: client.Api
                          timeout=30, what="a re-list after the restart")
     finally:
         informer.stop()
+
+
+async def test_a_stopped_informers_thread_ends_at_once(api: client.ApiClient) -> None:
+    # Stopping shuts the watch's socket down; join says whether the thread has ended (a process
+    # that exits with the thread inside a TLS read can abort).
+    informer = Informer(api, client.CoreV1Api(api).list_namespaced_config_map, "default", name="configmaps")
+    informer.start()
+    await asyncio.wait_for(informer.synced.wait(), 10)
+    await wait_until(lambda: informer._watch is not None)
+    informer.stop()
+    assert await asyncio.to_thread(informer.join, 10.0)

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from proxyfleet.harness.cli.running import wait_for_stop_signal
+from proxyfleet.harness.cli.running import stop_requested, wait_for_stop_signal
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -19,3 +19,11 @@ async def test_either_signal_stops_the_wait(signum: int) -> None:
     loop.call_soon(os.kill, os.getpid(), signum)
     await asyncio.wait_for(waiting, 10)
     assert not loop.remove_signal_handler(signum)  # removed again
+
+
+async def test_a_signal_before_the_wait_is_not_lost() -> None:
+    loop = asyncio.get_running_loop()
+    with stop_requested() as stopped:
+        os.kill(os.getpid(), signal.SIGTERM)  # during "start-up", before anything waits
+        await asyncio.wait_for(stopped.wait(), 10)
+    assert not loop.remove_signal_handler(signal.SIGTERM)
