@@ -10,6 +10,7 @@ import trustme
 from proxyfleet.harness.conformance import Conformance
 from proxyfleet.scenarios.actions import add_proxy, change_proxy, join
 from proxyfleet.simulators.pki import renewed_ca
+from proxyfleet.simulators.proxy.runner import ProxyServer
 
 ONLY_INTRANET_SITE = "intranet.corp.internal"
 
@@ -33,20 +34,32 @@ async def test_proxy_url_and_noproxy_change_at_runtime(conformance: Conformance)
 @pytest.mark.workflow("change")
 async def test_proxy_ca_rotation_at_runtime(conformance: Conformance) -> None:
     lab = conformance.lab
-    assert lab.proxy is not None
+    # With the lab's proxy, its MITM CA rotates and the proxy switches to each new one. A vendor's
+    # proxy keeps its own CA (its key is the vendor's), which stays in the bundle throughout; the
+    # company CA beside it rotates the same way, and the reconciler's handling is judged the same.
+    own = lab.proxy if isinstance(lab.proxy, ProxyServer) else None
+    vendor = lab.settings.vendor_proxy
+    kept = [vendor.ca_pem] if vendor is not None and vendor.ca_pem else []
     await join(conformance)
     await add_proxy(conformance)
-    old_ca = lab.mitm_ca_pem
+    if own is not None:
+        old_ca = lab.mitm_ca_pem
+    else:
+        assert lab.settings.mitm_ca is not None  # the company CA a lab with a vendor proxy makes
+        old_ca = lab.settings.mitm_ca.cert_pem.bytes()
     new_ca = trustme.CA(organization_name="proxyfleet corporate proxy 2027", key_type=trustme.KeyType.RSA)
     await conformance.step("new proxy CA added to the bundle",
-                           lambda: conformance.set_trusted_ca([old_ca, new_ca.cert_pem.bytes()]))
-    await lab.rotate_proxy_ca(lab.proxy, new_ca)  # the proxy now signs with the new CA
+                           lambda: conformance.set_trusted_ca([*kept, old_ca, new_ca.cert_pem.bytes()]))
+    if own is not None:
+        await lab.rotate_proxy_ca(own, new_ca)  # the proxy now signs with the new CA
     await conformance.step("old proxy CA removed from the bundle",
-                           lambda: conformance.set_trusted_ca([new_ca.cert_pem.bytes()]))
+                           lambda: conformance.set_trusted_ca([*kept, new_ca.cert_pem.bytes()]))
     renewed = renewed_ca(new_ca)
     await conformance.step("renewed proxy CA (same subject) added to the bundle",
-                           lambda: conformance.set_trusted_ca([new_ca.cert_pem.bytes(), renewed.cert_pem.bytes()]))
-    await lab.rotate_proxy_ca(lab.proxy, renewed)
+                           lambda: conformance.set_trusted_ca([*kept, new_ca.cert_pem.bytes(),
+                                                               renewed.cert_pem.bytes()]))
+    if own is not None:
+        await lab.rotate_proxy_ca(own, renewed)
     await conformance.step("expiring proxy CA (same subject) removed from the bundle",
-                           lambda: conformance.set_trusted_ca([renewed.cert_pem.bytes()]))
+                           lambda: conformance.set_trusted_ca([*kept, renewed.cert_pem.bytes()]))
     conformance.assert_passed()

@@ -80,9 +80,14 @@ class Route:
 class LabNetwork:
     """The table, plus loopback address allocation for lab components."""
 
-    def __init__(self) -> None:
+    def __init__(self, lab_index: int = 0) -> None:
+        if not 0 <= lab_index < 256:
+            raise ValueError(f"lab index {lab_index} is outside 0..255")
         self._routes: dict[tuple[str, int], Route] = {}
         self._counters: dict[str, Iterator[int]] = {}
+        # Labs running side by side (one per test worker) take different /24s of each range, so
+        # components that must listen on fixed ports (origins on 443, a vendor proxy) never clash.
+        self.lab_index = lab_index
 
     @staticmethod
     def _key(host: str) -> str:
@@ -95,7 +100,7 @@ class LabNetwork:
         """The next unused address of a lab address range."""
         counter = self._counters.setdefault(network, itertools.count(1))
         base = ipaddress.ip_network(network)
-        return str(base.network_address + next(counter))
+        return str(base.network_address + 256 * self.lab_index + next(counter))
 
     def add(self, host: str, port: int, endpoint: Endpoint, kind: str) -> Route:
         route = Route(self._key(host), port, endpoint, kind)
@@ -127,6 +132,32 @@ class LabNetwork:
 
     def names(self, kind: str | None = None) -> list[str]:
         return sorted({r.host for r in self._routes.values() if kind is None or r.kind == kind})
+
+    def hosts_file(self) -> str:
+        """The table as a hosts file, for a proxy that resolves names itself: each origin name with
+        its loopback address, where the origin listens on the name's own port (a proxy given only
+        an address connects to the port of the URL). Names served on another port are left out,
+        listed in a comment."""
+        lines = ["# proxyfleet lab: virtual names of the lab's origins -> their loopback addresses"]
+        entries: dict[str, str] = {}
+        unreachable: set[str] = set()
+        for route in self.routes():
+            if route.kind not in ("internet", "intranet"):
+                continue
+            try:
+                ipaddress.ip_address(route.host)
+                continue  # an IP literal needs no name
+            except ValueError:
+                pass
+            if route.endpoint.port == route.port:
+                entries.setdefault(route.host, route.endpoint.address)
+            else:
+                unreachable.add(route.host)
+        lines += [f"{address} {host}" for host, address in sorted(entries.items())]
+        missing = sorted(unreachable - entries.keys())
+        if missing:
+            lines.append("# not on their own ports (not bindable here): " + " ".join(missing))
+        return "\n".join(lines) + "\n"
 
     # --- sharing with other processes (mitmdump) -------------------------------------------
 

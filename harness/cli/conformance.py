@@ -22,10 +22,13 @@ from rich.table import Table
 import proxyfleet.scenarios as scenarios
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
 from proxyfleet.harness.conformance.plugin import PROPERTY
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
 from proxyfleet.harness.conformance.results import ConformanceRun, ScenarioResult
 from proxyfleet.harness.lab.external import ENV_MODES
+from proxyfleet.harness.lab.vendor import VendorProxyError
+from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 from proxyfleet.harness.reconciler import VARIANTS
 
 WORKFLOWS = ("install-time", "runtime-add", "change", "remove", "baseline", "join-after-change", "deconfigure",
@@ -138,6 +141,7 @@ class RunOptions:
     workers: int = 0
     keep: Path | None = None
     extra_args: list[str] = field(default_factory=list)
+    proxy: ProxyOptions = field(default_factory=ProxyOptions)  # a vendor's proxy (bring your own)
 
 
 @dataclass
@@ -161,6 +165,8 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     ini = scratch / "pytest.ini"
     ini.write_text(INI)
     parallel = options.workers or min(selected, default_workers(options.nodes, os.cpu_count() or 1))
+    if options.proxy.serial:
+        parallel = 1  # one proxy address: one lab at a time
     args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
             "-p", "no:terminal", "-n", str(parallel) if selected > 1 else "0",
             # Scenarios judge with their own checks: no assertion rewriting to parse in every worker,
@@ -172,6 +178,8 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
             f"--proxyfleet-converge-timeout={options.converge_timeout}", f"--proxyfleet-state-dir={state_dir}",
             *options.extra_args]
+    if options.proxy.given:
+        args.append(f"--proxyfleet-vendor-proxy={options.proxy.write(scratch / 'vendor-proxy.json')}")
     if options.reconciler_command:
         args.append(f"--proxyfleet-reconciler-command={options.reconciler_command}")
         args.append(f"--proxyfleet-reconciler-env={options.reconciler_env}")
@@ -231,17 +239,25 @@ def report_options(function: Any) -> Any:
 @click.option("--workers", default=0, type=click.IntRange(0, 64),
               help="Scenario labs run in parallel (default: by lab size, two per CPU for small labs, one "
                    "per CPU for big ones).")
+@proxy_options
 def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
-                reconciler_env: str, keep: Path | None, converge_timeout: float, workers: int) -> None:
+                reconciler_env: str, keep: Path | None, converge_timeout: float, workers: int,
+                **proxy: Any) -> None:
     """Run the conformance scenarios on the embedded lab and judge the reconciler."""
     interrupt_on_sigterm()
     console = Console(stderr=True)
+    vendor = proxy_options_from(proxy)
+    if vendor.given:
+        try:
+            console.print(f"corporate proxy: {vendor.spec().describe()}")  # checked before any lab starts
+        except VendorProxyError as exc:
+            raise click.UsageError(str(exc)) from None
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
         options = RunOptions(nodes=nodes, variant=variant, workflows=workflows,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
-                             converge_timeout=converge_timeout, workers=workers, keep=keep)
+                             converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor)
         outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
         console.print(summary_table(outcome.run))
         write_reports(outcome, console, json_path, junit, html, flows)

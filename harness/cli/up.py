@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import shlex
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
 
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli.inputs import CustomerProxy, InputError, read_install_config
+from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
 from proxyfleet.harness.cli.repro import BadInput
 from proxyfleet.harness.cli.running import wait_for_stop_signal
 from proxyfleet.harness.lab import (
@@ -23,7 +25,9 @@ from proxyfleet.harness.lab import (
     admin,
     customer_settings,
 )
+from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.proxy.runner import ProxyServer
 
 READY_LINE = "lab ready; press Ctrl-C to stop"
 
@@ -33,9 +37,10 @@ def describe(lab: Lab) -> list[str]:
     assert lab.proxy is not None
     (lab.state_dir / "proxy-ca.crt").write_bytes(lab.mitm_ca_pem)
     node = lab.fleet.nodes[0]
-    flows = lab.proxy.stream_path
     origins = ", ".join(lab.network.names("internet") + lab.network.names("intranet"))
     firewall = "on: internet origins accept only the proxy" if lab.egress_firewall else "off: an open network"
+    endpoint = f"{lab.proxy.endpoint.address}:{lab.proxy.endpoint.port}"
+    vendor = lab.vendor_proxy
     lines = [
         f"state:       {lab.state_dir}",
         f"kubeconfig:  {lab.kubeconfig}",
@@ -43,10 +48,14 @@ def describe(lab: Lab) -> list[str]:
         f"             KUBECONFIG={lab.kubeconfig} kubectl patch proxy cluster --type merge "
         f"-p '{{\"spec\":{{\"httpProxy\":\"http://{PROXY_HOST}:{PROXY_PORT}\","
         f"\"httpsProxy\":\"http://{PROXY_HOST}:{PROXY_PORT}\"}}}}'",
-        f"proxy:       http://{PROXY_HOST}:{PROXY_PORT} (the lab's mitmdump, {lab.proxy.endpoint.address}:"
-        f"{lab.proxy.endpoint.port})",
-        f"proxy CA:    {lab.state_dir / 'proxy-ca.crt'} (its MITM CA; put it in a trustedCA ConfigMap)",
+        f"proxy:       http://{PROXY_HOST}:{PROXY_PORT} ("
+        + (f"your proxy, {endpoint})" if vendor is not None else f"the lab's mitmdump, {endpoint})"),
+        f"proxy CA:    {lab.state_dir / 'proxy-ca.crt'} (the CAs nodes must trust for it; put them in a "
+        "trustedCA ConfigMap)",
     ]
+    if vendor is not None and vendor.config_dir is not None:
+        lines.append(f"proxy files: {vendor.config_dir} (hosts file: {vendor.config_dir / 'hosts'}; access log "
+                     f"{vendor.access_log_path}; its output in {vendor.directory / 'proxy.log'})")
     if lab.proxy2 is not None:
         lines.append(f"proxy 2:     http://***:***@{PROXY2_HOST}:{PROXY2_PORT} (credentials in {lab.state_dir}/"
                      "proxy2-url.txt)")
@@ -55,8 +64,11 @@ def describe(lab: Lab) -> list[str]:
         f"ssh:         {shlex.join(lab.fleet.ssh_command(node))}",
         f"nodes:       {len(lab.fleet.nodes)} ({lab.fleet.nodes[0].address} … {lab.fleet.nodes[-1].address}, "
         f"port {lab.fleet.port}); manifest {lab.fleet.write_manifest()}",
-        f"flows:       {lab.proxy.flow_log_path} (JSON lines)",
-        f"             mitmweb --rfile {flows}",
+    ]
+    if isinstance(lab.proxy, ProxyServer):
+        lines += [f"flows:       {lab.proxy.flow_log_path} (JSON lines)",
+                  f"             mitmweb --rfile {lab.proxy.stream_path}"]
+    lines += [
         f"origins:     {origins}",
         f"firewall:    {firewall}; refused connections in {lab.violations_path} (JSON lines)",
         f"reconciler:  {lab.settings.reconciler or 'none (run your own against the kubeconfig)'}",
@@ -85,8 +97,15 @@ async def _run(settings: LabSettings) -> None:
 @click.option("--egress-firewall", default="on", show_default=True, type=click.Choice(["on", "off"]),
               help="on: a corporate network, where internet origins accept only the proxy (so before a proxy is "
                    "configured internet pulls fail); off: an open network.")
-def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconciler: str, egress_firewall: str) -> None:
+@proxy_options
+def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconciler: str, egress_firewall: str,
+       **proxy: Any) -> None:
     """Bring up the whole lab (cluster, proxies, origins, fleet, reconciler) until Ctrl-C."""
+    options = proxy_options_from(proxy)
+    try:
+        vendor = options.spec() if options.given else None
+    except VendorProxyError as exc:
+        raise BadInput(str(exc)) from None
     try:
         config_text = read_install_config(install_config) if install_config else None
     except InputError as exc:
@@ -101,5 +120,5 @@ def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconcil
                            second_proxy=True, egress_firewall=egress_firewall == "on",
                            reconciler=None if reconciler == "none" else reconciler,
                            reboot_duration=1.0, shutdown_delay=0.3, heartbeat=2.0, node_grace=40.0,
-                           **customer_settings(config_text, targets))
+                           vendor_proxy=vendor, **customer_settings(config_text, targets))
     asyncio.run(_run(settings))

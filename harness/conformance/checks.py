@@ -145,6 +145,8 @@ class PullEvidence:
     flows: tuple[tuple[bool, Mapping[str, Any]], ...] = ()
     direct: int = 0
     refused: bool = False
+    issuer: str | None = None  # who issued the certificate the node's client was shown (None: unknown)
+    origin_issuer: str | None = None  # who issues the origins' own certificates
 
 
 def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool = False) -> Verdict:
@@ -178,14 +180,23 @@ def _routed(what: str, action: str, route: Route, firewalled: bool, seen: PullEv
     if route.proxy is not None:
         through = [f for named, f in seen.flows if named]
         via = [f for f in through if f["kind"] == "request" and f["intercepted"] and f["status"] == 200]
+        # A proxy that does not intercept shows only its CONNECTs; the node then sees the origin's
+        # own certificate. Interception is what the evidence shows, not an assumption.
+        tunnels = [f for f in through if f["kind"] == "connect" and f["status"] == 200] if not via else []
+        shown = _certificate(seen, intercepted=bool(via))
         rejected = sum(1 for f in through if f["kind"] == "tls-failed")
+        denied = sorted({_refusal(f, route) for f in through if (f.get("status") or 0) >= 400})
         elsewhere = len(seen.flows) - len(through)
-        ok = seen.ok and bool(via) and not seen.direct and not elsewhere
+        ok = seen.ok and bool(via or tunnels) and shown is None and not seen.direct and not elsewhere
+        if ok and tunnels:
+            through_text = "through the proxy, tunnelled, origin certificate"
         return Verdict(ok, f"{what} {route.describe()} (origin sees only the proxy)",
                        through_text if ok else
-                       f"{outcome}; {len(via)} request(s) through that proxy, {elsewhere} flow(s) "
-                       f"through another; {rejected} rejected MITM handshake(s); "
-                       f"{seen.direct} direct connection(s) at the origin")
+                       f"{outcome}; {len(via)} request(s) and {len(tunnels)} tunnel(s) through that proxy, "
+                       f"{elsewhere} flow(s) through another; {rejected} rejected MITM handshake(s); "
+                       + (f"the proxy answered {', '.join(denied)}; " if denied else "")
+                       + (f"{shown}; " if shown else "")
+                       + f"{seen.direct} direct connection(s) at the origin")
     if firewalled:
         # No proxy for this destination in a network that demands one: the node must try directly
         # and be refused at the firewall (a proxy flow would be a guess of its own).
@@ -199,6 +210,29 @@ def _routed(what: str, action: str, route: Route, firewalled: bool, seen: PullEv
                    "direct, the origin saw the node" if ok else
                    f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
                    f"origin saw the node {seen.direct} time(s)")
+
+
+def _refusal(flow: Mapping[str, Any], route: Route) -> str:
+    """A proxy's refusal in words: a 407 says whether credentials were sent at all."""
+    status = flow.get("status")
+    code = flow.get("squid_code") or flow.get("error") or "refused"
+    if status == 407:
+        sent = route.proxy is not None and urllib.parse.urlsplit(route.proxy).username is not None
+        return (f"407 ({code}: the proxy refused the credentials the node sent)" if sent else
+                f"407 ({code}: the proxy wants credentials and the proxy URL has none)")
+    return f"{status} ({code})"
+
+
+def _certificate(seen: PullEvidence, intercepted: bool) -> str | None:
+    """What is wrong with the certificate the node was shown (None: nothing, or not known): an
+    intercepting proxy shows its own CA's, a tunnel the origin's."""
+    if seen.issuer is None or seen.origin_issuer is None:
+        return None
+    if intercepted and seen.issuer == seen.origin_issuer:
+        return f"the proxy logged decrypted requests, yet the node was shown the origin's certificate ({seen.issuer})"
+    if not intercepted and seen.issuer != seen.origin_issuer:
+        return f"a tunnel, yet the node was shown a certificate issued by {seen.issuer}, not the origin's"
+    return None
 
 
 def leftover_files(found: frozenset[str], baseline: frozenset[str]) -> Verdict:

@@ -11,6 +11,7 @@ from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.harness.conformance.expectations import Expected
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.harness.lab import Lab
+from proxyfleet.harness.lab.vendor import VendorProxy
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.proxy.runner import ProxyServer
 
@@ -23,7 +24,7 @@ PROBED_HOSTS = (INTERNET_REGISTRY, INTRANET_REGISTRY, INTERNET_HTTP_SITE)
 class Evidence:
     """What the proxies and origins saw during a step, grouped by node address."""
 
-    pull_flows: dict[str, list[tuple[ProxyServer, dict[str, Any]]]] = field(default_factory=dict)
+    pull_flows: dict[str, list[tuple[ProxyServer | VendorProxy, dict[str, Any]]]] = field(default_factory=dict)
     step_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # since the step began
     origin_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> source -> requests
     violations: dict[str, list[str]] = field(default_factory=dict)  # source -> refused origins
@@ -59,8 +60,15 @@ class LabEvidence:
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
 
-    def proxies(self) -> list[ProxyServer]:
+    def proxies(self) -> list[ProxyServer | VendorProxy]:
         return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
+
+    async def settle(self) -> None:
+        """Wait until a vendor proxy has logged the connections so far (Squid writes a tunnel's
+        line when it closes); the lab's own proxy logs as it goes."""
+        vendor = self.lab.vendor_proxy
+        if vendor is not None and vendor.running:
+            await vendor.settle()
 
     def marks(self) -> dict[str, int]:
         """Where each log ends now (what comes after belongs to the pulls and fetches that follow)."""

@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from cryptography import x509
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -140,6 +141,9 @@ class Conformance:
         self.baseline_files: dict[str, frozenset[str]] = {}
         self._targets: dict[str, Expected] = {}  # what each node should hold now
         self._user_ca: set[str] = set()
+        # The issuer on the origins' certificates (the lab's public CA): what a node is shown
+        # through a tunnelling proxy; an intercepting one shows its own CA instead.
+        self._origin_issuer = x509.load_pem_x509_certificate(lab.public_ca.cert_pem.bytes()).subject.rfc4514_string()
         self._old_user_ca: set[str] = set()
         # Every proxy credential this scenario (or the lab's install-config) used: none may leak.
         self._secrets: set[str] = set()
@@ -170,7 +174,7 @@ class Conformance:
         for node in self.nodes:
             self._targets[node.address] = UNCONFIGURED
         if self.lab.settings.install_proxy and self.lab.settings.mitm_ca is not None:
-            self._user_ca = set(certificates_of(self.lab.settings.mitm_ca.cert_pem.bytes()))
+            self._user_ca = set(certificates_of(self.lab.user_ca_pem()))
         self.cordons.start()
 
     async def close(self) -> None:
@@ -570,6 +574,7 @@ class Conformance:
 
         addresses = step.members + step.deconfigured
         observed = await asyncio.gather(*(gather(a) for a in addresses))
+        await self.evidence.settle()
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
@@ -750,8 +755,10 @@ class Conformance:
         refused = False
         if self._firewalled(host):
             refused = self.lab.origins.server(host).name in evidence.violations.get(address, [])
+        issuer = self.node(address).machine.pull_issuers.get(host) if host != INTERNET_HTTP_SITE else None
         return checks.PullEvidence(result.ok, result.output, flows,
-                                   evidence.origin_sources.get(host, {}).get(address, 0), refused)
+                                   evidence.origin_sources.get(host, {}).get(address, 0), refused,
+                                   issuer=issuer, origin_issuer=self._origin_issuer)
 
     def _firewalled(self, host: str) -> bool:
         """Whether the egress firewall refuses a node's direct connection to ``host``."""

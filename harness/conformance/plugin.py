@@ -30,6 +30,7 @@ from proxyfleet.harness.conformance.judge import Conformance
 from proxyfleet.harness.conformance.results import ChecksFailed, Ending, ScenarioResult, Status
 from proxyfleet.harness.lab import Lab, LabSettings, customer_settings
 from proxyfleet.harness.lab.external import ENV_MODES
+from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 
 PROPERTY = "proxyfleet"
 ENDING = pytest.StashKey[Ending]()
@@ -68,6 +69,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Run only scenarios of this workflow (repeatable).")
     group.addoption("--proxyfleet-repro", default=None, type=Path,
                     help="Run the 'repro' scenario with a customer's settings (JSON written by proxyfleet repro).")
+    group.addoption("--proxyfleet-vendor-proxy", default=None, type=Path,
+                    help="Run a vendor's proxy as the corporate proxy (JSON written by proxyfleet conformance).")
     group.addoption("--proxyfleet-state-dir", default=None, type=Path,
                     help="Keep each scenario lab's files (kubeconfig, flows, node disks) under this directory.")
 
@@ -163,6 +166,9 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         "shutdown_delay": 0.2,
     }
     settings.update(overrides)
+    vendor: Path | None = config.getoption("--proxyfleet-vendor-proxy")
+    if vendor is not None:
+        settings["vendor_proxy"] = ProxyOptions.from_json(json.loads(vendor.read_text())).spec()
     repro = _repro_spec(config)
     if repro is not None:
         settings.update(customer_settings(repro.get("install_config"),

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 
 import trustme
@@ -31,14 +31,16 @@ from proxyfleet.core.contract import CONFIG_GROUP, CONFIG_VERSION, OPERATOR_NAME
 from proxyfleet.core.kubeconfig import api_client
 from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.lab import admin
+from proxyfleet.harness.lab.addressclaims import NoFreeLabIndex, claim_lab_index, release
 from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
+from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxyError, VendorProxySettings, VendorProxySpec
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.disruption import pod_ready
 from proxyfleet.simulators.controlplane.resources import PODS, find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
-from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork, NetworkError
-from proxyfleet.simulators.origins.catalog import Origins, start_origins
+from proxyfleet.simulators.network import PROXY_NETWORK, Endpoint, LabNetwork, NetworkError
+from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, start_origins
 from proxyfleet.simulators.origins.server import Violation
 from proxyfleet.simulators.pki import new_public_ca
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
@@ -141,9 +143,19 @@ class LabSettings:
     # a pod on every node, an administrator's cordon and a budget of one, the last node of a
     # two-node fleet could never be drained — kubectl drain would wait forever, rightly).
     workloads: bool = True
+    # A vendor's proxy as the corporate proxy instead of the lab's mitmdump (``--proxy-command``,
+    # ``--proxy-url``): the origins then listen on their real ports and the proxy gets a hosts file.
+    vendor_proxy: VendorProxySpec | None = None
+    # Which /24 of each lab address range the lab takes (a lab with a vendor proxy claims a free
+    # one from here up: its origins listen on fixed ports).
+    lab_index: int = 0
 
 
 _Part = TypeVar("_Part")
+
+
+async def _release(claim: IO[bytes]) -> None:
+    release(claim)
 
 
 class LabNotStarted(RuntimeError):
@@ -157,14 +169,15 @@ class Lab:
     settings: LabSettings = field(default_factory=LabSettings)
 
     def __post_init__(self) -> None:
-        self.network = LabNetwork()
+        self.network = LabNetwork(self.settings.lab_index)
         self.public_ca = new_public_ca()
         self.state_dir: Path = Path()
         # Parts that exist once the lab has started (read them through the properties below).
         self._control_plane: ControlPlane | None = None
         self._origins: Origins | None = None
         self._fleet: Fleet | None = None
-        self.proxy: ProxyServer | None = None  # None when the lab runs without a proxy (settings.proxy)
+        # The corporate proxy: the lab's mitmdump, a vendor's, or None (``settings.proxy`` off).
+        self.proxy: ProxyServer | VendorProxy | None = None
         self._temporary: str | None = None
         self.proxy2: ProxyServer | None = None
         self.reconciler: Reconciler | None = None
@@ -196,6 +209,21 @@ class Lab:
             self.state_dir = self.settings.state_dir
             self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "public-ca.crt").write_bytes(self.public_ca.cert_pem.bytes())
+        vendor = self.settings.vendor_proxy
+        if vendor is not None:
+            # Origins will listen on 443/80: take addresses no other lab on this machine uses.
+            try:
+                index, claim = claim_lab_index(first=max(1, self.settings.lab_index))
+            except NoFreeLabIndex as exc:
+                raise LabError(str(exc)) from None
+            self._stack.append(("lab address claim", lambda: _release(claim)))
+            self.network = LabNetwork(index)
+        if vendor is not None and self.settings.mitm_ca is None:
+            # The lab's second proxy intercepts with a CA of the lab's (the vendor's key is theirs).
+            self.settings.mitm_ca = trustme.CA(organization_name="proxyfleet corporate proxy",
+                                               key_type=trustme.KeyType.RSA)
+        if vendor is not None and vendor.auth:
+            self.settings.proxy_auth = vendor.auth
         if self.settings.install_proxy and self.settings.install_config is None:
             self.settings.install_config = self._install_config_with_proxy()
         proxy_listen = self.network.allocate(PROXY_NETWORK)
@@ -211,10 +239,16 @@ class Lab:
         await self.control_plane.start()
         self._stack.append(("control plane", self.control_plane.stop))
 
-        self._origins = await start_origins(self.network, self.public_ca, proxy_egress)
+        try:
+            self._origins = await start_origins(self.network, self.public_ca, proxy_egress,
+                                                real_ports=vendor is not None)
+        except OriginPortError as exc:
+            raise LabError(str(exc)) from None
         self._stack.append(("origins", self.origins.stop))
 
-        if self.settings.proxy:
+        if vendor is not None:
+            await self._start_vendor_proxy(vendor, proxy_listen, proxy_egress)
+        elif self.settings.proxy:
             self.proxy = ProxyServer(ProxySettings(
                 self.state_dir / "proxy", self.network, self.public_ca.cert_pem.bytes(),
                 listen_address=proxy_listen, egress_address=proxy_egress,
@@ -268,6 +302,44 @@ class Lab:
             await self._start_external_reconciler(self.settings.reconciler_command)
         elif self.settings.reconciler:
             await self._start_reconciler(self.settings.reconciler)
+
+    async def _start_vendor_proxy(self, vendor: VendorProxySpec, listen_address: str, egress: str) -> None:
+        """The vendor's proxy on ``--proxy-listen`` (else the lab's proxy address, port 3128); with
+        a second proxy, the lab's mitmdump beside it, intercepting with the lab's CA."""
+        listen = vendor.listen or Endpoint(listen_address, PROXY_PORT)
+        try:
+            proxy = VendorProxy(VendorProxySettings(
+                state_dir=self.state_dir / "proxy", listen=listen, egress_address=egress,
+                hosts_text=self.network.hosts_file(), command=vendor.command, url=vendor.url,
+                config_files=list(vendor.config_files), ca_pem=vendor.ca_pem, auth=vendor.auth,
+                user=vendor.user, access_log=vendor.access_log, public_ca_pem=self.public_ca.cert_pem.bytes()))
+            self.proxy = proxy
+
+            async def stop() -> None:
+                await proxy.stop()
+                proxy.remove()
+            self._stack.append(("vendor proxy", stop))
+            await proxy.start()
+        except VendorProxyError as exc:
+            raise LabError(str(exc)) from None
+        self.network.add(PROXY_HOST, PROXY_PORT, proxy.endpoint, "proxy")
+        for host, port in self.settings.proxy_aliases:
+            self.network.add(host, port, proxy.endpoint, "proxy")
+        if self.settings.second_proxy:
+            assert self.settings.mitm_ca is not None
+            self.proxy2 = ProxyServer(ProxySettings(
+                self.state_dir / "proxy2", self.network, self.public_ca.cert_pem.bytes(),
+                listen_address=self.network.allocate(PROXY_NETWORK), egress_address=egress,
+                auth=PROXY2_AUTH, mitm_ca=self.settings.mitm_ca))
+            await self.proxy2.start()
+            self._stack.append(("second proxy", self.proxy2.stop))
+            self.network.add(PROXY2_HOST, PROXY2_PORT, self.proxy2.endpoint, "proxy")
+            self.proxy2.publish_table()
+
+    @property
+    def vendor_proxy(self) -> VendorProxy | None:
+        """The vendor's proxy, when the lab runs one as its corporate proxy."""
+        return self.proxy if isinstance(self.proxy, VendorProxy) else None
 
     def _follow_pods(self) -> None:
         """Wake a node's kubelet when a pod bound to it changes (its pod watch, in effect)."""
@@ -378,11 +450,11 @@ class Lab:
         if self.settings.mitm_ca is None:
             self.settings.mitm_ca = trustme.CA(organization_name="proxyfleet corporate proxy",
                                                key_type=trustme.KeyType.RSA)
-        url = f"http://{PROXY_HOST}:{PROXY_PORT}"
+        url = self.proxy_url
         return yaml.safe_dump({
             "apiVersion": "v1", "baseDomain": "example.com", "metadata": {"name": "lab"},
             "proxy": {"httpProxy": url, "httpsProxy": url, "noProxy": DEFAULT_NO_PROXY},
-            "additionalTrustBundle": self.settings.mitm_ca.cert_pem.bytes().decode(),
+            "additionalTrustBundle": self.user_ca_pem().decode(),
             "additionalTrustBundlePolicy": "Proxyonly"})
 
     # --- the running parts (not Optional: a lab that has not started says so) --------------------
@@ -424,7 +496,7 @@ class Lab:
         an explicit lab action, which a scenario takes in the open."""
         self.origins.internet_open = not on
 
-    def proxy_server(self, url: str | None) -> ProxyServer | None:
+    def proxy_server(self, url: str | None) -> ProxyServer | VendorProxy | None:
         """The lab proxy a proxy URL (as in Proxy status) reaches through the lab table, if any."""
         if not url:
             return None
@@ -438,11 +510,11 @@ class Lab:
                 return server
         return None
 
-    async def take_proxy_down(self, server: ProxyServer) -> None:
+    async def take_proxy_down(self, server: ProxyServer | VendorProxy) -> None:
         """Stop one proxy (its address refuses connections): a proxy outage."""
         await server.stop()
 
-    async def bring_proxy_up(self, server: ProxyServer) -> None:
+    async def bring_proxy_up(self, server: ProxyServer | VendorProxy) -> None:
         """End ``take_proxy_down``: the same proxy on the same address and port, flows kept."""
         await server.start()
 
@@ -476,10 +548,21 @@ class Lab:
         credentials = f"{self.settings.proxy_auth}@" if self.settings.proxy_auth else ""
         return f"http://{credentials}{PROXY_HOST}:{PROXY_PORT}"
 
+    def user_ca_pem(self) -> bytes:
+        """The CAs the company distributes for its proxies: the lab proxy's MITM CA; with a
+        vendor's proxy, its interception CA (if it intercepts) and the lab's own."""
+        vendor = self.settings.vendor_proxy
+        lab_ca = self.settings.mitm_ca.cert_pem.bytes() if self.settings.mitm_ca is not None else b""
+        if vendor is not None:
+            return (vendor.ca_pem or b"") + lab_ca
+        return lab_ca
+
     @property
     def mitm_ca_pem(self) -> bytes:
-        assert self.proxy is not None
-        return self.proxy.mitm_ca_pem
+        """The CA bundle nodes must trust for the corporate proxy (see ``user_ca_pem``)."""
+        if isinstance(self.proxy, ProxyServer):
+            return self.proxy.mitm_ca_pem
+        return self.user_ca_pem()
 
     async def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking ``kubernetes`` client call without stalling the lab's event loop."""

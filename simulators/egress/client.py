@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 import h11
+from cryptography import x509
 
 from proxyfleet.core.noproxy.urls import URLError, parse_target
 from proxyfleet.simulators.network import LabNetwork, NetworkError, NoRoute, NoSuchHost
@@ -147,6 +148,9 @@ class EgressSession:
         self.user_agent = user_agent
         self._pool: dict[tuple[str, str, int, str | None], _Connection] = {}
         self.remote: tuple[str, int] | None = None  # the virtual host:port last connected to
+        # (server name, issuer of the certificate it was shown) for every TLS handshake: the
+        # proxy's CA when it intercepts, the origin's when it tunnels.
+        self.certificates: list[tuple[str, str]] = []
 
     async def close(self) -> None:
         for connection in self._pool.values():
@@ -201,6 +205,11 @@ class EgressSession:
             connection.close()
             raise EgressError("timeout", "TLS handshake timeout") from None
         self.trace.add("* SSL connection established")
+        ssl_object = connection.writer.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if der:
+            issuer = x509.load_der_x509_certificate(der).issuer.rfc4514_string()
+            self.certificates.append((server_name, issuer))  # not traced: Schannel's -v omits it
         return connection
 
     async def request(self, method: str, url: str, *, proxy: str | None = None,

@@ -5,8 +5,10 @@ does: its traffic takes ``HTTP_PROXY``, not ``HTTPS_PROXY``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import trustme
 from aiohttp import web
@@ -24,6 +26,27 @@ INTRANET_REGISTRY_IP = "10.0.5.20"
 INTRANET_SITE = "intranet.corp.internal"
 HTTPS_PORT = 443
 HTTP_PORT = 80
+
+
+class OriginPortError(OSError):
+    """An origin cannot listen on its real port (443 or 80) of its own address."""
+
+    def __init__(self, address: str, port: int, cause: OSError) -> None:
+        hint = ("ports below 1024 need root, or net.ipv4.ip_unprivileged_port_start=0 "
+                "(sysctl -w net.ipv4.ip_unprivileged_port_start=0)") if isinstance(cause, PermissionError) else \
+            "is another lab or program using it?"
+        super().__init__(f"an origin cannot listen on {address}:{port} ({cause.strerror or cause}): a proxy "
+                         f"that resolves names itself connects to the real port; {hint}")
+
+
+def real_ports_allowed() -> bool:
+    """Whether this process may listen on ports 80 and 443 (root, or unprivileged ports from 0)."""
+    if os.geteuid() == 0:
+        return True
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text()) <= HTTP_PORT
+    except (OSError, ValueError):
+        return False
 
 
 @dataclass
@@ -55,19 +78,29 @@ class Origins:
 
 async def _start(network: LabNetwork, origins: Origins, public_ca: trustme.CA, name: str,
                  hosts: list[str], app: web.Application, allows: Callable[[str], bool],
-                 kind: str, tls: bool = True) -> OriginServer:
+                 kind: str, tls: bool = True, real_ports: bool = False) -> OriginServer:
     address = network.allocate(INTERNET_NETWORK if kind == "internet" else INTRANET_NETWORK)
+    port = HTTPS_PORT if tls else HTTP_PORT
     server = OriginServer(name=name, hosts=[h.lower() for h in hosts], address=address, app=app,
-                          certificate=public_ca.issue_cert(*hosts) if tls else None, allows=allows, kind=kind)
-    await server.start()
+                          certificate=public_ca.issue_cert(*hosts) if tls else None, allows=allows, kind=kind,
+                          port=port if real_ports else 0)
+    try:
+        await server.start()
+    except OSError as exc:
+        if not real_ports:
+            raise
+        raise OriginPortError(address, port, exc) from None
     for host in hosts:
-        network.add(host, HTTPS_PORT if tls else HTTP_PORT, Endpoint(address, server.port), kind)
+        network.add(host, port, Endpoint(address, server.port), kind)
     origins.servers.append(server)
     return server
 
 
-async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress: str) -> Origins:
-    """Start the standard origins; internet ones accept only ``proxy_egress``."""
+async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress: str,
+                        real_ports: bool = False) -> Origins:
+    """Start the standard origins; internet ones accept only ``proxy_egress``. With ``real_ports``
+    each listens on 443 (80 for plain HTTP) of its own address, so a proxy that resolves the
+    virtual names with a hosts file reaches it at the port of the URL."""
     origins = Origins()
 
     def only_proxy(source: str) -> bool:
@@ -87,16 +120,16 @@ async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress
             origins.images[f"{host}/{reference}"] = image
     try:
         await _start(network, origins, public_ca, "internet-registry", [INTERNET_REGISTRY],
-                     quay.application(), only_proxy, "internet")
+                     quay.application(), only_proxy, "internet", real_ports=real_ports)
         await _start(network, origins, public_ca, "internet-site", [INTERNET_SITE, "example.com"],
-                     website(INTERNET_SITE), only_proxy, "internet")
+                     website(INTERNET_SITE), only_proxy, "internet", real_ports=real_ports)
         await _start(network, origins, public_ca, "internet-http-site", [INTERNET_HTTP_SITE],
-                     website(INTERNET_HTTP_SITE), only_proxy, "internet", tls=False)
+                     website(INTERNET_HTTP_SITE), only_proxy, "internet", tls=False, real_ports=real_ports)
         await _start(network, origins, public_ca, "intranet-registry",
                      [INTRANET_REGISTRY, INTRANET_REGISTRY_IP], corp.application(), loopback,
-                     "intranet")
+                     "intranet", real_ports=real_ports)
         await _start(network, origins, public_ca, "intranet-site", [INTRANET_SITE],
-                     website(INTRANET_SITE), loopback, "intranet")
+                     website(INTRANET_SITE), loopback, "intranet", real_ports=real_ports)
     except BaseException:
         await origins.stop()
         raise

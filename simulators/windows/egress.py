@@ -139,61 +139,73 @@ async def pull_image(machine: WindowsMachine, network: LabNetwork | None, source
 
     Returns the image id (config digest); raises PullFailed with containerd's message.
     """
+    async with EgressSession(network, source, machine_trust(machine),
+                             user_agent="containerd/v1.7.0") as session:
+        try:
+            return await _pull(machine, session, environment, image)
+        finally:
+            issuers = [issuer for name, issuer in session.certificates if name == image.host.lower()]
+            if issuers:
+                machine.pull_issuers[image.host.lower()] = issuers[-1]
+            else:
+                machine.pull_issuers.pop(image.host.lower(), None)
+
+
+async def _pull(machine: WindowsMachine, session: EgressSession, environment: Mapping[str, str],
+                image: ImageReference) -> str:
     rules = CLIENTS["go"]
     ref = str(image)
     base = f"https://{image.host}/v2/{image.repository}"
-    async with EgressSession(network, source, machine_trust(machine),
-                             user_agent="containerd/v1.7.0") as session:
 
-        async def fetch(method: str, url: str, accept: str | None = None) -> Response:
-            decision = rules.decide(environment, url)
-            if decision.decision == "error":
-                raise PullFailed("Unknown", f"failed to do request: {method.title()} \"{url}\": "
-                                            f"{decision.reason}")
-            host, port = urlsplit(url).hostname or "", urlsplit(url).port or 443
-            try:
-                return await session.request(method, url, proxy=decision.proxy,
-                                             headers=[("Accept", accept)] if accept else [])
-            except EgressError as exc:
-                cause = go_error(exc, session, host, port, decision.proxy)
-                raise PullFailed("Unknown",
-                                 f"failed to do request: {method.title()} \"{url}\": {cause}") from None
-
+    async def fetch(method: str, url: str, accept: str | None = None) -> Response:
+        decision = rules.decide(environment, url)
+        if decision.decision == "error":
+            raise PullFailed("Unknown", f"failed to do request: {method.title()} \"{url}\": "
+                                        f"{decision.reason}")
+        host, port = urlsplit(url).hostname or "", urlsplit(url).port or 443
         try:
-            head = await fetch("HEAD", f"{base}/manifests/{image.reference}", MANIFEST_ACCEPT)
-        except PullFailed as failure:
-            raise PullFailed(failure.code, f"failed to resolve reference \"{ref}\": {failure}") from None
-        if head.status == 404:
-            raise PullFailed("NotFound", f"failed to resolve reference \"{ref}\": {ref}: not found")
-        if head.status >= 400:
-            raise PullFailed("Unknown", f"failed to resolve reference \"{ref}\": unexpected status "
-                                        f"from HEAD request to {base}/manifests/{image.reference}: "
-                                        f"{head.status} {head.reason}")
-        digest = head.header("Docker-Content-Digest")
-        manifest_response = await fetch("GET", f"{base}/manifests/{digest or image.reference}",
-                                        MANIFEST_ACCEPT)
-        manifest_bytes = manifest_response.body
-        actual = "sha256:" + hashlib.sha256(manifest_bytes).hexdigest()
-        if manifest_response.status != 200 or (digest and digest != actual) or (
-                image.digest and image.digest != actual):
-            raise PullFailed("Unknown", f"failed to pull and unpack image \"{ref}\": manifest "
-                                        f"digest mismatch (expected {digest or image.digest}, got {actual})")
-        try:
-            manifest = json.loads(manifest_bytes)
-            blobs = [manifest["config"], *manifest["layers"]]
-        except (ValueError, KeyError, TypeError):
+            return await session.request(method, url, proxy=decision.proxy,
+                                         headers=[("Accept", accept)] if accept else [])
+        except EgressError as exc:
+            cause = go_error(exc, session, host, port, decision.proxy)
             raise PullFailed("Unknown",
-                             f"failed to pull and unpack image \"{ref}\": invalid manifest") from None
-        for blob in blobs:
-            response = await fetch("GET", f"{base}/blobs/{blob['digest']}")
-            got = "sha256:" + hashlib.sha256(response.body).hexdigest()
-            if response.status != 200 or got != blob["digest"]:
-                raise PullFailed("Unknown", f"failed to pull and unpack image \"{ref}\": failed to "
-                                            f"copy: blob {blob['digest']}: digest mismatch or status "
-                                            f"{response.status}")
-        image_id: str = manifest["config"]["digest"]
-        machine.images[ref] = image_id
-        return image_id
+                             f"failed to do request: {method.title()} \"{url}\": {cause}") from None
+
+    try:
+        head = await fetch("HEAD", f"{base}/manifests/{image.reference}", MANIFEST_ACCEPT)
+    except PullFailed as failure:
+        raise PullFailed(failure.code, f"failed to resolve reference \"{ref}\": {failure}") from None
+    if head.status == 404:
+        raise PullFailed("NotFound", f"failed to resolve reference \"{ref}\": {ref}: not found")
+    if head.status >= 400:
+        raise PullFailed("Unknown", f"failed to resolve reference \"{ref}\": unexpected status "
+                                    f"from HEAD request to {base}/manifests/{image.reference}: "
+                                    f"{head.status} {head.reason}")
+    digest = head.header("Docker-Content-Digest")
+    manifest_response = await fetch("GET", f"{base}/manifests/{digest or image.reference}",
+                                    MANIFEST_ACCEPT)
+    manifest_bytes = manifest_response.body
+    actual = "sha256:" + hashlib.sha256(manifest_bytes).hexdigest()
+    if manifest_response.status != 200 or (digest and digest != actual) or (
+            image.digest and image.digest != actual):
+        raise PullFailed("Unknown", f"failed to pull and unpack image \"{ref}\": manifest "
+                                    f"digest mismatch (expected {digest or image.digest}, got {actual})")
+    try:
+        manifest = json.loads(manifest_bytes)
+        blobs = [manifest["config"], *manifest["layers"]]
+    except (ValueError, KeyError, TypeError):
+        raise PullFailed("Unknown",
+                         f"failed to pull and unpack image \"{ref}\": invalid manifest") from None
+    for blob in blobs:
+        response = await fetch("GET", f"{base}/blobs/{blob['digest']}")
+        got = "sha256:" + hashlib.sha256(response.body).hexdigest()
+        if response.status != 200 or got != blob["digest"]:
+            raise PullFailed("Unknown", f"failed to pull and unpack image \"{ref}\": failed to "
+                                        f"copy: blob {blob['digest']}: digest mismatch or status "
+                                        f"{response.status}")
+    image_id: str = manifest["config"]["digest"]
+    machine.images[ref] = image_id
+    return image_id
 
 
 def _crictl_time(machine: WindowsMachine) -> str:

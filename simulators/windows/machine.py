@@ -161,6 +161,9 @@ class WindowsMachine:
     processes: list[ProcessRecord] = field(default_factory=list)
     scm_environment: dict[str, str] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)  # pulled image reference -> image id
+    # Registry host -> issuer of the certificate containerd was last shown there (lab evidence: a
+    # real node keeps no record of it).
+    pull_issuers: dict[str, str] = field(default_factory=dict)
     listeners: list[MachineListener] = field(default_factory=list)
     _pids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000, 4))
 

@@ -69,3 +69,24 @@ def test_windows_environment_names_are_case_insensitive_for_every_client() -> No
     linux = {"HTTP_PROXY": "http://p:3128"}
     assert CLIENTS["curl"].decide(windows, "http://quay.io/").decision == "proxy"
     assert CLIENTS["curl"].decide(linux, "http://quay.io/").decision == "direct"
+
+
+def test_labs_side_by_side_take_their_own_addresses() -> None:
+    assert LabNetwork().allocate("127.30.0.0/24") == "127.30.0.1"
+    assert LabNetwork(3).allocate("127.30.0.0/24") == "127.30.3.1"
+    with pytest.raises(ValueError):
+        LabNetwork(256)
+
+
+def test_the_hosts_file_lists_origins_reachable_on_their_own_ports() -> None:
+    network = LabNetwork()
+    network.add("quay.io", 443, Endpoint("127.30.0.1", 443), "internet")
+    network.add("registry.corp.internal", 443, Endpoint("127.40.0.1", 443), "intranet")
+    network.add("10.0.5.20", 443, Endpoint("127.40.0.1", 443), "intranet")  # an IP needs no name
+    network.add("www.example.com", 443, Endpoint("127.30.0.2", 40123), "internet")  # not on its port
+    network.add("proxy.corp.internal", 3128, Endpoint("127.20.0.1", 3128), "proxy")
+    lines = network.hosts_file().splitlines()
+    assert "127.30.0.1 quay.io" in lines and "127.40.0.1 registry.corp.internal" in lines
+    assert not any(line.startswith("127.") and ("10.0.5.20" in line or "proxy" in line or "www." in line)
+                   for line in lines)
+    assert lines[-1] == "# not on their own ports (not bindable here): www.example.com"

@@ -2,15 +2,19 @@
 the right check, with every deliberately broken one. A suite that cannot fail is worthless."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import trustme
 
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.origins.catalog import real_ports_allowed
 
 # variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
 # either check may name it; "a&b": both must
@@ -125,3 +129,106 @@ def test_a_reconciler_claiming_a_node_it_did_not_configure_ends_the_step_early(t
                  if c["check"] == "converged" and c["status"] == "failed"]
     assert len(converged) >= 2, converged
     assert all("ended without waiting for the deadline" in c["observed"] for c in converged), converged
+
+
+# --- a vendor's proxy: Debian's Squid as a plain process ----------------------------------------
+
+EXAMPLES = Path(__file__).parents[3] / "examples" / "squid"
+SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
+CERTGEN = Path("/usr/lib/squid/security_file_certgen")
+needs_squid = pytest.mark.skipif(SQUID is None or not real_ports_allowed(),
+                                 reason="needs Squid (apt-get install squid-openssl) and ports 80/443 "
+                                        "(root, or net.ipv4.ip_unprivileged_port_start=0)")
+
+
+def _squid_bumps() -> bool:
+    if SQUID is None or not CERTGEN.exists():
+        return False
+    version = subprocess.run([SQUID, "-v"], capture_output=True, text=True, check=False).stdout
+    return "--with-openssl" in version
+
+
+def squid(tmp_path: Path, mode: str, password: str = "s3cret", config: Path | None = None) -> list[str]:
+    """``proxyfleet conformance`` options running Squid in ``mode``: tunnel, ssl-bump or basic-auth."""
+    user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []  # Squid will not run as root
+    name = {"tunnel": "squid.conf", "ssl-bump": "squid-ssl-bump.conf", "basic-auth": "squid-basic-auth.conf"}[mode]
+    command = f"{SQUID} -N -f {{config_dir}}/{name}"
+    options = ["--proxy-config", str(config or EXAMPLES / name), *user]
+    if mode == "ssl-bump":
+        command = f"sh -c '{CERTGEN} -c -s {{config_dir}}/ssl_db -M 4MB && exec {command}'"
+        ca = trustme.CA(organization_name="acme intercepting proxy", key_type=trustme.KeyType.RSA)
+        secrets = tmp_path / "vendor-secrets"
+        secrets.mkdir()
+        (secrets / "proxy-ca-key.pem").write_bytes(ca.cert_pem.bytes() + ca.private_key_pem.bytes())
+        (tmp_path / "proxy-ca.crt").write_bytes(ca.cert_pem.bytes())
+        options += ["--proxy-config", str(secrets), "--proxy-ca", str(tmp_path / "proxy-ca.crt")]
+    if mode == "basic-auth":
+        hashed = subprocess.run(["openssl", "passwd", "-apr1", "-stdin"], input="s3cret", capture_output=True,
+                                text=True, check=True).stdout.strip()  # the password on stdin, not argv
+        (tmp_path / "passwd").write_text(f"vendor:{hashed}\n")
+        (tmp_path / "auth").write_text(f"vendor:{password}\n")
+        options += ["--proxy-config", str(tmp_path / "passwd"), "--proxy-auth-file", str(tmp_path / "auth")]
+    return ["--proxy-command", command, *options]
+
+
+def observed(report: dict[str, object], check: str) -> list[str]:
+    return [c["observed"] for s in report["scenarios"] for c in s["checks"]  # type: ignore[union-attr]
+            if c["check"] == check]
+
+
+@needs_squid
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "route"), [("tunnel", "tunnelled, origin certificate"),
+                                             ("basic-auth", "tunnelled, origin certificate"),
+                                             ("ssl-bump", "MITM certificate trusted")])
+def test_squid_as_a_process_passes_runtime_add_and_change(tmp_path: Path, mode: str, route: str) -> None:
+    if mode == "ssl-bump" and not _squid_bumps():
+        pytest.skip("this Squid cannot bump TLS (Debian's squid-openssl can)")
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
+                                 "--keep", str(tmp_path / "labs"), *squid(tmp_path, mode))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
+    # Judged from Squid's own log, the origins' logs and the certificate each node was shown:
+    assert f"through the proxy, {route}" in observed(report, "pull-internet")
+    logs = list((tmp_path / "labs").glob("*/proxy/access.log"))
+    assert len(logs) == 3 and all(" CONNECT quay.io:443 " in log.read_text() for log in logs)
+    assert "s3cret" not in result.stderr + json.dumps(report)
+
+
+@needs_squid
+@pytest.mark.slow
+def test_a_wrong_proxy_password_is_reported_as_such(tmp_path: Path) -> None:
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "10",
+                                 *squid(tmp_path, "basic-auth", password="not-the-password"))
+    assert result.returncode == 1
+    failed = observed(report, "pull-internet")
+    assert any("407 (TCP_DENIED: the proxy refused the credentials the node sent)" in o for o in failed), failed
+    assert "not-the-password" not in result.stderr + json.dumps(report)
+
+
+@needs_squid
+@pytest.mark.slow
+def test_a_destination_the_proxy_refuses_is_reported_for_that_destination(tmp_path: Path) -> None:
+    config = tmp_path / "squid.conf"
+    config.write_text((EXAMPLES / "squid.conf").read_text().replace(
+        "http_access allow all", "acl blocked dstdomain ctldl.windowsupdate.com\nhttp_access deny blocked\n"
+                                 "http_access allow all"))
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "10",
+                                 *squid(tmp_path, "tunnel", config=config))
+    assert result.returncode == 1
+    statuses = {c["check"]: c["status"] for s in report["scenarios"] for c in s["checks"]  # type: ignore[union-attr]
+                if c["status"] == "failed"}
+    assert set(statuses) == {"fetch-http"}, statuses  # only that destination; quay.io still passes
+    assert any("the proxy answered 403 (TCP_DENIED)" in o for o in observed(report, "fetch-http"))
+
+
+@needs_squid
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(CATCHES))
+def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: str) -> None:
+    workflow, check, *count = CATCHES[variant]
+    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
+                                 "--variant", variant, "--converge-timeout", "5", *squid(tmp_path, "tunnel"))
+    assert result.returncode == 1, result.stderr[-3000:]
+    failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
+    assert any(c in failed for c in check.replace("&", "|").split("|")), failed

@@ -61,6 +61,41 @@ def test_a_pull_through_the_proxy(seen: checks.PullEvidence, ok: bool, says: str
     assert "***" in verdict.expected or "proxy.corp.internal" in verdict.expected
 
 
+ORIGIN_CA = "O=proxyfleet public roots"
+PROXY_CA = "O=acme proxy"
+
+
+@pytest.mark.parametrize(("seen", "ok", "says"), [
+    # a tunnel: the proxy's CONNECT, the origin's own certificate on the node
+    (checks.PullEvidence(True, "", ((True, flow("connect", False)),), issuer=ORIGIN_CA, origin_issuer=ORIGIN_CA),
+     True, "tunnelled, origin certificate"),
+    # interception is shown by the evidence, not assumed: decrypted requests and the proxy's CA
+    (checks.PullEvidence(True, "", ((True, flow("connect", False)), (True, flow())), issuer=PROXY_CA,
+                         origin_issuer=ORIGIN_CA), True, "MITM certificate trusted"),
+    (checks.PullEvidence(True, "", ((True, flow("connect", False)),), issuer=PROXY_CA, origin_issuer=ORIGIN_CA),
+     False, "a tunnel, yet the node was shown a certificate issued by O=acme proxy"),
+    (checks.PullEvidence(True, "", ((True, flow()),), issuer=ORIGIN_CA, origin_issuer=ORIGIN_CA),
+     False, "yet the node was shown the origin's certificate"),
+    # the proxy refused: its status and Squid's code are named
+    (checks.PullEvidence(False, "407 Proxy Authentication Required",
+                         ((True, {**flow("connect", False, 407), "squid_code": "TCP_DENIED"}),)),
+     False, "the proxy answered 407 (TCP_DENIED: the proxy wants credentials and the proxy URL has none)"),
+    (checks.PullEvidence(True, "", ((True, flow("connect", False, 403)),)), False, "0 tunnel(s)"),
+])
+def test_a_pull_through_a_vendor_proxy(seen: checks.PullEvidence, ok: bool, says: str) -> None:
+    verdict = checks.pull(IMAGE, PROXIED, firewalled=True, seen=seen)
+    assert verdict.ok is ok and says in verdict.observed, verdict.observed
+
+
+def test_a_wrong_password_is_told_from_missing_credentials() -> None:
+    seen = checks.PullEvidence(False, "Proxy Authentication Required",
+                               ((True, {**flow("connect", False, 407), "squid_code": "TCP_DENIED"}),))
+    with_credentials = Route("http://vendor:wrong@proxy.corp.internal:3128", "HTTPS_PROXY applies")
+    verdict = checks.pull(IMAGE, with_credentials, firewalled=True, seen=seen)
+    assert "refused the credentials the node sent" in verdict.observed
+    assert "wrong" not in verdict.observed + verdict.expected
+
+
 @pytest.mark.parametrize(("firewalled", "seen", "ok"), [
     (False, checks.PullEvidence(True, "", direct=2), True),
     (False, checks.PullEvidence(True, ""), False),  # the origin never saw the node

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 import trustme
 from aiohttp import web
+from cryptography import x509
 
 from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
 from proxyfleet.simulators.network import Endpoint, LabNetwork
@@ -101,6 +102,15 @@ async def test_tls_is_verified_against_the_given_trust_only(servers: Servers) ->
         with pytest.raises(EgressError) as unknown:
             await stranger.request("GET", "https://secure.example/")
     assert unknown.value.kind == "tls-unknown-authority"
+
+
+async def test_each_handshake_records_who_issued_the_certificate_shown(servers: Servers) -> None:
+    async with EgressSession(servers.network, "127.0.0.1", trusting(servers.ca)) as session:
+        await session.request("GET", "https://secure.example/")
+        await session.request("GET", "http://plain.example/")  # no TLS: nothing recorded
+    issuer = x509.load_pem_x509_certificate(servers.ca.cert_pem.bytes()).subject.rfc4514_string()
+    assert session.certificates == [("secure.example", issuer)]
+    assert not any("issuer" in line for line in session.trace.lines)  # Schannel's -v does not print it
 
 
 async def test_names_resolve_only_through_the_lab_table(servers: Servers) -> None:

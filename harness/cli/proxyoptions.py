@@ -1,0 +1,50 @@
+"""The bring-your-own-proxy options ``conformance`` and ``up`` share: a vendor's proxy started
+from a command line, or one already running, instead of the lab's mitmdump. Credentials come from
+a file (``--proxy-auth-file``), never from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+
+EXAMPLE = "squid -N -f {config_dir}/squid.conf"
+
+
+def proxy_options(function: Any) -> Any:
+    """Add the bring-your-own-proxy options to a command (they arrive as keyword arguments)."""
+    for option in reversed([
+        click.option("--proxy-command", help=f"Start this proxy instead of the lab's mitmdump (e.g. '{EXAMPLE}'); "
+                                             "{config_dir}, {listen_host}, {listen_port}, {hosts_file}, "
+                                             "{egress_address} and {public_ca_file} are filled in."),
+        click.option("--proxy-url", help="Use this already running proxy (http://host:port on loopback; "
+                                         "credentials go in --proxy-auth-file)."),
+        click.option("--proxy-listen", metavar="ADDR:PORT",
+                     help="Where the started proxy listens (default: an address of the lab's, port 3128; "
+                          "a fixed address runs the labs one at a time)."),
+        click.option("--proxy-ca", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                     help="The proxy's interception CA (PEM), when it intercepts TLS."),
+        click.option("--proxy-auth-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                     help="A file with user:password for the proxy's Basic authentication."),
+        click.option("--proxy-config", multiple=True, type=click.Path(exists=True, path_type=Path),
+                     help="A file or directory copied into {config_dir}, placeholders filled in (repeatable)."),
+        click.option("--proxy-user", help="Run the proxy as this user (when proxyfleet runs as root; Squid "
+                                          "refuses to run as root); it owns {config_dir}."),
+        click.option("--proxy-access-log", metavar="PATH",
+                     help="Where the proxy writes its access log in Squid's native format "
+                          "(default {config_dir}/access.log)."),
+    ]):
+        function = option(function)
+    return function
+
+
+def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
+    """Pop the options ``proxy_options`` added from a command's keyword arguments."""
+    return ProxyOptions(command=values.pop("proxy_command", None), url=values.pop("proxy_url", None),
+                        listen=values.pop("proxy_listen", None), ca_file=values.pop("proxy_ca", None),
+                        auth_file=values.pop("proxy_auth_file", None),
+                        config=tuple(values.pop("proxy_config", ()) or ()), user=values.pop("proxy_user", None),
+                        access_log=values.pop("proxy_access_log", None))

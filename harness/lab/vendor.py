@@ -1,0 +1,372 @@
+"""A vendor's own proxy as the lab's corporate proxy: a process the lab starts from a command
+line (``--proxy-command``), or one already running (``--proxy-url``).
+
+The lab gives it a private configuration directory (``{config_dir}``: the vendor's files copied
+in, placeholders filled in), a hosts file mapping the lab's virtual names to the origins' loopback
+addresses (``{hosts_file}``), the address and port to listen on (``{listen_host}``,
+``{listen_port}``), the address to leave from (``{egress_address}``; the origins' egress
+firewall accepts only that one) and the lab's public root CA (``{public_ca_file}``: what the
+origins' certificates chain to, the lab's "internet", for a proxy that verifies them when it
+intercepts). It is judged without instrumentation: by the origins' access
+logs, the certificates the nodes were shown, and its own access log when it writes one in
+Squid's native format.
+
+Not modelled here: a proxy that resolves names only through DNS (give it the hosts file, or run
+it where ``/etc/hosts`` is its own); a proxy that needs more than one listening port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import os
+import pwd
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from proxyfleet.core.lifecycle import die_with_parent
+from proxyfleet.core.noproxy import redact_text
+from proxyfleet.core.secretfiles import open_private_append, write_private
+from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
+from proxyfleet.harness.lab.squidlog import read_native
+from proxyfleet.simulators.network import Endpoint
+
+STOP_GRACE = 10.0
+PLACEHOLDERS = ("config_dir", "listen_host", "listen_port", "hosts_file", "egress_address", "public_ca_file")
+DEFAULT_ACCESS_LOG = "{config_dir}/access.log"
+# /proc/net/tcp socket states that still belong to a live client connection (its access-log line,
+# written when the connection ends, may not be there yet).
+_OPEN_STATES = {"01", "08"}  # ESTABLISHED, CLOSE_WAIT
+
+
+class VendorProxyError(RuntimeError):
+    """The vendor proxy cannot be started, reached or read as asked."""
+
+    reason = "VendorProxyError"
+
+
+@dataclass
+class VendorProxySettings:
+    """How to run (or reach) the vendor's proxy."""
+
+    state_dir: Path  # the lab's directory for this proxy: its output and, at the end, its logs
+    listen: Endpoint
+    egress_address: str
+    hosts_text: str  # the lab's hosts file
+    command: str | None = None  # a command-line template; None: ``url`` names a running proxy
+    url: str | None = None
+    config_files: list[Path] = field(default_factory=list)  # files or directories for {config_dir}
+    ca_pem: bytes | None = None  # the vendor's interception CA (None: it tunnels)
+    auth: str | None = None  # "user:password" the nodes send
+    user: str | None = None  # run as this user (as root); it owns {config_dir}
+    access_log: str | None = None  # where it writes its access log (placeholders allowed)
+    public_ca_pem: bytes = b""  # the lab's public root CA, for {public_ca_file}
+
+
+@dataclass(frozen=True)
+class VendorProxySpec:
+    """What the user asked for (``--proxy-command`` or ``--proxy-url`` and their options); the lab
+    turns it into ``VendorProxySettings`` once it knows its addresses."""
+
+    command: str | None = None
+    url: str | None = None
+    listen: Endpoint | None = None  # None: the lab's proxy address, port 3128
+    config_files: tuple[Path, ...] = ()
+    ca_pem: bytes | None = None
+    auth: str | None = None
+    user: str | None = None
+    access_log: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.command is None) == (self.url is None):
+            raise VendorProxyError("give the proxy either as a command to start or as the URL of a running one")
+
+    def describe(self) -> str:
+        """One line for reports: how the proxy runs, never its credentials."""
+        how = f"command {self.command!r}" if self.command else f"running at {redact_text(self.url or '')}"
+        mode = "intercepting with its CA" if self.ca_pem else "tunnelling (no interception CA given)"
+        return f"vendor proxy ({how}; {mode}{'; Basic authentication' if self.auth else ''})"
+
+
+def parse_listen(text: str) -> Endpoint:
+    """``ADDR:PORT`` (``[::1]:PORT`` for IPv6) as a loopback endpoint."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise VendorProxyError(f"--proxy-listen {text!r} is not ADDRESS:PORT")
+    try:
+        return Endpoint(host.strip("[]"), int(port))
+    except ValueError as exc:
+        raise VendorProxyError(f"--proxy-listen {text!r}: {exc}") from None
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    """``text`` with the known ``{placeholders}`` replaced; other braces are left alone (a
+    vendor's configuration may use them for its own syntax)."""
+    for name, value in values.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
+def open_connections(endpoint: Endpoint, table: str | None = None) -> int:
+    """How many TCP connections to ``endpoint`` are open (established, or closed by the client but
+    not yet by the proxy), from ``/proc/net/tcp``; ``table`` is that file's text (for tests)."""
+    if table is None:
+        try:
+            table = Path("/proc/net/tcp").read_text()
+        except OSError:
+            return 0
+    wanted = f"{int(ipaddress.IPv4Address(endpoint.address)).to_bytes(4, 'big')[::-1].hex().upper()}:" \
+             f"{endpoint.port:04X}"
+    count = 0
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[1] == wanted and fields[3] in _OPEN_STATES:
+            count += 1
+    return count
+
+
+class VendorProxy:
+    """One vendor proxy: its process (when the lab starts it), its addresses and its logs."""
+
+    def __init__(self, settings: VendorProxySettings) -> None:
+        self.settings = settings
+        if settings.command is None and settings.url is None:
+            raise VendorProxyError("a vendor proxy needs a command to start or the URL of a running one")
+        self.directory = settings.state_dir
+        self.config_dir: Path | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._output_path = self.directory / "proxy.log"
+        self.started_seconds: float | None = None
+        if settings.url is not None:
+            parts = urlsplit(settings.url)
+            if parts.scheme != "http" or not parts.hostname:
+                raise VendorProxyError(f"the proxy URL {redact_text(settings.url)!r} is not http://host:port")
+            try:
+                self._listen = Endpoint(parts.hostname, parts.port or 80)
+            except ValueError as exc:
+                raise VendorProxyError(f"the proxy URL {redact_text(settings.url)!r}: {exc}") from None
+        else:
+            self._listen = settings.listen
+
+    # --- what the lab reads -----------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._listen
+
+    @property
+    def started_by_lab(self) -> bool:
+        return self.settings.command is not None
+
+    @property
+    def running(self) -> bool:
+        if not self.started_by_lab:
+            return True  # not ours to stop: reachable or not, it is "up" as far as the lab knows
+        return self._process is not None and self._process.returncode is None
+
+    @property
+    def intercepts(self) -> bool:
+        """Whether the vendor declared an interception CA (``--proxy-ca``)."""
+        return self.settings.ca_pem is not None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def values(self) -> dict[str, str]:
+        assert self.config_dir is not None
+        return {"config_dir": str(self.config_dir), "listen_host": self._listen.address,
+                "listen_port": str(self._listen.port), "hosts_file": str(self.config_dir / "hosts"),
+                "egress_address": self.settings.egress_address,
+                "public_ca_file": str(self.config_dir / "public-ca.crt")}
+
+    @property
+    def access_log_path(self) -> Path | None:
+        template = self.settings.access_log
+        if template is None and self.config_dir is None:
+            return None
+        if template is None:
+            template = DEFAULT_ACCESS_LOG
+        if self.config_dir is None:
+            return Path(template) if "{" not in template else None
+        return Path(fill(template, self.values()))
+
+    def flows(self) -> list[dict[str, Any]]:
+        """The proxy's own access log as flow records (empty when it writes none we can read)."""
+        path = self.access_log_path
+        if path is None:
+            return []
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return []
+        return read_native(text.splitlines())
+
+    async def settle(self, deadline_seconds: float = 5.0) -> bool:
+        """Wait until no client connection to the proxy is open, so every transaction so far has
+        its access-log line (Squid writes a tunnel's when it closes). False if one stays open."""
+        deadline = time.monotonic() + deadline_seconds
+        while open_connections(self._listen):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.config_dir is None:
+            # Its own directory, outside the lab's private one, so a proxy that drops privileges
+            # can read its files and write its logs there — and nothing else of the lab's.
+            self.config_dir = Path(tempfile.mkdtemp(prefix="proxyfleet-vendor-proxy-"))
+        values = self.values()
+        write_private(self.config_dir / "hosts", self.settings.hosts_text)
+        (self.config_dir / "public-ca.crt").write_bytes(self.settings.public_ca_pem)
+        for source in self.settings.config_files:
+            if not source.exists():
+                raise VendorProxyError(f"the proxy configuration {source} does not exist")
+            files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+            for path in files:
+                target = self.config_dir / (path.relative_to(source) if source.is_dir() else path.name)
+                try:
+                    text = path.read_text()
+                except UnicodeDecodeError:
+                    data: bytes | str = path.read_bytes()  # a binary file (a key, a database): as is
+                else:
+                    data = fill(text, values)
+                write_private(target, data)
+        if self.settings.ca_pem is not None:
+            (self.config_dir / "proxy-ca.crt").write_bytes(self.settings.ca_pem)
+        if self.settings.user is not None:
+            self._hand_over(self.settings.user)
+
+    def _hand_over(self, user: str) -> None:
+        """Give the configuration directory to the user the proxy runs as."""
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            raise VendorProxyError(f"the proxy user {user!r} does not exist on this machine") from None
+        assert self.config_dir is not None
+        if os.geteuid() != 0:
+            if entry.pw_uid != os.geteuid():
+                raise VendorProxyError(f"only root can hand the proxy's files to {user!r}; run the proxy as "
+                                       "yourself (leave out --proxy-user) or run proxyfleet as root")
+            return
+        for path in [self.config_dir, *self.config_dir.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    def _identity(self) -> dict[str, Any]:
+        """As root with ``user`` set, the proxy runs as that user from its first instruction, so
+        whatever its command does first (Squid's certificate database, say) belongs to it too."""
+        if self.settings.user is None or os.geteuid() != 0:
+            return {}
+        entry = pwd.getpwnam(self.settings.user)
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+    def _argv(self) -> list[str]:
+        assert self.settings.command is not None
+        try:
+            return command_line(self.settings.command, self.values())
+        except ExternalReconcilerError as exc:
+            raise VendorProxyError(str(exc).replace("reconciler", "proxy")) from None
+
+    async def start(self, startup_limit: float = 30.0) -> None:
+        """Start the process (or check that the running proxy answers) and wait until it listens."""
+        if self.started_by_lab and self.running:
+            return
+        self._prepare()
+        started = time.monotonic()
+        if self.started_by_lab:
+            argv = self._argv()
+            output = open_private_append(self._output_path)
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output,
+                    start_new_session=True, preexec_fn=die_with_parent, **self._identity())
+            except OSError as exc:
+                raise VendorProxyError(f"cannot start the proxy {argv[0]!r}: {exc.strerror or exc}") from None
+            finally:
+                output.close()
+        try:
+            await self._wait_listening(started + startup_limit)
+        except BaseException:
+            await self.stop()
+            raise
+        self.started_seconds = time.monotonic() - started
+
+    def _output_tail(self) -> str:
+        try:
+            text = self._output_path.read_text(errors="replace")[-2000:]
+        except OSError:
+            text = ""
+        return redact_text(text) or "(no output)"
+
+    async def _wait_listening(self, deadline: float) -> None:
+        while True:
+            if self.started_by_lab and not self.running:
+                raise VendorProxyError(f"the proxy exited during start-up; its output:\n{self._output_tail()}")
+            try:
+                _, writer = await asyncio.open_connection(self._listen.address, self._listen.port)
+                writer.close()
+                return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    what = "did not start listening" if self.started_by_lab else "does not answer"
+                    raise VendorProxyError(
+                        f"the proxy {what} on {self._listen.address}:{self._listen.port} ({exc.strerror or exc})"
+                        + (f"; its output:\n{self._output_tail()}" if self.started_by_lab else "")) from None
+                await asyncio.sleep(0.05)
+
+    async def stop(self, grace: float = STOP_GRACE) -> None:
+        """SIGTERM the process group (SIGKILL after ``grace``); keep its logs in the lab's directory."""
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await process.wait()
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+        self._collect_logs()
+
+    def _collect_logs(self) -> None:
+        """Copy the proxy's logs (not its configuration: it may hold keys) into the lab's directory."""
+        if self.config_dir is None:
+            return
+        for path in sorted(self.config_dir.glob("*.log")):
+            with contextlib.suppress(OSError):
+                write_private(self.directory / path.name, path.read_bytes())
+
+    def remove(self) -> None:
+        """Delete the configuration directory (after ``stop``)."""
+        if self.config_dir is not None:
+            shutil.rmtree(self.config_dir, ignore_errors=True)
+            self.config_dir = None
+
+    # --- as the lab's proxy -----------------------------------------------------------------
+
+    def url(self, host: str | None = None, with_credentials: bool = True) -> str:
+        credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
+        return f"http://{credentials}{host or self._listen.address}:{self._listen.port}"
+
+
+def port_is_free(address: str, port: int) -> bool:
+    """Whether ``address:port`` can be bound now (a vendor proxy's listening address)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True

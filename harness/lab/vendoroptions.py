@@ -1,0 +1,89 @@
+"""A vendor's proxy as the user gave it: paths to its files, not their contents. Between
+``proxyfleet conformance`` and its scenario workers it travels as JSON naming files (the auth
+file, the CA), so no secret is copied anywhere; ``spec()`` reads and checks them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
+from proxyfleet.harness.lab.vendor import VendorProxyError, VendorProxySpec, parse_listen
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """The options as given (paths, not contents)."""
+
+    command: str | None = None
+    url: str | None = None
+    listen: str | None = None
+    ca_file: Path | None = None
+    auth_file: Path | None = None
+    config: tuple[Path, ...] = field(default_factory=tuple)
+    user: str | None = None
+    access_log: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.command is not None or self.url is not None
+
+    @property
+    def serial(self) -> bool:
+        """Whether labs must run one at a time: a fixed listening address (or one running proxy)
+        cannot serve labs side by side."""
+        return self.url is not None or self.listen is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": self.command, "url": self.url, "listen": self.listen,
+                "ca_file": str(self.ca_file) if self.ca_file else None,
+                "auth_file": str(self.auth_file) if self.auth_file else None,
+                "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProxyOptions:
+        return cls(command=data.get("command"), url=data.get("url"), listen=data.get("listen"),
+                   ca_file=Path(data["ca_file"]) if data.get("ca_file") else None,
+                   auth_file=Path(data["auth_file"]) if data.get("auth_file") else None,
+                   config=tuple(Path(p) for p in data.get("config") or ()), user=data.get("user"),
+                   access_log=data.get("access_log"))
+
+    def spec(self) -> VendorProxySpec:
+        """Read the files and check every value; raises ``VendorProxyError`` with what is wrong."""
+        if self.command is not None and self.url is not None:
+            raise VendorProxyError("--proxy-command and --proxy-url exclude each other: start a proxy, or use one")
+        if self.url is not None and "@" in self.url:
+            raise VendorProxyError("--proxy-url must not carry credentials (they would show in process lists): "
+                                   "put user:password in a file and pass --proxy-auth-file")
+        ca_pem = None
+        if self.ca_file is not None:
+            try:
+                ca_pem = self.ca_file.read_bytes()
+                if not certificates_in_bundle(ca_pem):
+                    raise VendorProxyError(f"--proxy-ca {self.ca_file}: no PEM certificate in it")
+            except OSError as exc:
+                raise VendorProxyError(f"--proxy-ca {self.ca_file}: {exc.strerror or exc}") from None
+            except CertificateFormatError as exc:
+                raise VendorProxyError(f"--proxy-ca {self.ca_file}: {exc}") from None
+        return VendorProxySpec(command=self.command, url=self.url,
+                               listen=parse_listen(self.listen) if self.listen else None,
+                               config_files=self.config, ca_pem=ca_pem, auth=self._auth(), user=self.user,
+                               access_log=self.access_log)
+
+    def _auth(self) -> str | None:
+        if self.auth_file is None:
+            return None
+        try:
+            text = self.auth_file.read_text().strip()
+        except OSError as exc:
+            raise VendorProxyError(f"--proxy-auth-file {self.auth_file}: {exc.strerror or exc}") from None
+        user, colon, _ = text.partition(":")
+        if not colon or not user or "\n" in text:
+            raise VendorProxyError(f"--proxy-auth-file {self.auth_file}: expected one line user:password")
+        return text
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.to_json()))
+        return path

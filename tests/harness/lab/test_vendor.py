@@ -1,0 +1,221 @@
+"""A vendor's proxy run by the lab: placeholders, the hosts file, privileges, start-up failures,
+logs kept, and a real Squid process carrying traffic by the lab's names (with Basic
+authentication: the 407 path and a wrong password)."""
+
+import asyncio
+import base64
+import os
+import pwd
+import shutil
+import socket
+import stat
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from proxyfleet.harness.lab.vendor import (
+    VendorProxy,
+    VendorProxyError,
+    VendorProxySettings,
+    VendorProxySpec,
+    fill,
+    open_connections,
+    parse_listen,
+)
+from proxyfleet.simulators.network import Endpoint
+from proxyfleet.simulators.origins.catalog import real_ports_allowed
+
+EXAMPLES = Path(__file__).parents[3] / "examples" / "squid"
+SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
+needs_squid = pytest.mark.skipif(SQUID is None, reason="Squid is not installed (apt-get install squid)")
+needs_real_ports = pytest.mark.skipif(not real_ports_allowed(), reason="port 80 needs root or "
+                                      "net.ipv4.ip_unprivileged_port_start=0")
+# Squid refuses to run as root: as root, it drops to Debian's `proxy` user.
+PROXY_USER = "proxy" if os.geteuid() == 0 else None
+LISTEN = "127.20.77.1"
+EGRESS = "127.20.77.2"
+ORIGIN = "127.30.77.1"
+
+
+def test_fill_replaces_only_known_placeholders() -> None:
+    assert fill("a {x} {y} {{z}} ${HOME}", {"x": "1"}) == "a 1 {y} {{z}} ${HOME}"
+
+
+def test_parse_listen() -> None:
+    assert parse_listen("127.0.0.5:3128") == Endpoint("127.0.0.5", 3128)
+    assert parse_listen("[::1]:8080") == Endpoint("::1", 8080)
+    for bad in ("3128", "127.0.0.1:0", "127.0.0.1:x", "10.0.0.1:3128"):
+        with pytest.raises(VendorProxyError):
+            parse_listen(bad)
+
+
+def test_a_spec_is_a_command_or_a_url_not_both() -> None:
+    with pytest.raises(VendorProxyError):
+        VendorProxySpec()
+    with pytest.raises(VendorProxyError):
+        VendorProxySpec(command="squid", url="http://127.0.0.1:3128")
+    described = VendorProxySpec(url="http://127.0.0.1:3128", auth="u:secret").describe()
+    assert "secret" not in described and "Basic" in described and "tunnelling" in described
+
+
+def test_open_connections_reads_established_and_close_wait_sockets() -> None:
+    # local 127.20.77.1:3128 = 014D147F:0C38; states 01 ESTABLISHED, 08 CLOSE_WAIT, 0A LISTEN
+    table = ("  sl  local_address rem_address   st\n"
+             "   0: 014D147F:0C38 00000000:0000 0A\n"
+             "   1: 014D147F:0C38 0100007F:9C40 01\n"
+             "   2: 014D147F:0C38 0100007F:9C41 08\n"
+             "   3: 014D147F:0C39 0100007F:9C42 01\n")
+    assert open_connections(Endpoint(LISTEN, 3128), table) == 2
+
+
+def _settings(tmp_path: Path, config: str = "squid.conf", **overrides: object) -> VendorProxySettings:
+    values: dict[str, object] = {
+        "state_dir": tmp_path / "state", "listen": Endpoint(LISTEN, 3128), "egress_address": EGRESS,
+        "hosts_text": f"{ORIGIN} origin.example\n", "command": f"{SQUID} -N -f {{config_dir}}/{config}",
+        "config_files": [EXAMPLES / config], "user": PROXY_USER}
+    values.update(overrides)
+    return VendorProxySettings(**values)  # type: ignore[arg-type]
+
+
+async def test_a_proxy_that_exits_at_start_up_is_reported_with_its_output(tmp_path: Path) -> None:
+    script = tmp_path / "proxy.sh"
+    script.write_text("#!/bin/sh\necho 'FATAL: bad directive in {config_dir}' >&2\nexit 3\n")
+    script.chmod(0o755)
+    proxy = VendorProxy(_settings(tmp_path, command=f"{script} {{listen_port}}", config_files=[], user=None))
+    with pytest.raises(VendorProxyError, match=r"(?s)exited during start-up.*FATAL: bad directive"):
+        await proxy.start()
+    assert not proxy.running
+    assert stat.S_IMODE((tmp_path / "state" / "proxy.log").stat().st_mode) == 0o600
+    proxy.remove()
+
+
+async def test_a_missing_program_or_a_bad_template_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(VendorProxyError, match="cannot start the proxy 'no-such-proxy-binary'"):
+        await VendorProxy(_settings(tmp_path, command="no-such-proxy-binary", config_files=[], user=None)).start()
+    with pytest.raises(VendorProxyError, match="malformed"):
+        await VendorProxy(_settings(tmp_path, command="squid {nope}", config_files=[], user=None)).start()
+    with pytest.raises(VendorProxyError, match="does not exist"):
+        await VendorProxy(_settings(tmp_path, config_files=[tmp_path / "missing.conf"], user=None)).start()
+
+
+async def test_a_running_proxy_that_does_not_answer_is_reported(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proxy = VendorProxy(_settings(tmp_path, command=None, url=f"http://127.0.0.1:{port}"))
+    with pytest.raises(VendorProxyError, match="does not answer"):
+        await proxy.start(startup_limit=0.3)
+    with pytest.raises(VendorProxyError, match="not http://host:port"):
+        VendorProxy(_settings(tmp_path, command=None, url="socks5://127.0.0.1:1080"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user needs root")
+def test_the_configuration_is_handed_to_the_proxy_user(tmp_path: Path) -> None:
+    proxy = VendorProxy(_settings(tmp_path, user="proxy"))
+    proxy._prepare()
+    try:
+        assert proxy.config_dir is not None
+        owner = pwd.getpwnam("proxy").pw_uid
+        for path in (proxy.config_dir, proxy.config_dir / "squid.conf", proxy.config_dir / "hosts"):
+            assert path.stat().st_uid == owner
+        text = (proxy.config_dir / "squid.conf").read_text()
+        assert f"http_port {LISTEN}:3128" in text and f"hosts_file {proxy.config_dir}/hosts" in text
+        assert f"tcp_outgoing_address {EGRESS}" in text and "{" not in text.split("\n", 5)[-1]
+        with pytest.raises(VendorProxyError, match="does not exist"):
+            VendorProxy(_settings(tmp_path, user="no-such-user-here"))._prepare()
+    finally:
+        proxy.remove()
+
+
+class Origin:
+    """A plain-HTTP origin on port 80 of its own loopback address, logging who connected."""
+
+    def __init__(self) -> None:
+        self.sources: list[str] = []
+        self.server: asyncio.AbstractServer | None = None
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.sources.append(writer.get_extra_info("peername")[0])
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+        await writer.drain()
+        writer.close()
+
+
+@pytest_asyncio.fixture
+async def origin() -> AsyncIterator[Origin]:
+    found = Origin()
+    found.server = await asyncio.start_server(found.handle, ORIGIN, 80)
+    yield found
+    found.server.close()
+    await found.server.wait_closed()
+
+
+async def _get(url: str, credentials: str | None = None) -> tuple[int, str]:
+    """An absolute-form GET through the proxy, from a node-like address."""
+    reader, writer = await asyncio.open_connection(LISTEN, 3128, local_addr=("127.10.77.1", 0))
+    auth = f"Proxy-Authorization: Basic {base64.b64encode(credentials.encode()).decode()}\r\n" if credentials else ""
+    writer.write(f"GET {url} HTTP/1.1\r\nHost: origin.example\r\n{auth}Connection: close\r\n\r\n".encode())
+    await writer.drain()
+    data = await reader.read()
+    writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode(errors="replace")
+
+
+@needs_squid
+@needs_real_ports
+async def test_squid_reaches_origins_by_the_lab_names_and_leaves_from_the_egress_address(
+        tmp_path: Path, origin: Origin) -> None:
+    proxy = VendorProxy(_settings(tmp_path))
+    await proxy.start()
+    try:
+        assert proxy.running and proxy.started_seconds is not None
+        assert await _get("http://origin.example/") == (200, "hello")
+        assert origin.sources == [EGRESS]  # the lab's egress address, as the origins' firewall expects
+        status, _ = await _get("http://not-in-the-hosts-file.example/")
+        assert status in (403, 503)  # refused: no name outside the lab table, nothing leaves loopback
+        assert await proxy.settle()
+        flows = proxy.flows()
+        assert [(f["client"], f["host"], f["status"]) for f in flows if f["host"] == "origin.example"] == \
+            [("127.10.77.1", "origin.example", 200)]
+    finally:
+        await proxy.stop()
+    kept = tmp_path / "state" / "access.log"
+    assert kept.exists() and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert not proxy.running
+    proxy.remove()
+    assert proxy.config_dir is None
+
+
+def _htpasswd(directory: Path, user: str, password: str) -> Path:
+    # The password goes to openssl on stdin, never on a command line.
+    hashed = subprocess.run(["openssl", "passwd", "-apr1", "-stdin"], input=password, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    path = directory / "passwd"
+    path.write_text(f"{user}:{hashed}\n")
+    return path
+
+
+@needs_squid
+@needs_real_ports
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+async def test_squid_with_basic_authentication_answers_407_without_or_with_wrong_credentials(
+        tmp_path: Path, origin: Origin) -> None:
+    passwd = _htpasswd(tmp_path, "vendor", "s3cret")
+    proxy = VendorProxy(_settings(tmp_path, "squid-basic-auth.conf",
+                                  config_files=[EXAMPLES / "squid-basic-auth.conf", passwd], auth="vendor:s3cret"))
+    await proxy.start()
+    try:
+        assert (await _get("http://origin.example/"))[0] == 407
+        assert (await _get("http://origin.example/", "vendor:wrong"))[0] == 407
+        assert await _get("http://origin.example/", "vendor:s3cret") == (200, "hello")
+        assert await proxy.settle()
+        assert [f["status"] for f in proxy.flows() if f["host"] == "origin.example"] == [407, 407, 200]
+        assert "s3cret" not in proxy.url(with_credentials=False)
+    finally:
+        await proxy.stop()
+        proxy.remove()
