@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                     "Run the conformance scenarios on the embedded lab and judge the reconciler."),
     "fleet": ("proxyfleet.harness.cli.fleet",
               "Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."),
+    "hosts": ("proxyfleet.harness.cli.hosts",
+              "Print the lab's hosts file and egress address for a proxy you run yourself (--proxy-url)."),
     "noproxy": ("proxyfleet.harness.cli.noproxy",
                 "How HTTP clients read HTTP(S)_PROXY and NO_PROXY (Go, client-go, curl, Python, .NET, WinHTTP)."),
     "reconcile": ("proxyfleet.harness.cli.reconcile",

@@ -24,11 +24,11 @@ class NoFreeLabIndex(RuntimeError):
     """Every lab index is held by a running lab."""
 
 
-def claim_lab_index(directory: Path | None = None, first: int = 1) -> tuple[int, IO[bytes]]:
-    """The first free lab index from ``first`` and the open lock file that holds it (close it,
-    or end the process, to give the index back)."""
+def claim_lab_index(directory: Path | None = None, first: int = 1, last: int = MAX_INDEX) -> tuple[int, IO[bytes]]:
+    """The first free lab index from ``first`` to ``last`` and the open lock file that holds it
+    (close it, or end the process, to give the index back)."""
     where = directory or Path(tempfile.gettempdir())
-    for index in range(first, MAX_INDEX + 1):
+    for index in range(first, last + 1):
         path = where / f"{LOCK_PREFIX}{index}.lock"
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         handle = os.fdopen(descriptor, "r+b")
@@ -41,8 +41,8 @@ def claim_lab_index(directory: Path | None = None, first: int = 1) -> tuple[int,
             handle.close()
             raise
         return index, handle
-    raise NoFreeLabIndex(f"all {MAX_INDEX} lab address blocks are in use by running labs (lock files "
-                         f"{where}/{LOCK_PREFIX}*.lock)")
+    which = f"lab address block {first}" if first == last else f"all lab address blocks from {first} to {last}"
+    raise NoFreeLabIndex(f"{which} in use by running labs (lock files {where}/{LOCK_PREFIX}*.lock)")
 
 
 def release(handle: IO[bytes]) -> None:

@@ -40,7 +40,7 @@ from proxyfleet.simulators.controlplane.disruption import pod_ready
 from proxyfleet.simulators.controlplane.resources import PODS, find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, Endpoint, LabNetwork, NetworkError
-from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, start_origins
+from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, standard_hosts_file, start_origins
 from proxyfleet.simulators.origins.server import Violation
 from proxyfleet.simulators.pki import new_public_ca
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
@@ -70,6 +70,19 @@ PROXY2_AUTH = "o'brien:pa$(x)"
 # Destinations the lab's nodes reach directly when a proxy is set: the intranet registry by name
 # and by IP, and the corporate domain.
 DEFAULT_NO_PROXY = "registry.corp.internal,10.0.5.20,intranet.corp.internal"
+
+
+# The address block of a lab whose proxy is already running (``--proxy-url``): fixed, so that
+# proxy can be given the lab's hosts file and egress address before the lab starts.
+WELL_KNOWN_LAB_INDEX = 1
+
+
+def well_known_plan() -> tuple[str, str]:
+    """(hosts file, egress address) a proxy started by hand must use for a ``--proxy-url`` lab."""
+    network = LabNetwork(WELL_KNOWN_LAB_INDEX)
+    network.allocate(PROXY_NETWORK)  # the lab proxy's listening address, unused with --proxy-url
+    egress = network.allocate(PROXY_NETWORK)
+    return standard_hosts_file(network), egress
 
 
 class LabError(RuntimeError):
@@ -213,7 +226,11 @@ class Lab:
         if vendor is not None:
             # Origins will listen on 443/80: take addresses no other lab on this machine uses.
             try:
-                index, claim = claim_lab_index(first=max(1, self.settings.lab_index))
+                # A running proxy (--proxy-url) was configured for the well-known block; a proxy
+                # the lab starts is configured by it, in any other free block.
+                index, claim = (claim_lab_index(first=WELL_KNOWN_LAB_INDEX, last=WELL_KNOWN_LAB_INDEX)
+                                if vendor.url is not None else
+                                claim_lab_index(first=max(WELL_KNOWN_LAB_INDEX + 1, self.settings.lab_index)))
             except NoFreeLabIndex as exc:
                 raise LabError(str(exc)) from None
             self._stack.append(("lab address claim", lambda: _release(claim)))

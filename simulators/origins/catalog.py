@@ -28,6 +28,28 @@ HTTPS_PORT = 443
 HTTP_PORT = 80
 
 
+# The standard origins, in the order they take their addresses: (name, virtual hosts, kind, TLS).
+STANDARD_ORIGINS: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
+    ("internet-registry", (INTERNET_REGISTRY,), "internet", True),
+    ("internet-site", (INTERNET_SITE, "example.com"), "internet", True),
+    ("internet-http-site", (INTERNET_HTTP_SITE,), "internet", False),
+    ("intranet-registry", (INTRANET_REGISTRY, INTRANET_REGISTRY_IP), "intranet", True),
+    ("intranet-site", (INTRANET_SITE,), "intranet", True),
+)
+
+
+def standard_hosts_file(network: LabNetwork) -> str:
+    """The hosts file the standard origins will have once started on their real ports in a lab
+    whose addresses come from ``network`` (a fresh one: this takes its next addresses), for a
+    proxy that must be configured before the lab starts (``--proxy-url``)."""
+    for _name, hosts, kind, tls in STANDARD_ORIGINS:
+        address = network.allocate(INTERNET_NETWORK if kind == "internet" else INTRANET_NETWORK)
+        for host in hosts:
+            port = HTTPS_PORT if tls else HTTP_PORT
+            network.add(host, port, Endpoint(address, port), kind)
+    return network.hosts_file()
+
+
 class OriginPortError(OSError):
     """An origin cannot listen on its real port (443 or 80) of its own address."""
 
@@ -118,18 +140,13 @@ async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress
             repository, tag = reference.rsplit(":", 1)
             image = registry.add(build_image(repository, tag))
             origins.images[f"{host}/{reference}"] = image
+    applications = {"internet-registry": quay.application(), "internet-site": website(INTERNET_SITE),
+                    "internet-http-site": website(INTERNET_HTTP_SITE), "intranet-registry": corp.application(),
+                    "intranet-site": website(INTRANET_SITE)}
     try:
-        await _start(network, origins, public_ca, "internet-registry", [INTERNET_REGISTRY],
-                     quay.application(), only_proxy, "internet", real_ports=real_ports)
-        await _start(network, origins, public_ca, "internet-site", [INTERNET_SITE, "example.com"],
-                     website(INTERNET_SITE), only_proxy, "internet", real_ports=real_ports)
-        await _start(network, origins, public_ca, "internet-http-site", [INTERNET_HTTP_SITE],
-                     website(INTERNET_HTTP_SITE), only_proxy, "internet", tls=False, real_ports=real_ports)
-        await _start(network, origins, public_ca, "intranet-registry",
-                     [INTRANET_REGISTRY, INTRANET_REGISTRY_IP], corp.application(), loopback,
-                     "intranet", real_ports=real_ports)
-        await _start(network, origins, public_ca, "intranet-site", [INTRANET_SITE],
-                     website(INTRANET_SITE), loopback, "intranet", real_ports=real_ports)
+        for name, hosts, kind, tls in STANDARD_ORIGINS:
+            await _start(network, origins, public_ca, name, list(hosts), applications[name],
+                         only_proxy if kind == "internet" else loopback, kind, tls=tls, real_ports=real_ports)
     except BaseException:
         await origins.stop()
         raise

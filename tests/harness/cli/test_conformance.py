@@ -1,6 +1,7 @@
 """The self-test: `proxyfleet conformance` passes with the reference reconciler and fails, naming
 the right check, with every deliberately broken one. A suite that cannot fail is worthless."""
 
+import asyncio
 import json
 import os
 import shutil
@@ -13,7 +14,10 @@ import pytest
 import trustme
 
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES
+from proxyfleet.harness.lab.assembly import well_known_plan
+from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
 
 # variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
@@ -232,3 +236,27 @@ def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: st
     assert result.returncode == 1, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
     assert any(c in failed for c in check.replace("&", "|").split("|")), failed
+
+
+@needs_squid
+@pytest.mark.slow
+async def test_a_proxy_already_running_is_used_by_url(tmp_path: Path) -> None:
+    # The vendor starts Squid by hand with the lab's well-known hosts file and egress address
+    # (`proxyfleet hosts`); here VendorProxy only launches it, outside the run.
+    hosts_text, egress = well_known_plan()
+    running = VendorProxy(VendorProxySettings(
+        state_dir=tmp_path / "vendor", listen=Endpoint("127.21.0.1", 3128), egress_address=egress,
+        hosts_text=hosts_text, command=f"{SQUID} -N -f {{config_dir}}/squid.conf",
+        config_files=[EXAMPLES / "squid.conf"], user="proxy" if os.geteuid() == 0 else None))
+    await running.start()
+    try:
+        assert running.access_log_path is not None
+        result, report = await asyncio.to_thread(
+            conformance, tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--proxy-url",
+            "http://127.21.0.1:3128", "--proxy-access-log", str(running.access_log_path))
+    finally:
+        await running.stop()
+        running.remove()
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "running at http://127.21.0.1:3128" in result.stderr
+    assert "through the proxy, tunnelled, origin certificate" in observed(report, "pull-internet")
