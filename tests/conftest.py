@@ -65,3 +65,14 @@ def api(plane: ControlPlane) -> Iterator[client.ApiClient]:
     api_client = config.new_client_from_config(config_file=str(plane.kubeconfig_path))  # type: ignore[no-untyped-call]
     yield api_client
     api_client.close()
+
+
+@pytest.fixture(scope="session")
+def squid_image() -> str:
+    """A Squid (OpenSSL flavour) image built from Debian packages; skips where it cannot be had."""
+    from tests.images import SQUID_IMAGE, SQUID_PACKAGES, ImageUnavailable, debian_image
+
+    try:
+        return debian_image(SQUID_IMAGE, SQUID_PACKAGES)
+    except ImageUnavailable as exc:
+        pytest.skip(f"needs a container engine and a Squid image: {exc}")

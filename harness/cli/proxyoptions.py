@@ -20,6 +20,9 @@ def proxy_options(function: Any) -> Any:
         click.option("--proxy-command", help=f"Start this proxy instead of the lab's mitmdump (e.g. '{EXAMPLE}'); "
                                              "{config_dir}, {listen_host}, {listen_port}, {hosts_file}, "
                                              "{egress_address} and {public_ca_file} are filled in."),
+        click.option("--proxy-image", help="Run the proxy in a container of this local image (host network, the "
+                                           "lab's names as extra hosts, {config_dir} mounted); --proxy-command is "
+                                           "then its command."),
         click.option("--proxy-url", help="Use this already running proxy (http://host:port on loopback; "
                                          "credentials go in --proxy-auth-file)."),
         click.option("--proxy-listen", metavar="ADDR:PORT",
@@ -44,6 +47,7 @@ def proxy_options(function: Any) -> Any:
 def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
     """Pop the options ``proxy_options`` added from a command's keyword arguments."""
     return ProxyOptions(command=values.pop("proxy_command", None), url=values.pop("proxy_url", None),
+                        image=values.pop("proxy_image", None),
                         listen=values.pop("proxy_listen", None), ca_file=values.pop("proxy_ca", None),
                         auth_file=values.pop("proxy_auth_file", None),
                         config=tuple(values.pop("proxy_config", ()) or ()), user=values.pop("proxy_user", None),

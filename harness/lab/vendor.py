@@ -37,6 +37,7 @@ from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.secretfiles import open_private_append, write_private
 from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
 from proxyfleet.harness.lab.squidlog import read_native
+from proxyfleet.harness.lab.vendorcontainer import ContainerError, ProxyContainer
 from proxyfleet.simulators.network import Endpoint
 
 STOP_GRACE = 10.0
@@ -69,6 +70,7 @@ class VendorProxySettings:
     user: str | None = None  # run as this user (as root); it owns {config_dir}
     access_log: str | None = None  # where it writes its access log (placeholders allowed)
     public_ca_pem: bytes = b""  # the lab's public root CA, for {public_ca_file}
+    image: str | None = None  # run ``command`` (or the image's own) in a container of this image
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,19 @@ class VendorProxySpec:
     auth: str | None = None
     user: str | None = None
     access_log: str | None = None
+    image: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.command is None) == (self.url is None):
-            raise VendorProxyError("give the proxy either as a command to start or as the URL of a running one")
+        if self.url is not None and (self.command is not None or self.image is not None):
+            raise VendorProxyError("a running proxy (--proxy-url) is not started: leave out --proxy-command "
+                                   "and --proxy-image")
+        if self.url is None and self.command is None and self.image is None:
+            raise VendorProxyError("give the proxy as a command, an image or the URL of a running one")
 
     def describe(self) -> str:
         """One line for reports: how the proxy runs, never its credentials."""
-        how = f"command {self.command!r}" if self.command else f"running at {redact_text(self.url or '')}"
+        how = (f"image {self.image}" + (f", command {self.command!r}" if self.command else "")) if self.image else \
+            f"command {self.command!r}" if self.command else f"running at {redact_text(self.url or '')}"
         mode = "intercepting with its CA" if self.ca_pem else "tunnelling (no interception CA given)"
         return f"vendor proxy ({how}; {mode}{'; Basic authentication' if self.auth else ''})"
 
@@ -138,11 +145,12 @@ class VendorProxy:
 
     def __init__(self, settings: VendorProxySettings) -> None:
         self.settings = settings
-        if settings.command is None and settings.url is None:
-            raise VendorProxyError("a vendor proxy needs a command to start or the URL of a running one")
+        if settings.command is None and settings.url is None and settings.image is None:
+            raise VendorProxyError("a vendor proxy needs a command or an image to start, or the URL of a running one")
         self.directory = settings.state_dir
         self.config_dir: Path | None = None
         self._process: asyncio.subprocess.Process | None = None
+        self._container: ProxyContainer | None = None
         self._output_path = self.directory / "proxy.log"
         self.started_seconds: float | None = None
         if settings.url is not None:
@@ -164,12 +172,14 @@ class VendorProxy:
 
     @property
     def started_by_lab(self) -> bool:
-        return self.settings.command is not None
+        return self.settings.url is None
 
     @property
     def running(self) -> bool:
         if not self.started_by_lab:
             return True  # not ours to stop: reachable or not, it is "up" as far as the lab knows
+        if self.settings.image is not None:
+            return self._container is not None  # started and not stopped (asking the engine blocks)
         return self._process is not None and self._process.returncode is None
 
     @property
@@ -251,26 +261,23 @@ class VendorProxy:
 
     def _hand_over(self, user: str) -> None:
         """Give the configuration directory to the user the proxy runs as."""
-        try:
-            entry = pwd.getpwnam(user)
-        except KeyError:
-            raise VendorProxyError(f"the proxy user {user!r} does not exist on this machine") from None
+        uid, gid = user_ids(user)
         assert self.config_dir is not None
         if os.geteuid() != 0:
-            if entry.pw_uid != os.geteuid():
+            if uid != os.geteuid():
                 raise VendorProxyError(f"only root can hand the proxy's files to {user!r}; run the proxy as "
                                        "yourself (leave out --proxy-user) or run proxyfleet as root")
             return
         for path in [self.config_dir, *self.config_dir.rglob("*")]:
-            os.chown(path, entry.pw_uid, entry.pw_gid)
+            os.chown(path, uid, gid)
 
     def _identity(self) -> dict[str, Any]:
         """As root with ``user`` set, the proxy runs as that user from its first instruction, so
         whatever its command does first (Squid's certificate database, say) belongs to it too."""
         if self.settings.user is None or os.geteuid() != 0:
             return {}
-        entry = pwd.getpwnam(self.settings.user)
-        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+        uid, gid = user_ids(self.settings.user)
+        return {"user": uid, "group": gid, "extra_groups": []}
 
     def _argv(self) -> list[str]:
         assert self.settings.command is not None
@@ -285,7 +292,9 @@ class VendorProxy:
             return
         self._prepare()
         started = time.monotonic()
-        if self.started_by_lab:
+        if self.settings.image is not None:
+            await self._start_container(self.settings.image)
+        elif self.started_by_lab:
             argv = self._argv()
             output = open_private_append(self._output_path)
             try:
@@ -303,7 +312,32 @@ class VendorProxy:
             raise
         self.started_seconds = time.monotonic() - started
 
+    async def _start_container(self, image: str) -> None:
+        assert self.config_dir is not None
+        extra_hosts = {}
+        for line in self.settings.hosts_text.splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and not fields[0].startswith("#"):
+                for name in fields[1:]:
+                    extra_hosts[name] = fields[0]
+        container = ProxyContainer(image, self._argv() if self.settings.command else None, self.config_dir,
+                                   extra_hosts, self._container_user(), self._output_path)
+        try:
+            await asyncio.to_thread(container.start)
+        except ContainerError as exc:
+            raise VendorProxyError(str(exc)) from None
+        self._container = container
+
+    def _container_user(self) -> str | None:
+        """``uid:gid`` for the container: the proxy user's on this host (the image's names may differ)."""
+        if self.settings.user is None:
+            return None
+        uid, gid = user_ids(self.settings.user)
+        return f"{uid}:{gid}"
+
     def _output_tail(self) -> str:
+        if self._container is not None:
+            return redact_text(self._container.logs()[-2000:]) or "(no output)"
         try:
             text = self._output_path.read_text(errors="replace")[-2000:]
         except OSError:
@@ -312,7 +346,11 @@ class VendorProxy:
 
     async def _wait_listening(self, deadline: float) -> None:
         while True:
-            if self.started_by_lab and not self.running:
+            if self.settings.image is not None:
+                exited = not await asyncio.to_thread(container_up, self._container)
+            else:
+                exited = self.started_by_lab and not self.running
+            if exited:
                 raise VendorProxyError(f"the proxy exited during start-up; its output:\n{self._output_tail()}")
             try:
                 _, writer = await asyncio.open_connection(self._listen.address, self._listen.port)
@@ -328,6 +366,9 @@ class VendorProxy:
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
         """SIGTERM the process group (SIGKILL after ``grace``); keep its logs in the lab's directory."""
+        container, self._container = self._container, None
+        if container is not None:
+            await asyncio.to_thread(container.stop, grace)
         process, self._process = self._process, None
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -360,6 +401,23 @@ class VendorProxy:
     def url(self, host: str | None = None, with_credentials: bool = True) -> str:
         credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
         return f"http://{credentials}{host or self._listen.address}:{self._listen.port}"
+
+
+def user_ids(user: str) -> tuple[int, int]:
+    """(uid, gid) of a user name on this machine, or of ``uid`` / ``uid:gid`` given as numbers."""
+    uid_text, _, gid_text = user.partition(":")
+    if uid_text.isdigit() and (not gid_text or gid_text.isdigit()):
+        return int(uid_text), int(gid_text or uid_text)
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise VendorProxyError(f"the proxy user {user!r} does not exist on this machine") from None
+    return entry.pw_uid, entry.pw_gid
+
+
+def container_up(container: ProxyContainer | None) -> bool:
+    """Whether the engine says the container is still up (a blocking call)."""
+    return container is not None and container.running
 
 
 def port_is_free(address: str, port: int) -> bool:

@@ -19,6 +19,7 @@ class ProxyOptions:
 
     command: str | None = None
     url: str | None = None
+    image: str | None = None
     listen: str | None = None
     ca_file: Path | None = None
     auth_file: Path | None = None
@@ -28,7 +29,7 @@ class ProxyOptions:
 
     @property
     def given(self) -> bool:
-        return self.command is not None or self.url is not None
+        return self.command is not None or self.url is not None or self.image is not None
 
     @property
     def serial(self) -> bool:
@@ -37,14 +38,14 @@ class ProxyOptions:
         return self.url is not None or self.listen is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"command": self.command, "url": self.url, "listen": self.listen,
+        return {"command": self.command, "url": self.url, "image": self.image, "listen": self.listen,
                 "ca_file": str(self.ca_file) if self.ca_file else None,
                 "auth_file": str(self.auth_file) if self.auth_file else None,
                 "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProxyOptions:
-        return cls(command=data.get("command"), url=data.get("url"), listen=data.get("listen"),
+        return cls(command=data.get("command"), url=data.get("url"), image=data.get("image"), listen=data.get("listen"),
                    ca_file=Path(data["ca_file"]) if data.get("ca_file") else None,
                    auth_file=Path(data["auth_file"]) if data.get("auth_file") else None,
                    config=tuple(Path(p) for p in data.get("config") or ()), user=data.get("user"),
@@ -52,8 +53,8 @@ class ProxyOptions:
 
     def spec(self) -> VendorProxySpec:
         """Read the files and check every value; raises ``VendorProxyError`` with what is wrong."""
-        if self.command is not None and self.url is not None:
-            raise VendorProxyError("--proxy-command and --proxy-url exclude each other: start a proxy, or use one")
+        if self.url is not None and (self.command is not None or self.image is not None):
+            raise VendorProxyError("--proxy-url excludes --proxy-command and --proxy-image: start a proxy, or use one")
         if self.url is not None and "@" in self.url:
             raise VendorProxyError("--proxy-url must not carry credentials (they would show in process lists): "
                                    "put user:password in a file and pass --proxy-auth-file")
@@ -70,7 +71,7 @@ class ProxyOptions:
         return VendorProxySpec(command=self.command, url=self.url,
                                listen=parse_listen(self.listen) if self.listen else None,
                                config_files=self.config, ca_pem=ca_pem, auth=self._auth(), user=self.user,
-                               access_log=self.access_log)
+                               access_log=self.access_log, image=self.image)
 
     def _auth(self) -> str | None:
         if self.auth_file is None:

@@ -140,6 +140,8 @@ def test_a_reconciler_claiming_a_node_it_did_not_configure_ends_the_step_early(t
 EXAMPLES = Path(__file__).parents[3] / "examples" / "squid"
 SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
 CERTGEN = Path("/usr/lib/squid/security_file_certgen")
+needs_real_ports = pytest.mark.skipif(not real_ports_allowed(), reason="origins on ports 80/443 need root, or "
+                                      "net.ipv4.ip_unprivileged_port_start=0")
 needs_squid = pytest.mark.skipif(SQUID is None or not real_ports_allowed(),
                                  reason="needs Squid (apt-get install squid-openssl) and ports 80/443 "
                                         "(root, or net.ipv4.ip_unprivileged_port_start=0)")
@@ -152,12 +154,14 @@ def _squid_bumps() -> bool:
     return "--with-openssl" in version
 
 
-def squid(tmp_path: Path, mode: str, password: str = "s3cret", config: Path | None = None) -> list[str]:
-    """``proxyfleet conformance`` options running Squid in ``mode``: tunnel, ssl-bump or basic-auth."""
+def squid(tmp_path: Path, mode: str, password: str = "s3cret", config: Path | None = None,
+          image: str | None = None) -> list[str]:
+    """``proxyfleet conformance`` options running Squid in ``mode`` (tunnel, ssl-bump or
+    basic-auth), as a process of this machine's Squid or in a container of ``image``."""
     user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []  # Squid will not run as root
     name = {"tunnel": "squid.conf", "ssl-bump": "squid-ssl-bump.conf", "basic-auth": "squid-basic-auth.conf"}[mode]
-    command = f"{SQUID} -N -f {{config_dir}}/{name}"
-    options = ["--proxy-config", str(config or EXAMPLES / name), *user]
+    command = f"{'squid' if image else SQUID} -N -f {{config_dir}}/{name}"
+    options = ["--proxy-config", str(config or EXAMPLES / name), *user, *(["--proxy-image", image] if image else [])]
     if mode == "ssl-bump":
         command = f"sh -c '{CERTGEN} -c -s {{config_dir}}/ssl_db -M 4MB && exec {command}'"
         ca = trustme.CA(organization_name="acme intercepting proxy", key_type=trustme.KeyType.RSA)
@@ -175,21 +179,18 @@ def squid(tmp_path: Path, mode: str, password: str = "s3cret", config: Path | No
     return ["--proxy-command", command, *options]
 
 
+MODES = [("tunnel", "tunnelled, origin certificate"), ("basic-auth", "tunnelled, origin certificate"),
+         ("ssl-bump", "MITM certificate trusted")]
+
+
 def observed(report: dict[str, object], check: str) -> list[str]:
     return [c["observed"] for s in report["scenarios"] for c in s["checks"]  # type: ignore[union-attr]
             if c["check"] == check]
 
 
-@needs_squid
-@pytest.mark.slow
-@pytest.mark.parametrize(("mode", "route"), [("tunnel", "tunnelled, origin certificate"),
-                                             ("basic-auth", "tunnelled, origin certificate"),
-                                             ("ssl-bump", "MITM certificate trusted")])
-def test_squid_as_a_process_passes_runtime_add_and_change(tmp_path: Path, mode: str, route: str) -> None:
-    if mode == "ssl-bump" and not _squid_bumps():
-        pytest.skip("this Squid cannot bump TLS (Debian's squid-openssl can)")
+def _runs_through(tmp_path: Path, mode: str, route: str, image: str | None) -> None:
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
-                                 "--keep", str(tmp_path / "labs"), *squid(tmp_path, mode))
+                                 "--keep", str(tmp_path / "labs"), *squid(tmp_path, mode, image=image))
     assert result.returncode == 0, result.stderr[-4000:]
     assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
     # Judged from Squid's own log, the origins' logs and the certificate each node was shown:
@@ -197,6 +198,24 @@ def test_squid_as_a_process_passes_runtime_add_and_change(tmp_path: Path, mode: 
     logs = list((tmp_path / "labs").glob("*/proxy/access.log"))
     assert len(logs) == 3 and all(" CONNECT quay.io:443 " in log.read_text() for log in logs)
     assert "s3cret" not in result.stderr + json.dumps(report)
+
+
+@needs_squid
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "route"), MODES)
+def test_squid_as_a_process_passes_runtime_add_and_change(tmp_path: Path, mode: str, route: str) -> None:
+    if mode == "ssl-bump" and not _squid_bumps():
+        pytest.skip("this Squid cannot bump TLS (Debian's squid-openssl can)")
+    _runs_through(tmp_path, mode, route, image=None)
+
+
+@needs_real_ports
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "route"), MODES)
+def test_squid_in_a_container_passes_runtime_add_and_change(tmp_path: Path, squid_image: str, mode: str,
+                                                             route: str) -> None:
+    _runs_through(tmp_path, mode, route, image=squid_image)
+    assert not leftover_containers()  # removed at the end of every lab
 
 
 @needs_squid
@@ -260,3 +279,42 @@ async def test_a_proxy_already_running_is_used_by_url(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     assert "running at http://127.21.0.1:3128" in result.stderr
     assert "through the proxy, tunnelled, origin certificate" in observed(report, "pull-internet")
+
+
+# The container run is judged from the same evidence as the process run (Squid's log, the origins'
+# logs, the certificates shown), which catches every variant above; through the container, one
+# variant per family of proxy-borne checks (each container start copies the image's 300 MB root
+# under dockerd's vfs driver: ~35 s a run on two cores).
+CONTAINER_VARIANTS = ["no-cert-import", "removes-by-subject", "semicolon-noproxy", "unquoted-values"]
+
+
+@needs_real_ports
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", CONTAINER_VARIANTS)
+def test_a_broken_reconciler_is_caught_through_squid_in_a_container(tmp_path: Path, squid_image: str,
+                                                                     variant: str) -> None:
+    workflow, check, *count = CATCHES[variant]
+    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
+                                 "--variant", variant, "--converge-timeout", "5",
+                                 *squid(tmp_path, "tunnel", image=squid_image))
+    assert result.returncode == 1, result.stderr[-3000:]
+    failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
+    assert any(c in failed for c in check.replace("&", "|").split("|")), failed
+
+
+def leftover_containers() -> list[str]:
+    """Proxy containers of labs whose process has ended (there should be none)."""
+    import docker
+
+    from proxyfleet.harness.lab.vendorcontainer import OWNER_LABEL, ROLE_LABEL
+
+    found = docker.from_env().containers.list(all=True, filters={"label": ROLE_LABEL + "=vendor-proxy"})
+    return [c.short_id for c in found if not _alive(int(c.labels.get(OWNER_LABEL, "0") or 0))]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return pid > 0

@@ -1,6 +1,7 @@
 """The bring-your-own-proxy command-line options: every one reaches ``ProxyOptions``, and
 ``proxyfleet conformance`` refuses bad ones before starting anything."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,9 +38,24 @@ def test_conformance_refuses_bad_proxy_options_before_any_lab_starts(tmp_path: P
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--proxy-command", "squid",
                              "--proxy-url", "http://127.0.0.1:3128"], capture_output=True, text=True, timeout=60,
                             cwd=tmp_path)
-    assert result.returncode == 2 and "exclude each other" in result.stderr
+    assert result.returncode == 2 and "excludes --proxy-command" in result.stderr
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--proxy-url",
                              "http://vendor:hunter2@127.0.0.1:3128"], capture_output=True, text=True, timeout=60,
                             cwd=tmp_path)
     assert result.returncode == 2 and "--proxy-auth-file" in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_the_readme_examples_use_only_real_options() -> None:
+    from proxyfleet.harness.cli.conformance import conformance
+
+    text = (Path(__file__).parents[3] / "README.md").read_text()
+    section = text.split("## Validating your proxy", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh", 1)[1].split("```", 1)[0]
+    used = set(re.findall(r"(--[a-z][a-z-]+)", block))
+    known = {name for parameter in conformance.params for name in parameter.opts}
+    assert used - {"--write"} <= known, used - known
+    assert {"--proxy-command", "--proxy-image", "--proxy-url", "--proxy-ca", "--proxy-auth-file"} <= used
+    for name in ("{config_dir}", "{listen_host}", "{listen_port}", "{hosts_file}", "{egress_address}",
+                 "{public_ca_file}"):
+        assert name in section

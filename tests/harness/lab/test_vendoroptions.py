@@ -30,7 +30,7 @@ def test_the_options_travel_as_paths_and_are_read_on_the_other_side(tmp_path: Pa
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (ProxyOptions(command="squid", url="http://127.0.0.1:3128"), "exclude each other"),
+    (ProxyOptions(command="squid", url="http://127.0.0.1:3128"), "excludes --proxy-command"),
     (ProxyOptions(url="http://u:p@127.0.0.1:3128"), "must not carry credentials"),
     (ProxyOptions(command="squid", listen="3128"), "not ADDRESS:PORT"),
     (ProxyOptions(command="squid", listen="192.168.1.1:3128"), "not a loopback address"),
