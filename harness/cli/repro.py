@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -23,8 +24,10 @@ from proxyfleet.core.noproxy import CLIENTS, redact_url
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
 from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
+from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
 from proxyfleet.harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
 from proxyfleet.harness.conformance.results import ConformanceRun
+from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.reconciler import VARIANTS
 
 # The clients whose reading of the variables matters on a Windows node, and who they are there.
@@ -93,11 +96,18 @@ def explain_paths(run: ConformanceRun, console: Console) -> None:
 @click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)))
 @click.option("--reconciler-command", help="Reproduce with this external reconciler instead.")
 @report_options
+@proxy_options
 def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None, nodes: int, variant: str,
           reconciler_command: str | None, junit: Path | None, json_path: Path | None, html: Path | None,
-          flows: Path | None, keep: Path | None, converge_timeout: float) -> None:
+          flows: Path | None, keep: Path | None, converge_timeout: float, **proxy_values: Any) -> None:
     """Reproduce a customer's proxy settings on the lab and explain every failing path."""
     interrupt_on_sigterm()
+    vendor = proxy_options_from(proxy_values)
+    try:
+        if vendor.given:
+            vendor.spec()  # checked before anything starts
+    except VendorProxyError as exc:
+        raise BadInput(str(exc)) from None
     try:
         proxy = read_proxy(proxy_file)
         bundle = read_ca_bundle(ca_bundle) if ca_bundle else b""
@@ -108,7 +118,8 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
     for warning in proxy.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     targets = proxy.targets()
-    console.print("customer proxy → lab proxy: " + ", ".join(f"{t.host}:{t.port}" for t in targets)
+    console.print(("customer proxy → your proxy: " if vendor.given else "customer proxy → lab proxy: ")
+                  + ", ".join(f"{t.host}:{t.port}" for t in targets)
                   + ("; the bundle gets the lab's MITM CA appended" if bundle else
                      "; no --ca-bundle: nodes trust only the lab's MITM CA"))
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-repro-"))
@@ -120,7 +131,7 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
             "bundle": bundle.decode(), "install_config": config_text,
             "targets": [[t.host, t.port, t.auth] for t in targets]}))
         options = RunOptions(nodes=nodes, variant=variant, reconciler_command=reconciler_command,
-                             converge_timeout=converge_timeout, keep=keep,
+                             converge_timeout=converge_timeout, keep=keep, proxy=vendor,
                              extra_args=[f"--proxyfleet-repro={spec_path}"])
         outcome = run_scenarios(options, scratch, console, selected=1)
         console.print(summary_table(outcome.run))

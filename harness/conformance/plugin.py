@@ -171,8 +171,10 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         settings["vendor_proxy"] = ProxyOptions.from_json(json.loads(vendor.read_text())).spec()
     repro = _repro_spec(config)
     if repro is not None:
+        vendor_spec = settings.get("vendor_proxy")
         settings.update(customer_settings(repro.get("install_config"),
-                                          [tuple(t) for t in repro.get("targets", [])]))
+                                          [tuple(t) for t in repro.get("targets", [])],
+                                          vendor_spec.ca_pem if vendor_spec is not None else None))
     return LabSettings(**settings)
 
 

@@ -89,7 +89,8 @@ class LabError(RuntimeError):
     """The lab cannot start as asked."""
 
 
-def customer_settings(install_config: str | None, targets: list[tuple[str, int, str | None]]) -> dict[str, Any]:
+def customer_settings(install_config: str | None, targets: list[tuple[str, int, str | None]],
+                      vendor_ca_pem: bytes | None = None) -> dict[str, Any]:
     """``LabSettings`` fields that put a customer's settings on the lab: their proxy (host, port,
     credentials) names resolve to the lab proxy, which asks for their credentials; an install-config
     with a proxy also trusts the lab proxy's (pre-generated) MITM CA, since that proxy intercepts."""
@@ -101,7 +102,8 @@ def customer_settings(install_config: str | None, targets: list[tuple[str, int, 
         if config.get("proxy"):
             mitm = trustme.CA(organization_name="proxyfleet corporate proxy", key_type=trustme.KeyType.RSA)
             bundle = (config.get("additionalTrustBundle") or "").rstrip("\n")
-            config["additionalTrustBundle"] = (bundle + "\n" if bundle else "") + mitm.cert_pem.bytes().decode()
+            config["additionalTrustBundle"] = (bundle + "\n" if bundle else "") + mitm.cert_pem.bytes().decode() \
+                + (vendor_ca_pem or b"").decode()  # a vendor proxy (--proxy-ca) intercepts with its own
             overrides.update(mitm_ca=mitm, install_proxy=True)
         overrides["install_config"] = yaml.safe_dump(config)
     return overrides

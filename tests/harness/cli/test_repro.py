@@ -4,11 +4,14 @@ credentials never printed."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 import trustme
 
+from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.harness.cli.commands import proxyfleet
 
 
@@ -31,3 +34,23 @@ def test_repro_runs_the_customer_proxy_and_explains_the_paths(inputs: Path) -> N
     pulls = [c for c in scenario["checks"] if c["check"] == "pull-internet" and c["step"] == "customer proxy applied"]
     assert pulls and all("via http://***:***@proxy.acme.example:8080" in c["expected"] for c in pulls)
 
+
+
+SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SQUID is None or not real_ports_allowed(),
+                    reason="needs Squid and ports 80/443 (root, or net.ipv4.ip_unprivileged_port_start=0)")
+def test_repro_runs_the_customer_case_through_a_proxy_like_theirs(inputs: Path) -> None:
+    config = Path(__file__).parents[3] / "examples" / "squid" / "squid.conf"
+    user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []
+    result = proxyfleet("repro", "--proxy", "ok.yaml", "--nodes", "2", "--json", "r.json",
+                        "--proxy-command", f"{SQUID} -N -f {{config_dir}}/squid.conf", "--proxy-config", str(config),
+                        *user, cwd=inputs)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "customer proxy → your proxy: proxy.acme.example:8080" in result.stderr
+    assert "S3cr3t" not in result.stdout + result.stderr + (inputs / "r.json").read_text()
+    [scenario] = json.loads((inputs / "r.json").read_text())["scenarios"]
+    pulls = [c for c in scenario["checks"] if c["check"] == "pull-internet" and c["step"] == "customer proxy applied"]
+    assert pulls and all(c["observed"] == "through the proxy, tunnelled, origin certificate" for c in pulls)
