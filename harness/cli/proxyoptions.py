@@ -36,6 +36,9 @@ def proxy_options(function: Any) -> Any:
                      help="A file or directory copied into {config_dir}, placeholders filled in (repeatable)."),
         click.option("--proxy-user", help="Run the proxy as this user (when proxyfleet runs as root; Squid "
                                           "refuses to run as root); it owns {config_dir}."),
+        click.option("--proxy-etc-hosts", is_flag=True,
+                     help="Run the proxy process in a mount namespace of its own whose /etc/hosts is the lab's "
+                          "(for a proxy that reads only /etc/hosts; needs root)."),
         click.option("--proxy-access-log", metavar="PATH",
                      help="Where the proxy writes its access log in Squid's native format "
                           "(default {config_dir}/access.log)."),
@@ -51,4 +54,5 @@ def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
                         listen=values.pop("proxy_listen", None), ca_file=values.pop("proxy_ca", None),
                         auth_file=values.pop("proxy_auth_file", None),
                         config=tuple(values.pop("proxy_config", ()) or ()), user=values.pop("proxy_user", None),
-                        access_log=values.pop("proxy_access_log", None))
+                        access_log=values.pop("proxy_access_log", None),
+                        own_etc_hosts=bool(values.pop("proxy_etc_hosts", False)))

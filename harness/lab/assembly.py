@@ -332,7 +332,7 @@ class Lab:
                 hosts_text=self.network.hosts_file(), command=vendor.command, url=vendor.url,
                 config_files=list(vendor.config_files), ca_pem=vendor.ca_pem, auth=vendor.auth,
                 user=vendor.user, access_log=vendor.access_log, public_ca_pem=self.public_ca.cert_pem.bytes(),
-                image=vendor.image))
+                image=vendor.image, own_etc_hosts=vendor.own_etc_hosts))
             self.proxy = proxy
 
             async def stop() -> None:

@@ -71,6 +71,9 @@ class VendorProxySettings:
     access_log: str | None = None  # where it writes its access log (placeholders allowed)
     public_ca_pem: bytes = b""  # the lab's public root CA, for {public_ca_file}
     image: str | None = None  # run ``command`` (or the image's own) in a container of this image
+    # Run the process in a mount namespace of its own whose /etc/hosts is the lab's hosts file: for
+    # a proxy that resolves names only through /etc/hosts (needs root).
+    own_etc_hosts: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class VendorProxySpec:
     user: str | None = None
     access_log: str | None = None
     image: str | None = None
+    own_etc_hosts: bool = False
 
     def __post_init__(self) -> None:
         if self.url is not None and (self.command is not None or self.image is not None):
@@ -94,6 +98,9 @@ class VendorProxySpec:
                                    "and --proxy-image")
         if self.url is None and self.command is None and self.image is None:
             raise VendorProxyError("give the proxy as a command, an image or the URL of a running one")
+        if self.own_etc_hosts and (self.command is None or self.image is not None):
+            raise VendorProxyError("--proxy-etc-hosts is for a proxy process (--proxy-command without "
+                                   "--proxy-image; a container gets the names as extra hosts)")
 
     def describe(self) -> str:
         """One line for reports: how the proxy runs, never its credentials."""
@@ -274,17 +281,19 @@ class VendorProxy:
     def _identity(self) -> dict[str, Any]:
         """As root with ``user`` set, the proxy runs as that user from its first instruction, so
         whatever its command does first (Squid's certificate database, say) belongs to it too."""
-        if self.settings.user is None or os.geteuid() != 0:
-            return {}
+        if self.settings.user is None or os.geteuid() != 0 or self.settings.own_etc_hosts:
+            return {}  # (in its own mount namespace it becomes the user after the mount: _argv)
         uid, gid = user_ids(self.settings.user)
         return {"user": uid, "group": gid, "extra_groups": []}
 
     def _argv(self) -> list[str]:
         assert self.settings.command is not None
         try:
-            return command_line(self.settings.command, self.values())
+            argv = command_line(self.settings.command, self.values())
         except ExternalReconcilerError as exc:
             raise VendorProxyError(str(exc).replace("reconciler", "proxy")) from None
+        return private_etc_hosts(argv, Path(self.values()["hosts_file"]), self.settings.user) \
+            if self.settings.own_etc_hosts else argv
 
     async def start(self, startup_limit: float = 30.0) -> None:
         """Start the process (or check that the running proxy answers) and wait until it listens."""
@@ -401,6 +410,19 @@ class VendorProxy:
     def url(self, host: str | None = None, with_credentials: bool = True) -> str:
         credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
         return f"http://{credentials}{host or self._listen.address}:{self._listen.port}"
+
+
+def private_etc_hosts(argv: list[str], hosts_file: Path, user: str | None) -> list[str]:
+    """``argv`` in a mount namespace of its own whose ``/etc/hosts`` is ``hosts_file`` (the rest of
+    the machine keeps its own), then as ``user`` if given: ``unshare`` and ``mount`` need root."""
+    if os.geteuid() != 0:
+        raise VendorProxyError("--proxy-etc-hosts needs root (a mount namespace with /etc/hosts bound over)")
+    drop: list[str] = []
+    if user is not None:
+        uid, gid = user_ids(user)
+        drop = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts_file), *drop, *argv]
 
 
 def user_ids(user: str) -> tuple[int, int]:

@@ -26,6 +26,7 @@ class ProxyOptions:
     config: tuple[Path, ...] = field(default_factory=tuple)
     user: str | None = None
     access_log: str | None = None
+    own_etc_hosts: bool = False
 
     @property
     def given(self) -> bool:
@@ -41,7 +42,8 @@ class ProxyOptions:
         return {"command": self.command, "url": self.url, "image": self.image, "listen": self.listen,
                 "ca_file": str(self.ca_file) if self.ca_file else None,
                 "auth_file": str(self.auth_file) if self.auth_file else None,
-                "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log}
+                "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log,
+                "own_etc_hosts": self.own_etc_hosts}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProxyOptions:
@@ -49,7 +51,7 @@ class ProxyOptions:
                    ca_file=Path(data["ca_file"]) if data.get("ca_file") else None,
                    auth_file=Path(data["auth_file"]) if data.get("auth_file") else None,
                    config=tuple(Path(p) for p in data.get("config") or ()), user=data.get("user"),
-                   access_log=data.get("access_log"))
+                   access_log=data.get("access_log"), own_etc_hosts=bool(data.get("own_etc_hosts")))
 
     def spec(self) -> VendorProxySpec:
         """Read the files and check every value; raises ``VendorProxyError`` with what is wrong."""
@@ -71,7 +73,7 @@ class ProxyOptions:
         return VendorProxySpec(command=self.command, url=self.url,
                                listen=parse_listen(self.listen) if self.listen else None,
                                config_files=self.config, ca_pem=ca_pem, auth=self._auth(), user=self.user,
-                               access_log=self.access_log, image=self.image)
+                               access_log=self.access_log, image=self.image, own_etc_hosts=self.own_etc_hosts)
 
     def _auth(self) -> str | None:
         if self.auth_file is None:

@@ -24,6 +24,7 @@ from proxyfleet.harness.lab.vendor import (
     fill,
     open_connections,
     parse_listen,
+    private_etc_hosts,
 )
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
@@ -219,3 +220,33 @@ async def test_squid_with_basic_authentication_answers_407_without_or_with_wrong
     finally:
         await proxy.stop()
         proxy.remove()
+
+
+@needs_squid
+@needs_real_ports
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="a mount namespace needs root")
+async def test_a_proxy_that_reads_only_etc_hosts_gets_the_lab_names_in_its_own_namespace(
+        tmp_path: Path, origin: Origin) -> None:
+    config = tmp_path / "squid.conf"  # no hosts_file directive: Squid reads /etc/hosts
+    config.write_text("\n".join(line for line in (EXAMPLES / "squid.conf").read_text().splitlines()
+                                if not line.startswith("hosts_file")))
+    proxy = VendorProxy(_settings(tmp_path, config_files=[config], own_etc_hosts=True))
+    await proxy.start()
+    try:
+        assert await _get("http://origin.example/") == (200, "hello")
+        assert "origin.example" not in Path("/etc/hosts").read_text()  # the machine keeps its own
+    finally:
+        await proxy.stop()
+        proxy.remove()
+
+
+def test_etc_hosts_wrapping_mounts_first_then_drops_privileges() -> None:
+    if os.geteuid() != 0:
+        with pytest.raises(VendorProxyError, match="needs root"):
+            private_etc_hosts(["squid"], Path("/x/hosts"), None)
+        return
+    argv = private_etc_hosts(["squid", "-N"], Path("/x/hosts"), "0:0")
+    assert argv[:2] == ["unshare", "--mount"] and "/x/hosts" in argv
+    assert argv.index("setpriv") < argv.index("squid") and argv[-2:] == ["squid", "-N"]
+    with pytest.raises(VendorProxyError, match="--proxy-etc-hosts is for a proxy process"):
+        VendorProxySpec(image="x", command="squid", own_etc_hosts=True)
