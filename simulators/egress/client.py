@@ -271,9 +271,17 @@ class EgressSession:
             connection = await self._dial(host, port, proxy=False)
             return await self._tls(connection, host) if scheme == "https" else connection
         proxy_parts = urlsplit(proxy)
-        if proxy_parts.scheme != "http" or not proxy_parts.hostname:
-            raise EgressError("url", f"unsupported proxy {proxy_parts.scheme}:// (the lab proxy is http://)")
-        connection = await self._dial(proxy_parts.hostname, proxy_parts.port or 80, proxy=True)
+        if proxy_parts.scheme not in ("http", "https") or not proxy_parts.hostname:
+            raise EgressError("url", f"unsupported proxy scheme {proxy_parts.scheme}:// (http:// and https:// are)")
+        default_port = 443 if proxy_parts.scheme == "https" else 80
+        connection = await self._dial(proxy_parts.hostname, proxy_parts.port or default_port, proxy=True)
+        if proxy_parts.scheme == "https":
+            # TLS to the proxy itself, verified against the node's trust like any server; inside
+            # it, the CONNECT and then the origin's TLS (TLS in TLS).
+            try:
+                connection = await self._tls(connection, proxy_parts.hostname)
+            except EgressError as exc:
+                raise EgressError(f"proxy-{exc.kind}", exc.detail) from None
         if scheme == "http":
             return connection
         authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -65,6 +65,9 @@ def go_error(error: EgressError, session: EgressSession, host: str, port: int,
              proxy: str | None) -> str:
     proxy_host = urlsplit(proxy).hostname if proxy else None
     proxy_port = urlsplit(proxy).port if proxy else None
+    if error.kind.startswith("proxy-tls") and proxy_host:  # the TLS to an https:// proxy itself
+        inner = EgressError(error.kind.removeprefix("proxy-"), error.detail)
+        return "proxyconnect tcp: " + go_error(inner, session, proxy_host, proxy_port or 443, None)
     if error.kind == "dns":
         return f"dial tcp: lookup {host}: no such host"
     if error.kind == "proxy-dns":
@@ -331,6 +334,8 @@ def parse_curl_arguments(args: list[str]) -> tuple[dict[str, Any], list[str]]:
 def _curl_failure(error: EgressError, host: str, port: int, proxy: str | None,
                   scheme: str = "https") -> tuple[int, str]:
     proxy_parts = urlsplit(proxy) if proxy else None
+    if error.kind.startswith("proxy-tls"):  # the TLS to an https:// proxy itself: curl says the same
+        return _curl_failure(EgressError(error.kind.removeprefix("proxy-"), error.detail), host, port, None)
     if error.kind == "dns":
         return 6, f"Could not resolve host: {host}"
     if error.kind == "proxy-dns":

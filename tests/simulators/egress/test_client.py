@@ -6,6 +6,7 @@ says which step failed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -158,3 +159,41 @@ async def test_a_refused_connect_reports_the_proxys_status() -> None:
         await server.wait_closed()
     assert refused.value.kind == "proxy-status" and refused.value.status == 407
     assert "> CONNECT secure.example:443 HTTP/1.1" in session.trace.lines
+
+
+async def _tunnel(network: LabNetwork, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A minimal CONNECT proxy (the test's https:// proxy, behind its TLS)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    host, port = head.split()[1].decode().rsplit(":", 1)
+    route = network.resolve(host, int(port))
+    upstream_reader, upstream_writer = await asyncio.open_connection(route.endpoint.address, route.endpoint.port)
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await writer.drain()
+
+    async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+
+    await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+
+async def test_an_https_proxy_is_verified_then_tunnels_tls_inside_tls(servers: Servers) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    servers.ca.issue_cert("tlsproxy.example").configure_cert(context)
+    proxy = await asyncio.start_server(lambda r, w: _tunnel(servers.network, r, w), "127.0.0.1", 0, ssl=context)
+    servers.network.add("tlsproxy.example", 3129, Endpoint("127.0.0.1", proxy.sockets[0].getsockname()[1]), "proxy")
+    try:
+        async with EgressSession(servers.network, "127.0.0.1", trusting(servers.ca)) as session:
+            response = await session.request("GET", "https://secure.example/x", proxy="https://tlsproxy.example:3129")
+        assert (response.status, response.body) == (200, b"hello secure.example")
+        # two handshakes: the proxy's own certificate, then the origin's inside the tunnel
+        assert [name for name, _ in session.certificates] == ["tlsproxy.example", "secure.example"]
+        async with EgressSession(servers.network, "127.0.0.1", trust_context([_der(trustme.CA())])) as stranger:
+            with pytest.raises(EgressError) as untrusted:
+                await stranger.request("GET", "https://secure.example/", proxy="https://tlsproxy.example:3129")
+        assert untrusted.value.kind == "proxy-tls-unknown-authority"
+    finally:
+        proxy.close()

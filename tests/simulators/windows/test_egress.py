@@ -51,3 +51,18 @@ def test_curl_usage_errors_in_curls_words(args: list[str], message: str) -> None
 
 def test_write_out_fills_known_variables_and_escapes() -> None:
     assert _write_out("%{http_code}\\n%{unknown}", {"http_code": 200}) == "200\n"
+
+
+def test_a_failed_tls_to_an_https_proxy_reads_like_go_and_curl() -> None:
+    from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
+    from proxyfleet.simulators.windows.egress import _curl_failure, go_error
+
+    session = EgressSession(None, "127.10.0.1", trust_context([]))
+    error = EgressError("proxy-tls-unknown-authority", "self-signed")
+    assert go_error(error, session, "quay.io", 443, "https://proxy.corp.internal:3128") == (
+        "proxyconnect tcp: tls: failed to verify certificate: x509: certificate signed by unknown authority")
+    code, text = _curl_failure(error, "quay.io", 443, "https://proxy.corp.internal:3128")
+    assert code == 60 and "SEC_E_UNTRUSTED_ROOT" in text
+    wrong_name = EgressError("proxy-tls-hostname", "mismatch")
+    assert go_error(wrong_name, session, "quay.io", 443, "https://proxy.corp.internal:3128").endswith(
+        "x509: certificate is not valid for proxy.corp.internal")
