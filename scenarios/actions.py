@@ -23,7 +23,7 @@ async def publish_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PRO
     """The runtime add's action: the proxy's CA as the trusted bundle, then the proxy."""
     lab = conformance.lab
     await conformance.set_trusted_ca([lab.mitm_ca_pem])
-    await conformance.set_proxy(lab.proxy_url, no_proxy)
+    await conformance.set_proxy(lab.proxy_url, no_proxy, https_url=lab.proxy_https_url)
 
 
 async def change_proxy(conformance: Conformance, url: str, no_proxy: str = DEFAULT_NO_PROXY,

@@ -35,11 +35,11 @@ async def test_proxy_url_and_noproxy_change_at_runtime(conformance: Conformance)
 async def test_proxy_ca_rotation_at_runtime(conformance: Conformance) -> None:
     lab = conformance.lab
     # With the lab's proxy, its MITM CA rotates and the proxy switches to each new one. A vendor's
-    # proxy keeps its own CA (its key is the vendor's), which stays in the bundle throughout; the
-    # company CA beside it rotates the same way, and the reconciler's handling is judged the same.
+    # proxy keeps its own CAs (interception: its key is the vendor's; its TLS listener's), which
+    # stay in the bundle throughout; the company CA beside them rotates the same way, and the
+    # reconciler's handling is judged the same.
     own = lab.proxy if isinstance(lab.proxy, ProxyServer) else None
-    vendor = lab.settings.vendor_proxy
-    kept = [vendor.ca_pem] if vendor is not None and vendor.ca_pem else []
+    kept = lab.fixed_proxy_ca_pems()
     await join(conformance)
     await add_proxy(conformance)
     if own is not None:

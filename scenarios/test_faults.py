@@ -47,13 +47,13 @@ async def test_host_and_network_faults(conformance: Conformance) -> None:
 
     async def rekey_then_change() -> None:
         await conformance.replace_host_key(rekeyed)
-        await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY)
+        await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY, https_url=lab.proxy_https_url)
 
     await conformance.step("one instance's host key replaced, then NO_PROXY changed", rekey_then_change)
 
     async def change_with_one_stuck() -> None:
         conformance.hang_next_reboot(stuck)
-        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY)
+        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY, https_url=lab.proxy_https_url)
 
     await conformance.step("NO_PROXY changed back; one instance never comes back from its reboot",
                            change_with_one_stuck)
@@ -77,7 +77,7 @@ async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> 
 
     async def change_and_restart() -> None:
         rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
-        await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY)
+        await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY, https_url=lab.proxy_https_url)
         await rebooting
         await lab.control_plane.restart()
 
@@ -85,7 +85,7 @@ async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> 
 
     async def two_changes() -> None:
         rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
-        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY)
+        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY, https_url=lab.proxy_https_url)
         await rebooting
         await conformance.set_proxy(lab.proxy2_url, DEFAULT_NO_PROXY)
 

@@ -25,11 +25,11 @@ async def test_proxy_shapes_are_carried_exactly(conformance: Conformance) -> Non
 
     async def https_only() -> None:
         await conformance.set_trusted_ca([lab.mitm_ca_pem])
-        await conformance.set_proxy("", UNTIDY_NO_PROXY, https_url=lab.proxy_url)
+        await conformance.set_proxy("", UNTIDY_NO_PROXY, https_url=lab.proxy_https_url)
 
     await conformance.step("httpsProxy only, untidy noProxy", https_only)
     await conformance.step("different httpProxy and httpsProxy", lambda: conformance.set_proxy(
-        lab.proxy2_url, UNTIDY_NO_PROXY, https_url=lab.proxy_url))
+        lab.proxy2_url, UNTIDY_NO_PROXY, https_url=lab.proxy_https_url))
     await conformance.step("noProxy '*': everything direct", lambda: conformance.set_proxy(
-        lab.proxy2_url, "*", https_url=lab.proxy_url))
+        lab.proxy2_url, "*", https_url=lab.proxy_https_url))
     conformance.assert_passed()

@@ -19,7 +19,8 @@ def proxy_options(function: Any) -> Any:
     for option in reversed([
         click.option("--proxy-command", help=f"Start this proxy instead of the lab's mitmdump (e.g. '{EXAMPLE}'); "
                                              "{config_dir}, {listen_host}, {listen_port}, {hosts_file}, "
-                                             "{egress_address} and {public_ca_file} are filled in."),
+                                             "{egress_address}, {public_ca_file} (and with --proxy-tls-port "
+                                             "{tls_port}, {tls_cert_file}, {tls_key_file}) are filled in."),
         click.option("--proxy-image", help="Run the proxy in a container of this local image (host network, the "
                                            "lab's names as extra hosts, {config_dir} mounted); --proxy-command is "
                                            "then its command."),
@@ -30,6 +31,13 @@ def proxy_options(function: Any) -> Any:
                           "a fixed address runs the labs one at a time)."),
         click.option("--proxy-ca", type=click.Path(dir_okay=False, exists=True, path_type=Path),
                      help="The proxy's interception CA (PEM), when it intercepts TLS."),
+        click.option("--proxy-tls-port", type=click.IntRange(1, 65535), metavar="PORT",
+                     help="The proxy also listens with TLS on this port of its address: the cluster's httpsProxy "
+                          "becomes https://…:PORT (httpProxy stays http://, as OpenShift requires). A started "
+                          "proxy gets a certificate from the lab: {tls_port}, {tls_cert_file}, {tls_key_file}."),
+        click.option("--proxy-tls-ca", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                     help="With --proxy-url and --proxy-tls-port: the CA (PEM) of the running proxy's TLS "
+                          "certificate, which must name proxy.corp.internal."),
         click.option("--proxy-auth-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
                      help="A file with user:password for the proxy's Basic authentication."),
         click.option("--proxy-config", multiple=True, type=click.Path(exists=True, path_type=Path),
@@ -55,4 +63,5 @@ def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
                         auth_file=values.pop("proxy_auth_file", None),
                         config=tuple(values.pop("proxy_config", ()) or ()), user=values.pop("proxy_user", None),
                         access_log=values.pop("proxy_access_log", None),
-                        own_etc_hosts=bool(values.pop("proxy_etc_hosts", False)))
+                        own_etc_hosts=bool(values.pop("proxy_etc_hosts", False)),
+                        tls_port=values.pop("proxy_tls_port", None), tls_ca_file=values.pop("proxy_tls_ca", None))

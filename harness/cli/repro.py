@@ -106,6 +106,11 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
     try:
         if vendor.given:
             vendor.spec()  # checked before anything starts
+        if vendor.tls_port is not None:
+            # The customer's proxy names map onto the proxy's plain listener (their URLs keep
+            # their scheme); a TLS listener there would need their certificate's names.
+            raise VendorProxyError("repro does not take --proxy-tls-port: the customer's proxy URLs are "
+                                   "reproduced as given (use conformance or up for a TLS listener)")
     except VendorProxyError as exc:
         raise BadInput(str(exc)) from None
     try:

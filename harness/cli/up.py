@@ -41,14 +41,19 @@ def describe(lab: Lab) -> list[str]:
     firewall = "on: internet origins accept only the proxy" if lab.egress_firewall else "off: an open network"
     endpoint = f"{lab.proxy.endpoint.address}:{lab.proxy.endpoint.port}"
     vendor = lab.vendor_proxy
+    https_url = f"http://{PROXY_HOST}:{PROXY_PORT}"  # credentials stay out of what is printed
+    if vendor is not None and vendor.tls_endpoint is not None:
+        endpoint += f", TLS on {vendor.tls_endpoint.port}"
+        https_url = f"https://{PROXY_HOST}:{vendor.tls_endpoint.port}"
     lines = [
         f"state:       {lab.state_dir}",
         f"kubeconfig:  {lab.kubeconfig}",
         f"  try:       KUBECONFIG={lab.kubeconfig} kubectl get nodes -L proxyfleet.io/proxy-state",
         f"             KUBECONFIG={lab.kubeconfig} kubectl patch proxy cluster --type merge "
         f"-p '{{\"spec\":{{\"httpProxy\":\"http://{PROXY_HOST}:{PROXY_PORT}\","
-        f"\"httpsProxy\":\"http://{PROXY_HOST}:{PROXY_PORT}\"}}}}'",
-        f"proxy:       http://{PROXY_HOST}:{PROXY_PORT} ("
+        f"\"httpsProxy\":\"{https_url}\"}}}}'",
+        f"proxy:       http://{PROXY_HOST}:{PROXY_PORT}"
+        + (f" and {https_url}" if https_url.startswith("https://") else "") + " ("
         + (f"your proxy, {endpoint})" if vendor is not None else f"the lab's mitmdump, {endpoint})"),
         f"proxy CA:    {lab.state_dir / 'proxy-ca.crt'} (the CAs nodes must trust for it; put them in a "
         "trustedCA ConfigMap)",

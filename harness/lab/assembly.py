@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import asyncio.sslproto
 import contextlib
+import functools
 import json
 import logging
 import shutil
@@ -332,7 +333,8 @@ class Lab:
                 hosts_text=self.network.hosts_file(), command=vendor.command, url=vendor.url,
                 config_files=list(vendor.config_files), ca_pem=vendor.ca_pem, auth=vendor.auth,
                 user=vendor.user, access_log=vendor.access_log, public_ca_pem=self.public_ca.cert_pem.bytes(),
-                image=vendor.image, own_etc_hosts=vendor.own_etc_hosts))
+                image=vendor.image, own_etc_hosts=vendor.own_etc_hosts,
+                **self._proxy_tls_files(vendor, listen)))
             self.proxy = proxy
 
             async def stop() -> None:
@@ -343,6 +345,8 @@ class Lab:
         except VendorProxyError as exc:
             raise LabError(str(exc)) from None
         self.network.add(PROXY_HOST, PROXY_PORT, proxy.endpoint, "proxy")
+        if proxy.tls_endpoint is not None:
+            self.network.add(PROXY_HOST, proxy.tls_endpoint.port, proxy.tls_endpoint, "proxy")
         for host, port in self.settings.proxy_aliases:
             self.network.add(host, port, proxy.endpoint, "proxy")
         if self.settings.second_proxy:
@@ -355,6 +359,35 @@ class Lab:
             self._stack.append(("second proxy", self.proxy2.stop))
             self.network.add(PROXY2_HOST, PROXY2_PORT, self.proxy2.endpoint, "proxy")
             self.proxy2.publish_table()
+
+    def _proxy_tls_files(self, vendor: VendorProxySpec, listen: Endpoint) -> dict[str, Any]:
+        """A server certificate for a started proxy's TLS listener: its names as the nodes use
+        them (the virtual name, its address), from the lab's proxy TLS CA."""
+        if vendor.tls_port is None or vendor.url is not None:
+            return {"tls_port": vendor.tls_port}
+        leaf = self.proxy_tls_ca.issue_cert(PROXY_HOST, listen.address, key_type=trustme.KeyType.RSA)
+        return {"tls_port": vendor.tls_port, "tls_key_pem": leaf.private_key_pem.bytes(),
+                "tls_cert_pem": b"".join(blob.bytes() for blob in leaf.cert_chain_pems)}
+
+    @functools.cached_property
+    def proxy_tls_ca(self) -> trustme.CA:
+        """The CA of the server certificate the lab gives a vendor proxy's TLS listener."""
+        return trustme.CA(organization_name="proxyfleet proxy server CA", key_type=trustme.KeyType.RSA)
+
+    def proxy_tls_ca_pem(self) -> bytes:
+        """What nodes must trust to speak TLS to the proxy itself (empty: no TLS listener)."""
+        vendor = self.settings.vendor_proxy
+        if vendor is None or vendor.tls_port is None:
+            return b""
+        return vendor.tls_ca_pem if vendor.tls_ca_pem is not None else self.proxy_tls_ca.cert_pem.bytes()
+
+    def fixed_proxy_ca_pems(self) -> list[bytes]:
+        """The vendor proxy's CAs the lab cannot rotate (their keys are the vendor's, or the
+        proxy's certificate is issued once at start): its interception CA, its TLS listener's."""
+        vendor = self.settings.vendor_proxy
+        if vendor is None:
+            return []
+        return [pem for pem in (vendor.ca_pem, self.proxy_tls_ca_pem()) if pem]
 
     @property
     def vendor_proxy(self) -> VendorProxy | None:
@@ -470,10 +503,9 @@ class Lab:
         if self.settings.mitm_ca is None:
             self.settings.mitm_ca = trustme.CA(organization_name="proxyfleet corporate proxy",
                                                key_type=trustme.KeyType.RSA)
-        url = self.proxy_url
         return yaml.safe_dump({
             "apiVersion": "v1", "baseDomain": "example.com", "metadata": {"name": "lab"},
-            "proxy": {"httpProxy": url, "httpsProxy": url, "noProxy": DEFAULT_NO_PROXY},
+            "proxy": {"httpProxy": self.proxy_url, "httpsProxy": self.proxy_https_url, "noProxy": DEFAULT_NO_PROXY},
             "additionalTrustBundle": self.user_ca_pem().decode(),
             "additionalTrustBundlePolicy": "Proxyonly"})
 
@@ -526,7 +558,7 @@ class Lab:
         except NetworkError:
             return None
         for server in (self.proxy, self.proxy2):
-            if server is not None and server.endpoint == route.endpoint:
+            if server is not None and route.endpoint in server.endpoints:
                 return server
         return None
 
@@ -568,13 +600,23 @@ class Lab:
         credentials = f"{self.settings.proxy_auth}@" if self.settings.proxy_auth else ""
         return f"http://{credentials}{PROXY_HOST}:{PROXY_PORT}"
 
+    @property
+    def proxy_https_url(self) -> str:
+        """The proxy URL for ``httpsProxy``: ``https://`` to a vendor proxy's TLS listener when it
+        has one (OpenShift accepts ``https://`` there only), else ``proxy_url``."""
+        vendor = self.settings.vendor_proxy
+        if vendor is None or vendor.tls_port is None:
+            return self.proxy_url
+        credentials = f"{self.settings.proxy_auth}@" if self.settings.proxy_auth else ""
+        return f"https://{credentials}{PROXY_HOST}:{vendor.tls_port}"
+
     def user_ca_pem(self) -> bytes:
         """The CAs the company distributes for its proxies: the lab proxy's MITM CA; with a
         vendor's proxy, its interception CA (if it intercepts) and the lab's own."""
         vendor = self.settings.vendor_proxy
         lab_ca = self.settings.mitm_ca.cert_pem.bytes() if self.settings.mitm_ca is not None else b""
         if vendor is not None:
-            return (vendor.ca_pem or b"") + lab_ca
+            return (vendor.ca_pem or b"") + self.proxy_tls_ca_pem() + lab_ca
         return lab_ca
 
     @property

@@ -11,8 +11,13 @@ intercepts). It is judged without instrumentation: by the origins' access
 logs, the certificates the nodes were shown, and its own access log when it writes one in
 Squid's native format.
 
+With ``tls_port`` the proxy also listens with TLS on that port of the same address (an
+``https://`` proxy URL): the lab issues it a server certificate for its names
+(``{tls_cert_file}``, ``{tls_key_file}``, ``{tls_port}``) from a CA the nodes are given in the
+trusted bundle.
+
 Not modelled here: a proxy that resolves names only through DNS (give it the hosts file, or run
-it where ``/etc/hosts`` is its own); a proxy that needs more than one listening port.
+it where ``/etc/hosts`` is its own); a proxy that needs more than two listening ports.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from proxyfleet.harness.lab.vendorcontainer import ContainerError, ProxyContaine
 from proxyfleet.simulators.network import Endpoint
 
 STOP_GRACE = 10.0
-PLACEHOLDERS = ("config_dir", "listen_host", "listen_port", "hosts_file", "egress_address", "public_ca_file")
+PLACEHOLDERS = ("config_dir", "listen_host", "listen_port", "hosts_file", "egress_address", "public_ca_file",
+                "tls_port", "tls_cert_file", "tls_key_file")
 DEFAULT_ACCESS_LOG = "{config_dir}/access.log"
 # /proc/net/tcp socket states that still belong to a live client connection (its access-log line,
 # written when the connection ends, may not be there yet).
@@ -74,6 +80,11 @@ class VendorProxySettings:
     # Run the process in a mount namespace of its own whose /etc/hosts is the lab's hosts file: for
     # a proxy that resolves names only through /etc/hosts (needs root).
     own_etc_hosts: bool = False
+    # TLS to the proxy itself: the port of its TLS listener (same address), and the server
+    # certificate (chain) and key the lab issued it (None for a running proxy with its own).
+    tls_port: int | None = None
+    tls_cert_pem: bytes | None = None
+    tls_key_pem: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,8 @@ class VendorProxySpec:
     access_log: str | None = None
     image: str | None = None
     own_etc_hosts: bool = False
+    tls_port: int | None = None  # also an https:// proxy on this port of the same address
+    tls_ca_pem: bytes | None = None  # a running proxy's TLS certificate's CA (started ones get the lab's)
 
     def __post_init__(self) -> None:
         if self.url is not None and (self.command is not None or self.image is not None):
@@ -101,13 +114,21 @@ class VendorProxySpec:
         if self.own_etc_hosts and (self.command is None or self.image is not None):
             raise VendorProxyError("--proxy-etc-hosts is for a proxy process (--proxy-command without "
                                    "--proxy-image; a container gets the names as extra hosts)")
+        if self.tls_port is not None and not 0 < self.tls_port < 65536:
+            raise VendorProxyError(f"--proxy-tls-port {self.tls_port} is not a port")
+        if self.url is not None and self.tls_port is not None and self.tls_ca_pem is None:
+            raise VendorProxyError("a running proxy's TLS listener (--proxy-tls-port) needs the CA of its "
+                                   "certificate (--proxy-tls-ca): the lab cannot issue it one")
+        if self.tls_ca_pem is not None and self.tls_port is None:
+            raise VendorProxyError("--proxy-tls-ca is for a proxy with a TLS listener: give --proxy-tls-port too")
 
     def describe(self) -> str:
         """One line for reports: how the proxy runs, never its credentials."""
         how = (f"image {self.image}" + (f", command {self.command!r}" if self.command else "")) if self.image else \
             f"command {self.command!r}" if self.command else f"running at {redact_text(self.url or '')}"
         mode = "intercepting with its CA" if self.ca_pem else "tunnelling (no interception CA given)"
-        return f"vendor proxy ({how}; {mode}{'; Basic authentication' if self.auth else ''})"
+        tls = f"; https:// on port {self.tls_port}" if self.tls_port is not None else ""
+        return f"vendor proxy ({how}; {mode}{'; Basic authentication' if self.auth else ''}{tls})"
 
 
 def parse_listen(text: str) -> Endpoint:
@@ -178,6 +199,16 @@ class VendorProxy:
         return self._listen
 
     @property
+    def tls_endpoint(self) -> Endpoint | None:
+        """Where its TLS listener is (an ``https://`` proxy URL), if it has one."""
+        port = self.settings.tls_port
+        return Endpoint(self._listen.address, port) if port is not None else None
+
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        return [self._listen] + ([self.tls_endpoint] if self.tls_endpoint is not None else [])
+
+    @property
     def started_by_lab(self) -> bool:
         return self.settings.url is None
 
@@ -203,7 +234,9 @@ class VendorProxy:
         return {"config_dir": str(self.config_dir), "listen_host": self._listen.address,
                 "listen_port": str(self._listen.port), "hosts_file": str(self.config_dir / "hosts"),
                 "egress_address": self.settings.egress_address,
-                "public_ca_file": str(self.config_dir / "public-ca.crt")}
+                "public_ca_file": str(self.config_dir / "public-ca.crt"),
+                **({"tls_port": str(self.settings.tls_port), "tls_cert_file": str(self.config_dir / "proxy-tls.crt"),
+                    "tls_key_file": str(self.config_dir / "proxy-tls.key")} if self.settings.tls_port else {})}
 
     @property
     def access_log_path(self) -> Path | None:
@@ -231,7 +264,7 @@ class VendorProxy:
         """Wait until no client connection to the proxy is open, so every transaction so far has
         its access-log line (Squid writes a tunnel's when it closes). False if one stays open."""
         deadline = time.monotonic() + deadline_seconds
-        while open_connections(self._listen):
+        while any(open_connections(endpoint) for endpoint in self.endpoints):
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.02)
@@ -263,6 +296,9 @@ class VendorProxy:
                 write_private(target, data)
         if self.settings.ca_pem is not None:
             (self.config_dir / "proxy-ca.crt").write_bytes(self.settings.ca_pem)
+        if self.settings.tls_cert_pem is not None and self.settings.tls_key_pem is not None:
+            (self.config_dir / "proxy-tls.crt").write_bytes(self.settings.tls_cert_pem)
+            write_private(self.config_dir / "proxy-tls.key", self.settings.tls_key_pem)
         if self.settings.user is not None:
             self._hand_over(self.settings.user)
 
@@ -299,27 +335,33 @@ class VendorProxy:
         """Start the process (or check that the running proxy answers) and wait until it listens."""
         if self.started_by_lab and self.running:
             return
-        self._prepare()
         started = time.monotonic()
-        if self.settings.image is not None:
-            await self._start_container(self.settings.image)
-        elif self.started_by_lab:
-            argv = self._argv()
-            output = open_private_append(self._output_path)
-            try:
-                self._process = await asyncio.create_subprocess_exec(
-                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output,
-                    start_new_session=True, preexec_fn=die_with_parent, **self._identity())
-            except OSError as exc:
-                raise VendorProxyError(f"cannot start the proxy {argv[0]!r}: {exc.strerror or exc}") from None
-            finally:
-                output.close()
         try:
+            self._prepare()
+            if self.settings.image is not None:
+                await self._start_container(self.settings.image)
+            elif self.started_by_lab:
+                await self._start_process()
             await self._wait_listening(started + startup_limit)
         except BaseException:
+            # A proxy that did not start leaves nothing behind: its logs go to the lab's directory
+            # (for the error), its configuration directory (maybe keys) is deleted.
             await self.stop()
+            self.remove()
             raise
         self.started_seconds = time.monotonic() - started
+
+    async def _start_process(self) -> None:
+        argv = self._argv()
+        output = open_private_append(self._output_path)
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=output, stderr=output,
+                start_new_session=True, preexec_fn=die_with_parent, **self._identity())
+        except OSError as exc:
+            raise VendorProxyError(f"cannot start the proxy {argv[0]!r}: {exc.strerror or exc}") from None
+        finally:
+            output.close()
 
     async def _start_container(self, image: str) -> None:
         assert self.config_dir is not None
@@ -362,14 +404,15 @@ class VendorProxy:
             if exited:
                 raise VendorProxyError(f"the proxy exited during start-up; its output:\n{self._output_tail()}")
             try:
-                _, writer = await asyncio.open_connection(self._listen.address, self._listen.port)
-                writer.close()
+                for endpoint in self.endpoints:  # every listener, its TLS one too
+                    _, writer = await asyncio.open_connection(endpoint.address, endpoint.port)
+                    writer.close()
                 return
             except OSError as exc:
                 if time.monotonic() > deadline:
                     what = "did not start listening" if self.started_by_lab else "does not answer"
                     raise VendorProxyError(
-                        f"the proxy {what} on {self._listen.address}:{self._listen.port} ({exc.strerror or exc})"
+                        f"the proxy {what} on {endpoint.address}:{endpoint.port} ({exc.strerror or exc})"
                         + (f"; its output:\n{self._output_tail()}" if self.started_by_lab else "")) from None
                 await asyncio.sleep(0.05)
 
@@ -410,6 +453,13 @@ class VendorProxy:
     def url(self, host: str | None = None, with_credentials: bool = True) -> str:
         credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
         return f"http://{credentials}{host or self._listen.address}:{self._listen.port}"
+
+    def https_url(self, host: str | None = None, with_credentials: bool = True) -> str:
+        """The URL of its TLS listener (its plain one when it has none)."""
+        if self.settings.tls_port is None:
+            return self.url(host, with_credentials)
+        credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
+        return f"https://{credentials}{host or self._listen.address}:{self.settings.tls_port}"
 
 
 def private_etc_hosts(argv: list[str], hosts_file: Path, user: str | None) -> list[str]:

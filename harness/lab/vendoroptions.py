@@ -27,6 +27,8 @@ class ProxyOptions:
     user: str | None = None
     access_log: str | None = None
     own_etc_hosts: bool = False
+    tls_port: int | None = None
+    tls_ca_file: Path | None = None
 
     @property
     def given(self) -> bool:
@@ -43,7 +45,8 @@ class ProxyOptions:
                 "ca_file": str(self.ca_file) if self.ca_file else None,
                 "auth_file": str(self.auth_file) if self.auth_file else None,
                 "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log,
-                "own_etc_hosts": self.own_etc_hosts}
+                "own_etc_hosts": self.own_etc_hosts, "tls_port": self.tls_port,
+                "tls_ca_file": str(self.tls_ca_file) if self.tls_ca_file else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProxyOptions:
@@ -51,7 +54,9 @@ class ProxyOptions:
                    ca_file=Path(data["ca_file"]) if data.get("ca_file") else None,
                    auth_file=Path(data["auth_file"]) if data.get("auth_file") else None,
                    config=tuple(Path(p) for p in data.get("config") or ()), user=data.get("user"),
-                   access_log=data.get("access_log"), own_etc_hosts=bool(data.get("own_etc_hosts")))
+                   access_log=data.get("access_log"), own_etc_hosts=bool(data.get("own_etc_hosts")),
+                   tls_port=data.get("tls_port"),
+                   tls_ca_file=Path(data["tls_ca_file"]) if data.get("tls_ca_file") else None)
 
     def spec(self) -> VendorProxySpec:
         """Read the files and check every value; raises ``VendorProxyError`` with what is wrong."""
@@ -60,20 +65,12 @@ class ProxyOptions:
         if self.url is not None and "@" in self.url:
             raise VendorProxyError("--proxy-url must not carry credentials (they would show in process lists): "
                                    "put user:password in a file and pass --proxy-auth-file")
-        ca_pem = None
-        if self.ca_file is not None:
-            try:
-                ca_pem = self.ca_file.read_bytes()
-                if not certificates_in_bundle(ca_pem):
-                    raise VendorProxyError(f"--proxy-ca {self.ca_file}: no PEM certificate in it")
-            except OSError as exc:
-                raise VendorProxyError(f"--proxy-ca {self.ca_file}: {exc.strerror or exc}") from None
-            except CertificateFormatError as exc:
-                raise VendorProxyError(f"--proxy-ca {self.ca_file}: {exc}") from None
         return VendorProxySpec(command=self.command, url=self.url,
                                listen=parse_listen(self.listen) if self.listen else None,
-                               config_files=self.config, ca_pem=ca_pem, auth=self._auth(), user=self.user,
-                               access_log=self.access_log, image=self.image, own_etc_hosts=self.own_etc_hosts)
+                               config_files=self.config, ca_pem=_ca("--proxy-ca", self.ca_file), auth=self._auth(),
+                               user=self.user, access_log=self.access_log, image=self.image,
+                               own_etc_hosts=self.own_etc_hosts, tls_port=self.tls_port,
+                               tls_ca_pem=_ca("--proxy-tls-ca", self.tls_ca_file))
 
     def _auth(self) -> str | None:
         if self.auth_file is None:
@@ -90,3 +87,18 @@ class ProxyOptions:
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(self.to_json()))
         return path
+
+
+def _ca(option: str, path: Path | None) -> bytes | None:
+    """A PEM CA file's bytes, checked (None when not given)."""
+    if path is None:
+        return None
+    try:
+        pem = path.read_bytes()
+        if not certificates_in_bundle(pem):
+            raise VendorProxyError(f"{option} {path}: no PEM certificate in it")
+    except OSError as exc:
+        raise VendorProxyError(f"{option} {path}: {exc.strerror or exc}") from None
+    except CertificateFormatError as exc:
+        raise VendorProxyError(f"{option} {path}: {exc}") from None
+    return pem

@@ -95,6 +95,11 @@ class ProxyServer:
     def endpoint(self) -> Endpoint:
         return Endpoint(self.settings.listen_address, self.port)
 
+    @property
+    def endpoints(self) -> list[Endpoint]:
+        """Every address it listens on (one: the lab's mitmdump has no TLS listener)."""
+        return [self.endpoint]
+
     def url(self, host: str | None = None, with_credentials: bool = True) -> str:
         """The proxy URL nodes are given (``host`` is its virtual name in the lab table)."""
         credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""

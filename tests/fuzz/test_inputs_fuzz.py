@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
 from tests.fuzz.strategies import EXAMPLES, json_documents
 
-WORK = Path(tempfile.mkdtemp(prefix="proxyfleet-inputs-fuzz-"))
+_WORKDIR = tempfile.TemporaryDirectory(prefix="proxyfleet-inputs-fuzz-")  # deleted at exit
+WORK = Path(_WORKDIR.name)
 SECRET = "Zq8s3cretZq8"  # planted in every document: it must never come back in an error
 urls = st.one_of(st.sampled_from([f"http://u:{SECRET}@proxy.corp:3128", f"https://u:{SECRET}@p:1",
                                   "http://[::1]:99999", "ftp://x", "proxy:3128", "", "http://a b"]),

@@ -20,7 +20,9 @@ from proxyfleet.simulators.windows.session import Session
 from tests.fuzz.strategies import EXAMPLES, powershell_text
 from tests.support import new_machine
 
-MACHINE = new_machine(Path(tempfile.mkdtemp(prefix="proxyfleet-fuzz-")))
+# Module-wide (hypothesis examples share it); the object deletes the directory at exit.
+_DRIVE = tempfile.TemporaryDirectory(prefix="proxyfleet-fuzz-")
+MACHINE = new_machine(Path(_DRIVE.name))
 
 
 def _run(text: str, shell: str = "powershell") -> tuple[str, str]:

@@ -220,6 +220,31 @@ def test_squid_in_a_container_passes_runtime_add_and_change(tmp_path: Path, squi
 
 @needs_squid
 @pytest.mark.slow
+def test_squid_over_tls_is_the_clusters_https_proxy(tmp_path: Path) -> None:
+    """An https:// proxy URL: httpsProxy reaches Squid's TLS listener (its certificate from the
+    lab's proxy server CA, in the bundle), httpProxy its plain one, as OpenShift allows."""
+    user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []
+    options = ["--proxy-command", f"{SQUID} -N -f {{config_dir}}/squid-https.conf", *user,
+               "--proxy-config", str(EXAMPLES / "squid-https.conf"), "--proxy-tls-port", "3129"]
+    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
+                                 *options)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
+    assert any("HTTP_PROXY='http://proxy.corp.internal:3128', HTTPS_PROXY='https://proxy.corp.internal:3129'" in o
+               for o in observed(report, "registry-env"))
+    assert "through the proxy, tunnelled, origin certificate" in observed(report, "pull-internet")
+    # The nodes verify the proxy's own certificate against what the reconciler gave them: without
+    # the bundle imported, TLS to the proxy fails before any CONNECT.
+    (tmp_path / "broken").mkdir()
+    result, report = conformance(tmp_path / "broken", "--nodes", "2", "--workflow", "runtime-add", "--variant",
+                                 "no-cert-import", "--converge-timeout", "5", *options)
+    assert result.returncode == 1
+    assert any("proxyconnect tcp: tls: failed to verify certificate: x509: certificate signed by unknown "
+               "authority" in o for o in observed(report, "pull-internet")), observed(report, "pull-internet")
+
+
+@needs_squid
+@pytest.mark.slow
 def test_a_wrong_proxy_password_is_reported_as_such(tmp_path: Path) -> None:
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout", "10",
                                  *squid(tmp_path, "basic-auth", password="not-the-password"))

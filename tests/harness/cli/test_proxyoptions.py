@@ -28,10 +28,13 @@ def test_every_option_reaches_proxy_options(tmp_path: Path) -> None:
     result = CliRunner().invoke(command, ["--proxy-command", "squid -f {config_dir}/s.conf", "--proxy-listen",
                                           "127.0.0.2:3128", "--proxy-auth-file", str(auth), "--proxy-config",
                                           str(tmp_path), "--proxy-config", str(auth), "--proxy-user", "proxy",
-                                          "--proxy-access-log", "{config_dir}/a.log"])
+                                          "--proxy-access-log", "{config_dir}/a.log", "--proxy-tls-port", "3129",
+                                          "--proxy-tls-ca", str(auth)])
     assert result.exit_code == 0, result.output
     assert seen == [ProxyOptions(command="squid -f {config_dir}/s.conf", listen="127.0.0.2:3128", auth_file=auth,
-                                 config=(tmp_path, auth), user="proxy", access_log="{config_dir}/a.log")]
+                                 config=(tmp_path, auth), user="proxy", access_log="{config_dir}/a.log",
+                                 tls_port=3129, tls_ca_file=auth)]
+    assert ProxyOptions.from_json(seen[0].to_json()) == seen[0]
 
 
 def test_conformance_refuses_bad_proxy_options_before_any_lab_starts(tmp_path: Path) -> None:

@@ -62,6 +62,37 @@ def test_a_spec_is_a_command_or_a_url_not_both() -> None:
     assert "secret" not in described and "Basic" in described and "tunnelling" in described
 
 
+def test_a_tls_listener_is_checked_and_described() -> None:
+    described = VendorProxySpec(command="squid", tls_port=3129).describe()
+    assert "https:// on port 3129" in described
+    with pytest.raises(VendorProxyError, match="needs the CA of its certificate"):
+        VendorProxySpec(url="http://127.0.0.1:3128", tls_port=3129)
+    with pytest.raises(VendorProxyError, match="give --proxy-tls-port too"):
+        VendorProxySpec(command="squid", tls_ca_pem=b"-----BEGIN CERTIFICATE-----")
+    with pytest.raises(VendorProxyError, match="not a port"):
+        VendorProxySpec(command="squid", tls_port=70000)
+
+
+def test_a_tls_listener_gets_its_port_certificate_and_private_key(tmp_path: Path) -> None:
+    proxy = VendorProxy(_settings(tmp_path, user=None, tls_port=3129, tls_cert_pem=b"CERT", tls_key_pem=b"KEY",
+                                  auth="u:pw"))
+    proxy._prepare()
+    try:
+        assert proxy.config_dir is not None
+        values = proxy.values()
+        assert values["tls_port"] == "3129"
+        assert Path(values["tls_cert_file"]).read_bytes() == b"CERT"
+        key = Path(values["tls_key_file"])
+        assert key.read_bytes() == b"KEY" and stat.S_IMODE(key.stat().st_mode) == 0o600
+        assert proxy.endpoints == [Endpoint(LISTEN, 3128), Endpoint(LISTEN, 3129)]
+        assert proxy.https_url("proxy.corp.internal") == "https://u:pw@proxy.corp.internal:3129"
+        assert proxy.https_url("p", with_credentials=False) == "https://p:3129"
+    finally:
+        proxy.remove()
+    plain = VendorProxy(_settings(tmp_path, user=None))
+    assert plain.https_url("p") == "http://p:3128" and plain.endpoints == [Endpoint(LISTEN, 3128)]
+
+
 def test_open_connections_reads_established_and_close_wait_sockets() -> None:
     # local 127.20.77.1:3128 = 014D147F:0C38; states 01 ESTABLISHED, 08 CLOSE_WAIT, 0A LISTEN
     table = ("  sl  local_address rem_address   st\n"
@@ -90,7 +121,20 @@ async def test_a_proxy_that_exits_at_start_up_is_reported_with_its_output(tmp_pa
         await proxy.start()
     assert not proxy.running
     assert stat.S_IMODE((tmp_path / "state" / "proxy.log").stat().st_mode) == 0o600
-    proxy.remove()
+    assert proxy.config_dir is None  # a proxy that did not start leaves no configuration behind
+
+
+async def test_a_failed_start_deletes_the_configuration_directory_it_made(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))  # where mkdtemp puts {config_dir}
+    for settings in (_settings(tmp_path, command="no-such-proxy-binary", user=None),
+                     _settings(tmp_path, command="squid {nope}", user=None),
+                     _settings(tmp_path, config_files=[EXAMPLES / "squid.conf", tmp_path / "missing.conf"], user=None)):
+        with pytest.raises(VendorProxyError):
+            await VendorProxy(settings).start()
+        assert list(scratch.iterdir()) == []
 
 
 async def test_a_missing_program_or_a_bad_template_is_a_clear_error(tmp_path: Path) -> None:

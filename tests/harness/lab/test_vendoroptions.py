@@ -57,3 +57,12 @@ def test_bad_files_are_named(tmp_path: Path) -> None:
         assert "nouser" not in str(error.value) and "c:d" not in str(error.value)
     with pytest.raises(VendorProxyError, match="--proxy-auth-file"):
         ProxyOptions(command="squid", auth_file=tmp_path / "missing").spec()
+    with pytest.raises(VendorProxyError, match="--proxy-tls-ca"):
+        ProxyOptions(url="http://127.0.0.1:3128", tls_port=3129, tls_ca_file=empty).spec()
+
+
+def test_a_running_proxys_tls_ca_is_read(tmp_path: Path) -> None:
+    ca = tmp_path / "tls-ca.pem"
+    ca.write_bytes(trustme.CA().cert_pem.bytes())
+    spec = ProxyOptions(url="http://127.0.0.1:3128", tls_port=3129, tls_ca_file=ca).spec()
+    assert spec.tls_port == 3129 and spec.tls_ca_pem == ca.read_bytes()
