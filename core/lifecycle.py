@@ -1,8 +1,11 @@
 """Process lifecycle: SIGTERM (what CI systems and container runtimes send) treated exactly
-like Ctrl-C, and child processes that die with their parent."""
+like Ctrl-C, child processes that die with their parent, and process groups ended politely
+(SIGTERM, then SIGKILL after a grace period)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -29,3 +32,33 @@ def die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() == 1:  # the parent was already gone before we asked
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def terminate_group(process: asyncio.subprocess.Process, grace: float | None) -> None:
+    """End ``process`` (started with ``start_new_session``) and everything in its process group:
+    SIGTERM, then SIGKILL if it is still there after ``grace`` seconds (at once when None)."""
+    if process.returncode is not None:
+        return
+    if grace is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace):
+                await process.wait()
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (another user's counts: signalling it is refused)."""
+    if pid <= 0:
+        return False  # 0 and negatives name process groups, not a process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

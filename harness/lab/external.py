@@ -10,17 +10,15 @@ watches the Proxy itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shlex
-import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from proxyfleet.core.contract import PROXY_VARIABLES
-from proxyfleet.core.lifecycle import die_with_parent
+from proxyfleet.core.lifecycle import die_with_parent, terminate_group
 from proxyfleet.core.secretfiles import open_private_append
 
 log = logging.getLogger(__name__)
@@ -92,16 +90,7 @@ class ExternalReconciler:
         process, self.process = self.process, None
         if process is None or process.returncode is not None:
             return
-        if grace is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(grace):
-                    await process.wait()
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
+        await terminate_group(process, grace)
 
     async def proxy_status_changed(self, status: Mapping[str, Any]) -> bool:
         """Under OLM, restart with the new variables when they differ; returns whether it did."""

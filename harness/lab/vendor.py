@@ -28,7 +28,6 @@ import ipaddress
 import os
 import pwd
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from proxyfleet.core.lifecycle import die_with_parent
+from proxyfleet.core.lifecycle import die_with_parent, terminate_group
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.secretfiles import open_private_append, write_private
 from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
@@ -422,16 +421,8 @@ class VendorProxy:
         if container is not None:
             await asyncio.to_thread(container.stop, grace)
         process, self._process = self._process, None
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(grace):
-                    await process.wait()
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
+        if process is not None:
+            await terminate_group(process, grace)
         self._collect_logs()
 
     def _collect_logs(self) -> None:

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from proxyfleet.core.lifecycle import process_alive
 from proxyfleet.core.secretfiles import write_private
 
 OWNER_LABEL = "io.proxyfleet.owner-pid"
@@ -70,22 +71,13 @@ def sweep_orphans() -> list[str]:
     client = _docker().client
     for container in client.containers.list(all=True, filters={"label": ROLE_LABEL + "=vendor-proxy"}):
         owner = str(container.labels.get(OWNER_LABEL, ""))
-        if owner.isdigit() and _alive(int(owner)):
+        if owner.isdigit() and process_alive(int(owner)):
             continue
         with contextlib.suppress(Exception):
             container.remove(force=True)
             removed.append(container.short_id)
     return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @atexit.register

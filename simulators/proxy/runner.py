@@ -25,7 +25,7 @@ from typing import Any
 
 import trustme
 
-from proxyfleet.core.lifecycle import die_with_parent
+from proxyfleet.core.lifecycle import die_with_parent, terminate_group
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.network import Endpoint, LabNetwork
 
@@ -201,15 +201,7 @@ class ProxyServer:
         process, self._process = self._process, None
         if process is None:
             return
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), grace)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
+        await terminate_group(process, grace)
         _LIVE.discard(process.pid)
         with contextlib.suppress(FileNotFoundError):
             self.control_path.unlink()

@@ -1,7 +1,9 @@
-"""SIGTERM behaves like Ctrl-C, and a child asked to die with its parent does."""
+"""SIGTERM behaves like Ctrl-C, a child asked to die with its parent does, and a process group is
+ended politely, then surely."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,7 +13,7 @@ import time
 
 import pytest
 
-from proxyfleet.core.lifecycle import interrupt_on_sigterm
+from proxyfleet.core.lifecycle import interrupt_on_sigterm, process_alive, terminate_group
 
 
 def test_sigterm_raises_keyboard_interrupt() -> None:
@@ -52,3 +54,55 @@ def test_a_child_dies_with_its_parent() -> None:
         time.sleep(0.05)
     os.kill(pid, signal.SIGKILL)
     pytest.fail("the child outlived its parent")
+
+
+async def _group(script: str) -> tuple[asyncio.subprocess.Process, int]:
+    """A process in a session of its own with a grandchild in its group; both ids once ready."""
+    process = await asyncio.create_subprocess_exec(
+        "sh", "-c", f"{script} & echo $!; wait", stdout=asyncio.subprocess.PIPE, start_new_session=True)
+    assert process.stdout is not None
+    return process, int((await process.stdout.readline()).strip())
+
+
+async def test_terminate_group_ends_the_whole_group_politely() -> None:
+    process, grandchild = await _group("sleep 60")
+    await terminate_group(process, grace=10)
+    assert process.returncode == -signal.SIGTERM and _ends(grandchild)
+
+
+async def test_terminate_group_kills_what_ignores_sigterm() -> None:
+    process, grandchild = await _group("trap '' TERM; sleep 60")
+    await terminate_group(process, grace=0.2)  # sh ignores TERM too (trap inherited by the wait)
+    assert _ends(grandchild) and process.returncode is not None
+    process, grandchild = await _group("sleep 60")
+    await terminate_group(process, grace=None)  # a crash: SIGKILL at once
+    assert process.returncode == -signal.SIGKILL and _ends(grandchild)
+
+
+def _ends(pid: int, seconds: float = 5.0) -> bool:
+    """Whether ``pid`` is gone within ``seconds`` (a signalled process dies a moment later)."""
+    deadline = time.monotonic() + seconds
+    while _running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for init to reap it."""
+    if not process_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def test_process_alive() -> None:
+    assert process_alive(os.getpid())
+    assert not process_alive(0) and not process_alive(-1)
+    finished = subprocess.Popen(["true"])
+    finished.wait()  # reaped: its id names no process now
+    assert not process_alive(finished.pid)

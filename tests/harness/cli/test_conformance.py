@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from proxyfleet.core.lifecycle import process_alive
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES
 from proxyfleet.harness.lab.assembly import well_known_plan
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
@@ -334,12 +335,5 @@ def leftover_containers() -> list[str]:
     from proxyfleet.harness.lab.vendorcontainer import OWNER_LABEL, ROLE_LABEL
 
     found = docker.from_env().containers.list(all=True, filters={"label": ROLE_LABEL + "=vendor-proxy"})
-    return [c.short_id for c in found if not _alive(int(c.labels.get(OWNER_LABEL, "0") or 0))]
+    return [c.short_id for c in found if not process_alive(int(c.labels.get(OWNER_LABEL, "0") or 0))]
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return pid > 0

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from tests.harness.cli.commands import alive, mitmdumps
+from proxyfleet.core.lifecycle import process_alive as alive
+from tests.harness.cli.commands import mitmdumps
 
 
 @pytest.mark.slow
