@@ -12,6 +12,7 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,13 @@ from proxyfleet.harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
 from proxyfleet.harness.conformance.results import ConformanceRun
 from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.origins.catalog import STANDARD_HOSTS
+from proxyfleet.simulators.origins.destinations import (
+    Destination,
+    DestinationError,
+    group_destinations,
+    parse_destination,
+)
 
 # The clients whose reading of the variables matters on a Windows node, and who they are there.
 EXPLAINED_CLIENTS = {"go": "containerd", "client-go": "kubelet", "curl": "curl.exe", "dotnet": ".NET/PowerShell 7",
@@ -41,16 +49,18 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
-def _destinations(api_internal_host: str) -> dict[str, str]:
-    return {
-        "internet registry": f"https://{INTERNET_IMAGE.split('/', 1)[0]}/v2/",
-        "intranet registry": f"https://{INTRANET_IMAGE.split('/', 1)[0]}/v2/",
-        "intranet registry by IP": "https://10.0.5.20/v2/",
-        "internal API (kubelet)": f"https://{api_internal_host}:6443/api",
-    }
+def _destinations(api_internal_host: str, customer: Sequence[Destination]) -> list[tuple[str, str, str]]:
+    """(label, URL whose route is explained, the check that judges it) for each destination."""
+    return [
+        ("internet registry", f"https://{INTERNET_IMAGE.split('/', 1)[0]}/v2/", "pull-internet"),
+        ("intranet registry", f"https://{INTRANET_IMAGE.split('/', 1)[0]}/v2/", "pull-intranet"),
+        ("intranet registry by IP", "https://10.0.5.20/v2/", ""),
+        ("internal API (kubelet)", f"https://{api_internal_host}:6443/api", "node-ready"),
+        *((f"customer's {d.kind} {d.host}", d.route_url, "destinations") for d in customer),
+    ]
 
 
-def explain_paths(run: ConformanceRun, console: Console) -> None:
+def explain_paths(run: ConformanceRun, console: Console, customer: Sequence[Destination] = ()) -> None:
     """For the environment nodes were given, each lab destination's route per client; the reasons
     are printed for every row where clients disagree or a check on that path failed."""
     for scenario in run.scenarios:
@@ -65,12 +75,10 @@ def explain_paths(run: ConformanceRun, console: Console) -> None:
             table.add_column(f"{client}\n({who})")
         table.add_column("check")
         notes: list[str] = []
-        destinations = _destinations(scenario.api_internal_host or "api-int.lab.example.com")
-        for label, url in destinations.items():
+        destinations = _destinations(scenario.api_internal_host or "api-int.lab.example.com", customer)
+        for label, url, check in destinations:
             decisions = [CLIENTS[c].decide(environment, url) for c in EXPLAINED_CLIENTS]
             disagree = len({d.decision for d in decisions}) > 1
-            check = {"internet registry": "pull-internet", "intranet registry": "pull-intranet",
-                     "internal API (kubelet)": "node-ready"}.get(label, "")
             broken = check in failed
             style = "red" if broken else "yellow" if disagree else ""
             name = f"[{style}]{label}[/]" if style else label
@@ -79,12 +87,30 @@ def explain_paths(run: ConformanceRun, console: Console) -> None:
                 notes.append(f"{label} ({url}):")
                 notes += [f"  {client:9} {d.decision}{' via ' + str(redact_url(d.proxy)) if d.proxy else ''}: "
                           f"{d.reason}" for client, d in zip(EXPLAINED_CLIENTS, decisions, strict=True)]
+        notes += _customer_outcomes(customer, environment)
         console.print(table)
-        console.print("destinations: " + ", ".join(f"{label} {url}" for label, url in destinations.items()),
+        console.print("destinations: " + ", ".join(f"{label} {url}" for label, url, _ in destinations),
                       highlight=False, soft_wrap=True)
         for note in notes:
             console.print(note, highlight=False)
         console.print("explore: proxyfleet noproxy explain --client all --env NO_PROXY=… URL", highlight=False)
+
+
+def _customer_outcomes(customer: Sequence[Destination], environment: dict[str, str]) -> list[str]:
+    """What each customer destination does on a node and why, in the words of the client that
+    reaches it (containerd for an image, curl.exe for a URL)."""
+    lines = []
+    for destination in customer:
+        decision = CLIENTS[destination.client].decide(environment, destination.route_url)
+        who = EXPLAINED_CLIENTS[destination.client]
+        if decision.decision == "proxy":
+            outcome = f"through {redact_url(decision.proxy)}"
+        elif destination.kind == "internet":
+            outcome = "FAILS: sent direct to an internet destination, which only the proxy may reach"
+        else:
+            outcome = "direct (an intranet destination: reachable)"
+        lines.append(f"{destination.describe()}: {who} {decision.decision}: {decision.reason} → {outcome}")
+    return lines
 
 
 @click.command()
@@ -95,14 +121,27 @@ def explain_paths(run: ConformanceRun, console: Console) -> None:
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000))
 @click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)))
 @click.option("--reconciler-command", help="Reproduce with this external reconciler instead.")
+@click.option("--destination", "internet", multiple=True, metavar="URL|IMAGE",
+              help="A customer destination on the internet (reachable only through the proxy): an https:// or "
+                   "http:// URL that nodes fetch with curl.exe, or an image reference they pull "
+                   "(registry.acme.example/team/app:1.0). Repeatable.")
+@click.option("--intranet-destination", "intranet", multiple=True, metavar="URL|IMAGE",
+              help="The same for a destination on the intranet (reachable directly). Repeatable.")
 @report_options
 @proxy_options
 def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None, nodes: int, variant: str,
-          reconciler_command: str | None, junit: Path | None, json_path: Path | None, html: Path | None,
+          reconciler_command: str | None, internet: tuple[str, ...], intranet: tuple[str, ...],
+          junit: Path | None, json_path: Path | None, html: Path | None,
           flows: Path | None, keep: Path | None, converge_timeout: float, **proxy_values: Any) -> None:
     """Reproduce a customer's proxy settings on the lab and explain every failing path."""
     interrupt_on_sigterm()
     vendor = proxy_options_from(proxy_values)
+    try:
+        destinations = [parse_destination(t, "internet") for t in internet] + \
+            [parse_destination(t, "intranet") for t in intranet]
+        group_destinations(destinations, STANDARD_HOSTS)
+    except DestinationError as exc:
+        raise BadInput(str(exc)) from None
     try:
         if vendor.given:
             vendor.spec()  # checked before anything starts
@@ -134,13 +173,14 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
         write_private(spec_path, json.dumps({
             "proxy": {k: proxy.spec.get(k, "") for k in ("httpProxy", "httpsProxy", "noProxy")},
             "bundle": bundle.decode(), "install_config": config_text,
-            "targets": [[t.host, t.port, t.auth] for t in targets]}))
+            "targets": [[t.host, t.port, t.auth] for t in targets],
+            "destinations": [[d.text, d.kind] for d in destinations]}))
         options = RunOptions(nodes=nodes, variant=variant, reconciler_command=reconciler_command,
                              converge_timeout=converge_timeout, keep=keep, proxy=vendor,
                              extra_args=[f"--proxyfleet-repro={spec_path}"])
         outcome = run_scenarios(options, scratch, console, selected=1)
         console.print(summary_table(outcome.run))
-        explain_paths(outcome.run, console)
+        explain_paths(outcome.run, console, destinations)
         for scenario in outcome.run.scenarios:
             for failure in scenario.failures()[:20]:
                 console.print(f"[red]✗[/] {failure.describe()}")

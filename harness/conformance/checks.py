@@ -7,7 +7,7 @@ import binascii
 import datetime as dt
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -166,6 +166,25 @@ def fetch_http(url: str, route: Route, firewalled: bool, seen: PullEvidence, pro
     proxy_host = urllib.parse.urlsplit(route.proxy).hostname if route.proxy else None
     return _routed(url, "request", route, firewalled, seen, proxy_down, f"Failed to connect to {proxy_host}",
                    "through the proxy (plain HTTP, absolute-form request)")
+
+
+def destination(what: str, image: bool, route: Route, firewalled: bool, seen: PullEvidence,
+                proxy_down: bool = False) -> Verdict:
+    """A customer's destination took the route its client's NO_PROXY reading decides: an image
+    judged as a pull (containerd), a URL as a request (curl.exe in a new session)."""
+    if image:
+        return pull(what, route, firewalled, seen, proxy_down)
+    if what.startswith("http://"):
+        return fetch_http(what, route, firewalled, seen, proxy_down)
+    proxy_host = urllib.parse.urlsplit(route.proxy).hostname if route.proxy else None
+    return _routed(what, "request", route, firewalled, seen, proxy_down, f"Failed to connect to {proxy_host}",
+                   "through the proxy, MITM certificate trusted")
+
+
+def all_of(verdicts: Sequence[Verdict]) -> Verdict:
+    """Several verdicts as one check: it passes when each does; the texts list them all."""
+    return Verdict(all(v.ok for v in verdicts), "; ".join(v.expected for v in verdicts),
+                   "; ".join(v.observed for v in verdicts))
 
 
 def _routed(what: str, action: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool,

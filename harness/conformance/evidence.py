@@ -59,6 +59,8 @@ class LabEvidence:
 
     def __init__(self, lab: Lab) -> None:
         self.lab = lab
+        # the lab's probed destinations and a customer's own (repro --destination)
+        self.hosts = tuple(dict.fromkeys([*PROBED_HOSTS, *(d.host for d in lab.settings.destinations)]))
 
     def proxies(self) -> list[ProxyServer | VendorProxy]:
         return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
@@ -73,7 +75,7 @@ class LabEvidence:
     def marks(self) -> dict[str, int]:
         """Where each log ends now (what comes after belongs to the pulls and fetches that follow)."""
         marks = {f"proxy:{id(p)}": len(p.flows()) for p in self.proxies()}
-        for host in PROBED_HOSTS:
+        for host in self.hosts:
             marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
         return marks
 
@@ -87,7 +89,7 @@ class LabEvidence:
             for flow in flows:
                 if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
                     evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
-        for host in PROBED_HOSTS:
+        for host in self.hosts:
             seen = evidence.origin_sources.setdefault(host, {})
             for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
                 seen[record.source] = seen.get(record.source, 0) + 1

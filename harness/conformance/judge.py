@@ -570,6 +570,10 @@ class Conformance:
                     for image in (INTERNET_IMAGE, INTRANET_IMAGE):
                         pulls[image] = await self.probe.pull(address, image)
                     pulls[HTTP_URL] = await self.probe.fetch(address, HTTP_URL)
+                    for destination in self.lab.settings.destinations:
+                        pulls[destination.text] = await (
+                            self.probe.pull(address, destination.text) if destination.image is not None
+                            else self.probe.fetch(address, destination.text))
                 return state, pulls
 
         addresses = step.members + step.deconfigured
@@ -725,6 +729,17 @@ class Conformance:
             HTTP_URL, route, self._firewalled(INTERNET_HTTP_SITE),
             self._pull_evidence(address, INTERNET_HTTP_SITE, route, pulls[HTTP_URL], evidence),
             proxy_down=named is not None and not named.running))
+        if self.lab.settings.destinations:
+            verdicts = []
+            for destination in self.lab.settings.destinations:
+                route = target.route(destination.route_url, destination.client)
+                named = self.lab.proxy_server(route.proxy)
+                seen = self._pull_evidence(address, destination.host, route, pulls[destination.text], evidence,
+                                           certificate=destination.image is not None)
+                verdicts.append(checks.destination(destination.text, destination.image is not None, route,
+                                                   self._firewalled(destination.host), seen,
+                                                   proxy_down=named is not None and not named.running))
+            record("destinations", checks.all_of(verdicts))
         plan = self.lab.control_plane.plan
         api_flows = [f for f in evidence.step_flows.get(address, [])
                      if f.get("host") in (plan.api_internal_host, plan.api_host)]
@@ -748,14 +763,17 @@ class Conformance:
                                           if o.pods_at_down is not None], bypassed))
 
     def _pull_evidence(self, address: str, host: str, route: Route, result: PullResult,
-                       evidence: Evidence) -> checks.PullEvidence:
+                       evidence: Evidence, certificate: bool = True) -> checks.PullEvidence:
+        """``certificate``: whether the client records the certificate it was shown (containerd's
+        pulls do; curl.exe's fetches do not)."""
         named = self.lab.proxy_server(route.proxy) if route.proxy is not None else None
         flows = tuple((named is not None and proxy is named, f)
                       for proxy, f in evidence.pull_flows.get(address, []) if f["host"] == host)
         refused = False
         if self._firewalled(host):
             refused = self.lab.origins.server(host).name in evidence.violations.get(address, [])
-        issuer = self.node(address).machine.pull_issuers.get(host) if host != INTERNET_HTTP_SITE else None
+        issuer = self.node(address).machine.pull_issuers.get(host) if certificate and host != INTERNET_HTTP_SITE \
+            else None
         return checks.PullEvidence(result.ok, result.output, flows,
                                    evidence.origin_sources.get(host, {}).get(address, 0), refused,
                                    issuer=issuer, origin_issuer=self._origin_issuer)
@@ -771,9 +789,11 @@ class Conformance:
         """Refused direct connections to destinations the cluster sends through a proxy. One the
         cluster sends direct (no proxy yet, or in NO_PROXY) is the network's doing, judged by the
         pull checks."""
-        urls = {s.name: f"{s.scheme}://{s.hosts[0]}/" for s in self.lab.origins.servers}
+        urls = {s.name: (f"{s.scheme}://{s.hosts[0]}/", "go") for s in self.lab.origins.servers}
+        for d in self.lab.settings.destinations:  # a customer's: its own URL, its own client
+            urls[d.origin_name] = (d.route_url, d.client)
         return [o for o in evidence.violations.get(address, [])
-                if o not in urls or target.route(urls[o]).proxy is not None]
+                if o not in urls or target.route(*urls[o]).proxy is not None]
 
     def _outages(self, step: Step, address: str) -> list[checks.OutageEvidence]:
         found = []

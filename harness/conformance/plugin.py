@@ -31,6 +31,7 @@ from proxyfleet.harness.conformance.results import ChecksFailed, Ending, Scenari
 from proxyfleet.harness.lab import Lab, LabSettings, customer_settings
 from proxyfleet.harness.lab.external import ENV_MODES
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+from proxyfleet.simulators.origins.destinations import parse_destination
 
 PROPERTY = "proxyfleet"
 ENDING = pytest.StashKey[Ending]()
@@ -175,6 +176,8 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         settings.update(customer_settings(repro.get("install_config"),
                                           [tuple(t) for t in repro.get("targets", [])],
                                           vendor_spec.ca_pem if vendor_spec is not None else None))
+        # checked by `proxyfleet repro` before it started this run
+        settings["destinations"] = [parse_destination(text, kind) for text, kind in repro.get("destinations", [])]
     return LabSettings(**settings)
 
 

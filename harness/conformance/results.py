@@ -18,6 +18,8 @@ CHECK_FAMILIES: dict[str, str] = {
     "pull-intranet": "an image pull from the intranet (NO_PROXY) registry takes the route NO_PROXY decides",
     "fetch-http": "a plain-HTTP request to an internet site (curl.exe, new session) takes HTTP_PROXY, not "
                   "HTTPS_PROXY, or goes direct as NO_PROXY decides",
+    "destinations": "each of a customer's own destinations (repro --destination) takes the route NO_PROXY decides "
+                    "for its client: containerd for an image, curl.exe for a URL",
     "node-ready": "the Node is Ready and schedulable, and kubelet API traffic bypassed the proxy",
     "firewall": "the node made no direct connection the egress firewall refused",
     "reboots": "at most one reboot per change, none without one",

@@ -42,6 +42,7 @@ from proxyfleet.simulators.controlplane.resources import PODS, find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, Endpoint, LabNetwork, NetworkError
 from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, standard_hosts_file, start_origins
+from proxyfleet.simulators.origins.destinations import Destination, DestinationError
 from proxyfleet.simulators.origins.server import Violation
 from proxyfleet.simulators.pki import new_public_ca
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
@@ -162,6 +163,8 @@ class LabSettings:
     # A vendor's proxy as the corporate proxy instead of the lab's mitmdump (``--proxy-command``,
     # ``--proxy-url``): the origins then listen on their real ports and the proxy gets a hosts file.
     vendor_proxy: VendorProxySpec | None = None
+    # A customer's own destinations (repro --destination): an origin each under its name.
+    destinations: list[Destination] = field(default_factory=list)
     # Which /24 of each lab address range the lab takes (a lab with a vendor proxy claims a free
     # one from here up: its origins listen on fixed ports).
     lab_index: int = 0
@@ -261,8 +264,9 @@ class Lab:
 
         try:
             self._origins = await start_origins(self.network, self.public_ca, proxy_egress,
-                                                real_ports=vendor is not None)
-        except OriginPortError as exc:
+                                                real_ports=vendor is not None,
+                                                destinations=self.settings.destinations)
+        except (OriginPortError, DestinationError) as exc:
             raise LabError(str(exc)) from None
         self._stack.append(("origins", self.origins.stop))
 

@@ -6,7 +6,7 @@ does: its traffic takes ``HTTP_PROXY``, not ``HTTPS_PROXY``."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +14,7 @@ import trustme
 from aiohttp import web
 
 from proxyfleet.simulators.network import INTERNET_NETWORK, INTRANET_NETWORK, Endpoint, LabNetwork, is_loopback
+from proxyfleet.simulators.origins.destinations import Destination, destination_application, group_destinations
 from proxyfleet.simulators.origins.registry import Image, Registry, build_image, website
 from proxyfleet.simulators.origins.server import AccessRecord, OriginServer, Violation
 
@@ -36,6 +37,7 @@ STANDARD_ORIGINS: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
     ("intranet-registry", (INTRANET_REGISTRY, INTRANET_REGISTRY_IP), "intranet", True),
     ("intranet-site", (INTRANET_SITE,), "intranet", True),
 )
+STANDARD_HOSTS = frozenset(host for _name, hosts, _kind, _tls in STANDARD_ORIGINS for host in hosts)
 
 
 def standard_hosts_file(network: LabNetwork) -> str:
@@ -100,9 +102,9 @@ class Origins:
 
 async def _start(network: LabNetwork, origins: Origins, public_ca: trustme.CA, name: str,
                  hosts: list[str], app: web.Application, allows: Callable[[str], bool],
-                 kind: str, tls: bool = True, real_ports: bool = False) -> OriginServer:
+                 kind: str, tls: bool = True, real_ports: bool = False, port: int | None = None) -> OriginServer:
     address = network.allocate(INTERNET_NETWORK if kind == "internet" else INTRANET_NETWORK)
-    port = HTTPS_PORT if tls else HTTP_PORT
+    port = port or (HTTPS_PORT if tls else HTTP_PORT)
     server = OriginServer(name=name, hosts=[h.lower() for h in hosts], address=address, app=app,
                           certificate=public_ca.issue_cert(*hosts) if tls else None, allows=allows, kind=kind,
                           port=port if real_ports else 0)
@@ -119,10 +121,12 @@ async def _start(network: LabNetwork, origins: Origins, public_ca: trustme.CA, n
 
 
 async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress: str,
-                        real_ports: bool = False) -> Origins:
-    """Start the standard origins; internet ones accept only ``proxy_egress``. With ``real_ports``
-    each listens on 443 (80 for plain HTTP) of its own address, so a proxy that resolves the
-    virtual names with a hosts file reaches it at the port of the URL."""
+                        real_ports: bool = False, destinations: Sequence[Destination] = ()) -> Origins:
+    """Start the standard origins, then one for each host and port of a customer's
+    ``destinations``; internet ones accept only ``proxy_egress``. With ``real_ports`` each listens
+    on the port of its URLs (443, 80 for plain HTTP) of its own address, so a proxy that resolves
+    the virtual names with a hosts file reaches it there."""
+    customer = group_destinations(list(destinations), STANDARD_HOSTS)  # refused before anything starts
     origins = Origins()
 
     def only_proxy(source: str) -> bool:
@@ -147,6 +151,13 @@ async def start_origins(network: LabNetwork, public_ca: trustme.CA, proxy_egress
         for name, hosts, kind, tls in STANDARD_ORIGINS:
             await _start(network, origins, public_ca, name, list(hosts), applications[name],
                          only_proxy if kind == "internet" else loopback, kind, tls=tls, real_ports=real_ports)
+        for origin in customer:
+            app, images = destination_application(origin)
+            for reference, image in images.items():
+                origins.images[reference] = image
+            await _start(network, origins, public_ca, origin.name, [origin.host], app,
+                         only_proxy if origin.kind == "internet" else loopback, origin.kind, tls=origin.tls,
+                         real_ports=real_ports, port=origin.port)
     except BaseException:
         await origins.stop()
         raise

@@ -36,6 +36,40 @@ def test_repro_runs_the_customer_proxy_and_explains_the_paths(inputs: Path) -> N
 
 
 
+@pytest.mark.slow
+def test_repro_adds_the_customers_destinations_and_says_why_one_fails(inputs: Path) -> None:
+    destinations = ["--destination", "registry.acme.example/team/app:1.0", "--destination",
+                    "https://api.partner.example/health", "--intranet-destination", "https://wiki.acme.local:8443/x"]
+    result = proxyfleet("repro", "--proxy", "ok.yaml", "--nodes", "2", "--json", "r.json", *destinations, cwd=inputs)
+    assert result.returncode == 0, result.stderr[-4000:]
+    output = " ".join((result.stdout + result.stderr).split())
+    # "pulls from registry.acme.example fail": the customer's NO_PROXY sends them past the proxy.
+    assert ("pull registry.acme.example/team/app:1.0 (internet): containerd direct: NO_PROXY entry '.acme.example' "
+            "matches registry.acme.example → FAILS") in output
+    assert "fetch https://api.partner.example/health (internet): curl.exe proxy" in output
+    [scenario] = json.loads((inputs / "r.json").read_text())["scenarios"]
+    judged = [c for c in scenario["checks"] if c["check"] == "destinations" and c["step"] == "customer proxy applied"]
+    assert len(judged) == 2 and {c["observed"] for c in judged} == {
+        "direct, refused by the egress firewall; through the proxy, MITM certificate trusted; "
+        "through the proxy, MITM certificate trusted"}
+    # The check can fail: without the proxy's CA imported, the intercepted fetches do.
+    result = proxyfleet("repro", "--proxy", "ok.yaml", "--nodes", "1", "--json", "r.json", "--variant",
+                        "no-cert-import", "--converge-timeout", "5", *destinations, cwd=inputs)
+    assert result.returncode == 1
+    [scenario] = json.loads((inputs / "r.json").read_text())["scenarios"]
+    [failed] = [c for c in scenario["checks"] if c["check"] == "destinations" and c["status"] == "failed"]
+    assert "https://api.partner.example/health via" in failed["expected"] and "request failed" in failed["observed"]
+
+
+def test_repro_refuses_a_destination_it_cannot_serve(inputs: Path) -> None:
+    for bad, message in (("app:1.0", "names no registry host"), ("quay.io/a/b:1", "one of the lab's own"),
+                         ("ftp://files.acme.example/", "only http:// and https://"),
+                         ("https://u:S3cr3t@x.acme.example/", "must not carry credentials")):
+        result = proxyfleet("repro", "--proxy", "ok.yaml", "--destination", bad, cwd=inputs)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "S3cr3t" not in result.stderr
+
+
 SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
 
 

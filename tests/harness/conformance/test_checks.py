@@ -334,6 +334,29 @@ def test_with_the_http_proxy_down_a_request_must_fail_connecting_to_it() -> None
                                                                               refused=True), proxy_down=True).ok
 
 
+def test_a_customer_destination_is_judged_by_its_clients_route() -> None:
+    through = checks.PullEvidence(True, "hello", ((True, flow()),))
+    tunnel = checks.PullEvidence(True, "hello", ((True, flow("connect", False)),))
+    image = checks.destination("registry.acme.example/app:1", True, PROXIED, True, through)
+    assert image.ok and image.observed == "through the proxy, MITM certificate trusted"
+    site = checks.destination("https://api.partner.example/", False, PROXIED, True, tunnel)
+    assert site.ok and site.observed == "through the proxy, tunnelled, origin certificate"
+    plain = checks.destination("http://files.partner.example/", False, PROXIED, True, through)
+    assert plain.ok and "plain HTTP" in plain.observed
+    refused = checks.destination("https://api.partner.example/", False, DIRECT, True,
+                                 checks.PullEvidence(False, "reset", refused=True))
+    assert refused.ok and refused.observed == "direct, refused by the egress firewall"
+    down = "curl: (7) Failed to connect to proxy.corp.internal port 3128 after 0 ms: Couldn't connect to server"
+    assert checks.destination("https://a.example/", False, PROXIED, True, checks.PullEvidence(False, down),
+                              proxy_down=True).ok
+    sneaked = checks.destination("https://api.partner.example/", False, PROXIED, True,
+                                 checks.PullEvidence(True, "hello", direct=1))
+    assert not sneaked.ok
+    both = checks.all_of([image, sneaked])
+    assert not both.ok and both.observed == f"{image.observed}; {sneaked.observed}"
+    assert checks.all_of([image, site]).ok
+
+
 def test_a_reboot_is_overtaken_only_by_a_change_written_during_the_rollout() -> None:
     second = dt.timedelta(seconds=1)
     at = [T0 + dt.timedelta(seconds=s) for s in range(10)]

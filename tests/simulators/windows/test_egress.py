@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.simulators.windows.egress import CurlUsage, _write_out, parse_curl_arguments, parse_image
+from proxyfleet.core.imagereference import parse_image
+from proxyfleet.simulators.windows.egress import CurlUsage, _write_out, parse_curl_arguments
 
 
 @pytest.mark.parametrize(("text", "registry", "repository", "reference"), [
