@@ -2,11 +2,14 @@
 the right check, with every deliberately broken one. A suite that cannot fail is worthless."""
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
+import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -253,6 +256,41 @@ def test_a_wrong_proxy_password_is_reported_as_such(tmp_path: Path) -> None:
     failed = observed(report, "pull-internet")
     assert any("407 (TCP_DENIED: the proxy refused the credentials the node sent)" in o for o in failed), failed
     assert "not-the-password" not in result.stderr + json.dumps(report)
+
+
+@needs_squid
+@pytest.mark.slow
+def test_no_proxy_password_is_on_any_command_line_while_the_run_lasts(tmp_path: Path) -> None:
+    token = uuid.uuid4().hex
+    report = tmp_path / "r.json"
+    process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "conformance", "--json", str(report),
+                                "--nodes", "2", "--workflow", "runtime-add", *squid(tmp_path, "basic-auth")],
+                               env={**os.environ, "PROXYFLEET_TEST_RUN": token}, cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: dict[int, str] = {}
+    deadline = time.monotonic() + 300
+    while process.poll() is None and time.monotonic() < deadline:
+        seen.update(_command_lines(f"PROXYFLEET_TEST_RUN={token}"))  # every process of the run, Squid's too
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.02)  # the next sample, unless the run has ended
+    process.wait(timeout=60)
+    assert process.returncode == 0 and json.loads(report.read_text())["summary"]["passed"] == 1
+    assert any("squid" in line for line in seen.values()) and any("pytest" in line for line in seen.values())
+    assert not [line for line in seen.values() if "s3cret" in line]
+
+
+def _command_lines(marker: str) -> dict[int, str]:
+    """pid -> command line of the processes whose environment carries ``marker``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone, or not ours to read
+    return found
 
 
 @needs_squid
