@@ -18,7 +18,7 @@ import trustme
 
 from proxyfleet.core.lifecycle import process_alive
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES
-from proxyfleet.harness.lab.assembly import well_known_plan
+from proxyfleet.harness.lab.assembly import PROXY_HOST, well_known_plan
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
 from proxyfleet.harness.reconciler import VARIANTS
 from proxyfleet.simulators.network import Endpoint
@@ -160,12 +160,16 @@ def _squid_bumps() -> bool:
 
 def squid(tmp_path: Path, mode: str, password: str = "s3cret", config: Path | None = None,
           image: str | None = None) -> list[str]:
-    """``proxyfleet conformance`` options running Squid in ``mode`` (tunnel, ssl-bump or
-    basic-auth), as a process of this machine's Squid or in a container of ``image``."""
+    """``proxyfleet conformance`` options running Squid in ``mode`` (tunnel, https — a tunnel
+    whose httpsProxy is its TLS listener —, ssl-bump or basic-auth), as a process of this
+    machine's Squid or in a container of ``image``."""
     user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []  # Squid will not run as root
-    name = {"tunnel": "squid.conf", "ssl-bump": "squid-ssl-bump.conf", "basic-auth": "squid-basic-auth.conf"}[mode]
+    name = {"tunnel": "squid.conf", "https": "squid-https.conf", "ssl-bump": "squid-ssl-bump.conf",
+            "basic-auth": "squid-basic-auth.conf"}[mode]
     command = f"{'squid' if image else SQUID} -N -f {{config_dir}}/{name}"
     options = ["--proxy-config", str(config or EXAMPLES / name), *user, *(["--proxy-image", image] if image else [])]
+    if mode == "https":
+        options += ["--proxy-tls-port", "3129"]
     if mode == "ssl-bump":
         command = f"sh -c '{CERTGEN} -c -s {{config_dir}}/ssl_db -M 4MB && exec {command}'"
         ca = trustme.CA(organization_name="acme intercepting proxy", key_type=trustme.KeyType.RSA)
@@ -215,7 +219,8 @@ def test_squid_as_a_process_passes_runtime_add_and_change(tmp_path: Path, mode: 
 
 @needs_real_ports
 @pytest.mark.slow
-@pytest.mark.parametrize(("mode", "route"), MODES)
+# through the container, the tunnel runs over TLS to the proxy (an https:// httpsProxy) as well
+@pytest.mark.parametrize(("mode", "route"), [("https", "tunnelled, origin certificate"), *MODES[1:]])
 def test_squid_in_a_container_passes_runtime_add_and_change(tmp_path: Path, squid_image: str, mode: str,
                                                              route: str) -> None:
     _runs_through(tmp_path, mode, route, image=squid_image)
@@ -227,9 +232,7 @@ def test_squid_in_a_container_passes_runtime_add_and_change(tmp_path: Path, squi
 def test_squid_over_tls_is_the_clusters_https_proxy(tmp_path: Path) -> None:
     """An https:// proxy URL: httpsProxy reaches Squid's TLS listener (its certificate from the
     lab's proxy server CA, in the bundle), httpProxy its plain one, as OpenShift allows."""
-    user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []
-    options = ["--proxy-command", f"{SQUID} -N -f {{config_dir}}/squid-https.conf", *user,
-               "--proxy-config", str(EXAMPLES / "squid-https.conf"), "--proxy-tls-port", "3129"]
+    options = squid(tmp_path, "https")
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
                                  *options)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -325,23 +328,31 @@ def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: st
 @pytest.mark.slow
 async def test_a_proxy_already_running_is_used_by_url(tmp_path: Path) -> None:
     # The vendor starts Squid by hand with the lab's well-known hosts file and egress address
-    # (`proxyfleet hosts`); here VendorProxy only launches it, outside the run.
+    # (`proxyfleet hosts`), with a TLS listener whose certificate for the lab's proxy name comes
+    # from the vendor's own CA; here VendorProxy only launches it, outside the run.
     hosts_text, egress = well_known_plan()
+    vendor_ca = trustme.CA(organization_name="acme proxy server CA", key_type=trustme.KeyType.RSA)
+    leaf = vendor_ca.issue_cert(PROXY_HOST, key_type=trustme.KeyType.RSA)
+    (tmp_path / "tls-ca.pem").write_bytes(vendor_ca.cert_pem.bytes())
     running = VendorProxy(VendorProxySettings(
         state_dir=tmp_path / "vendor", listen=Endpoint("127.21.0.1", 3128), egress_address=egress,
-        hosts_text=hosts_text, command=f"{SQUID} -N -f {{config_dir}}/squid.conf",
-        config_files=[EXAMPLES / "squid.conf"], user="proxy" if os.geteuid() == 0 else None))
+        hosts_text=hosts_text, command=f"{SQUID} -N -f {{config_dir}}/squid-https.conf",
+        config_files=[EXAMPLES / "squid-https.conf"], user="proxy" if os.geteuid() == 0 else None,
+        tls_port=3129, tls_key_pem=leaf.private_key_pem.bytes(),
+        tls_cert_pem=b"".join(blob.bytes() for blob in leaf.cert_chain_pems)))
     await running.start()
     try:
         assert running.access_log_path is not None
         result, report = await asyncio.to_thread(
             conformance, tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--proxy-url",
-            "http://127.21.0.1:3128", "--proxy-access-log", str(running.access_log_path))
+            "http://127.21.0.1:3128", "--proxy-access-log", str(running.access_log_path),
+            "--proxy-tls-port", "3129", "--proxy-tls-ca", str(tmp_path / "tls-ca.pem"))
     finally:
         await running.stop()
         running.remove()
     assert result.returncode == 0, result.stderr[-4000:]
     assert "running at http://127.21.0.1:3128" in result.stderr
+    assert any("HTTPS_PROXY='https://proxy.corp.internal:3129'" in o for o in observed(report, "registry-env"))
     assert "through the proxy, tunnelled, origin certificate" in observed(report, "pull-internet")
 
 
