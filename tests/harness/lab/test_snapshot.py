@@ -1,0 +1,78 @@
+"""A cluster snapshot puts back exactly what a run changed: the Proxy's spec, the trusted CA
+ConfigMaps and windows-instances; what the run created is deleted; the saved file is owner-only."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY
+from proxyfleet.harness.lab import admin
+from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
+
+
+async def call(function: Any, *args: Any) -> Any:
+    return await asyncio.to_thread(function, *args)
+
+
+async def _state(api: client.ApiClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    spec = (await call(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY))["spec"]
+    core = client.CoreV1Api(api)
+    found = {}
+    for namespace, name in ((OPENSHIFT_CONFIG, "acme-ca"), (OPENSHIFT_CONFIG, "corp-ca"),
+                            (OPERATOR_NAMESPACE, INSTANCES)):
+        try:
+            configmap = await call(core.read_namespaced_config_map, name, namespace)
+            found[name] = (configmap.data, configmap.metadata.labels)
+        except client.exceptions.ApiException as exc:
+            assert exc.status == 404
+    return spec, found
+
+
+async def test_what_a_run_changes_is_put_back_and_what_it_created_is_deleted(api: client.ApiClient,
+                                                                             tmp_path: Path) -> None:
+    # The customer's cluster: a proxy with credentials, their CA bundle, two instances.
+    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nacme\n", name="acme-ca")
+    await admin.set_proxy(api, http_proxy="http://u:S3cret@proxy.acme.example:8080", no_proxy=".acme.example",
+                          trusted_ca="acme-ca")
+    await admin.set_instances(api, [("10.1.0.5", "Administrator"), ("10.1.0.6", "Administrator")])
+    before = await _state(api)
+    snapshot = await ClusterSnapshot.take(api, trusted_ca_names=["corp-ca"])
+    path = snapshot.write(tmp_path / "snapshot.json")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # The run: its own proxy, its own bundle under another name, the acme bundle overwritten,
+    # one instance removed.
+    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nlab\n", name="corp-ca")
+    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nchanged\n", name="acme-ca")
+    await admin.set_proxy(api, http_proxy="http://proxy.corp.internal:3128", trusted_ca="corp-ca")
+    await admin.set_instances(api, [("10.1.0.5", "Administrator")])
+    assert await _state(api) != before
+    done = await ClusterSnapshot.read(path).restore(api)
+    assert await _state(api) == before
+    assert sorted(done) == ["ConfigMap openshift-config/acme-ca restored",
+                            "ConfigMap openshift-config/corp-ca deleted (the run created it)",
+                            f"ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES} restored", "Proxy/cluster spec restored"]
+    assert await ClusterSnapshot.read(path).restore(api) == []  # nothing left to do: idempotent
+
+
+async def test_a_deleted_configmap_is_created_again(api: client.ApiClient) -> None:
+    await admin.set_instances(api, [("10.1.0.5", "Administrator")])
+    snapshot = await ClusterSnapshot.take(api)
+    await call(client.CoreV1Api(api).delete_namespaced_config_map, INSTANCES, OPERATOR_NAMESPACE)
+    assert await snapshot.restore(api) == [f"ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES} created again (the run "
+                                           "deleted it)"]
+    assert (await call(client.CoreV1Api(api).read_namespaced_config_map, INSTANCES, OPERATOR_NAMESPACE)).data == {
+        "10.1.0.5": "username=Administrator"}
+
+
+def test_a_file_that_is_not_a_snapshot_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(SnapshotError, match="not a proxyfleet cluster snapshot"):
+        ClusterSnapshot.read(tmp_path / "other.json")
+    with pytest.raises(SnapshotError, match="cannot read"):
+        ClusterSnapshot.read(tmp_path / "missing.json")
