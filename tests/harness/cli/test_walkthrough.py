@@ -95,6 +95,7 @@ class Terminal:
 
 @pytest.mark.skipif(not all(shutil.which(p) for p in ("kubectl", "ssh", "openssl")),
                     reason="needs kubectl, OpenSSH's ssh and openssl")
+@pytest.mark.slow
 async def test_the_readme_walkthrough(tmp_path: Path) -> None:
     port = str(free_port())
     terminal = Terminal(tmp_path)

@@ -94,6 +94,7 @@ def boots(node: WindowsNode) -> int:
     return len(node.machine.boots)
 
 
+@pytest.mark.slow
 async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
     members = nodes(lab)
     first_ca, second_ca = trustme.CA(), trustme.CA()
@@ -143,6 +144,7 @@ async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
             assert "HTTPS_PROXY" not in (node.process_environment("containerd") or {})
 
 
+@pytest.mark.slow
 async def test_install_time_resync_and_max_unavailable(lab: Lab) -> None:
     members = nodes(lab)
     await configure_proxy(lab, trustme.CA())
@@ -214,6 +216,7 @@ async def test_a_restart_mid_reboot_does_not_reboot_twice(lab: Lab) -> None:
         assert second.records[node.address].reboots == 0
 
 
+@pytest.mark.slow
 async def test_deconfigure_when_an_instance_is_removed(lab: Lab) -> None:
     members = nodes(lab)
     ca = trustme.CA()

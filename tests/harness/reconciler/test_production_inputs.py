@@ -60,6 +60,7 @@ async def _configured(lab: Lab, rec: Reconciler, members: list[WindowsNode], wan
     return True
 
 
+@pytest.mark.slow
 async def test_a_151_certificate_bundle_and_a_30000_character_no_proxy_converge_in_one_reboot(lab: Lab) -> None:
     members = list(lab.fleet.nodes)
     assert {n.config.default_shell for n in members} == {"cmd", "powershell"}
@@ -109,6 +110,7 @@ async def _injected_bundle(lab: Lab) -> set[str]:
     return {c.thumbprint for c in certificates_in_bundle(configmap.data["ca-bundle.crt"].encode())}
 
 
+@pytest.mark.slow
 async def test_built_in_roots_in_the_bundle_survive_the_proxys_removal(lab: Lab) -> None:
     members = list(lab.fleet.nodes)
     builtins = {c.thumbprint for c in windows_builtin_roots()}
