@@ -16,13 +16,6 @@ from tests.support import new_machine
 pytest_plugins = ["pytester"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Slow tests first: under xdist every worker then starts on a long one and the quick ones fill
-    the gaps at the end, instead of a few long ones running alone after everything else (the order
-    is the same on every worker, as xdist requires; each group keeps its own order)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture
 def machine(tmp_path: Path) -> WindowsMachine:
     return new_machine(tmp_path / "node")
