@@ -36,9 +36,12 @@ needs_real_ports = pytest.mark.skipif(not real_ports_allowed(), reason="port 80 
                                       "net.ipv4.ip_unprivileged_port_start=0")
 # Squid refuses to run as root: as root, it drops to Debian's `proxy` user.
 PROXY_USER = "proxy" if os.geteuid() == 0 else None
-LISTEN = "127.20.77.1"
-EGRESS = "127.20.77.2"
-ORIGIN = "127.30.77.1"
+# One block of addresses per xdist worker: the Squid tests bind fixed ports, and two workers
+# running this module at once must not meet on them.
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+LISTEN = f"127.20.{77 + _WORKER}.1"
+EGRESS = f"127.20.{77 + _WORKER}.2"
+ORIGIN = f"127.30.{77 + _WORKER}.1"
 
 
 def test_fill_replaces_only_known_placeholders() -> None:
@@ -100,7 +103,7 @@ def test_open_connections_reads_established_and_close_wait_sockets() -> None:
              "   1: 014D147F:0C38 0100007F:9C40 01\n"
              "   2: 014D147F:0C38 0100007F:9C41 08\n"
              "   3: 014D147F:0C39 0100007F:9C42 01\n")
-    assert open_connections(Endpoint(LISTEN, 3128), table) == 2
+    assert open_connections(Endpoint("127.20.77.1", 3128), table) == 2
 
 
 def _settings(tmp_path: Path, config: str = "squid.conf", **overrides: object) -> VendorProxySettings:
