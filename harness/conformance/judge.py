@@ -719,26 +719,23 @@ class Conformance:
         for image, check in ((INTERNET_IMAGE, "pull-internet"), (INTRANET_IMAGE, "pull-intranet")):
             host = image.split("/", 1)[0]
             route = target.route(f"https://{host}/v2/")
-            named = self.lab.proxy_server(route.proxy)
             record(check, checks.pull(image, route, self._firewalled(host),
                                       self._pull_evidence(address, host, route, pulls[image], evidence),
-                                      proxy_down=named is not None and not named.running))
+                                      proxy_down=self._proxy_down(route)))
         route = target.route(HTTP_URL, "curl")
-        named = self.lab.proxy_server(route.proxy)
         record("fetch-http", checks.fetch_http(
             HTTP_URL, route, self._firewalled(INTERNET_HTTP_SITE),
             self._pull_evidence(address, INTERNET_HTTP_SITE, route, pulls[HTTP_URL], evidence),
-            proxy_down=named is not None and not named.running))
+            proxy_down=self._proxy_down(route)))
         if self.lab.settings.destinations:
             verdicts = []
             for destination in self.lab.settings.destinations:
                 route = target.route(destination.route_url, destination.client)
-                named = self.lab.proxy_server(route.proxy)
                 seen = self._pull_evidence(address, destination.host, route, pulls[destination.text], evidence,
                                            certificate=destination.image is not None)
                 verdicts.append(checks.destination(destination.text, destination.image is not None, route,
                                                    self._firewalled(destination.host), seen,
-                                                   proxy_down=named is not None and not named.running))
+                                                   proxy_down=self._proxy_down(route)))
             record("destinations", checks.all_of(verdicts))
         plan = self.lab.control_plane.plan
         api_flows = [f for f in evidence.step_flows.get(address, [])
@@ -761,6 +758,11 @@ class Conformance:
                     if d.outcome == "bypassed" and d.node == name]
         record("drained", checks.evicted([o.pods_at_down for o in node.outages[step.outages[address]:]
                                           if o.pods_at_down is not None], bypassed))
+
+    def _proxy_down(self, route: Route) -> bool:
+        """Whether the lab proxy ``route`` goes through is down (an outage the scenario made)."""
+        named = self.lab.proxy_server(route.proxy)
+        return named is not None and not named.running
 
     def _pull_evidence(self, address: str, host: str, route: Route, result: PullResult,
                        evidence: Evidence, certificate: bool = True) -> checks.PullEvidence:
