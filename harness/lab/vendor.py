@@ -272,11 +272,20 @@ class VendorProxy:
     # --- lifecycle ----------------------------------------------------------------------------
 
     def _prepare(self) -> None:
+        """Make ``{config_dir}`` and fill it; if that fails, the directory is deleted again."""
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.config_dir is None:
             # Its own directory, outside the lab's private one, so a proxy that drops privileges
             # can read its files and write its logs there — and nothing else of the lab's.
             self.config_dir = Path(tempfile.mkdtemp(prefix="proxyfleet-vendor-proxy-"))
+        try:
+            self._fill()
+        except BaseException:
+            self.remove()
+            raise
+
+    def _fill(self) -> None:
+        assert self.config_dir is not None
         values = self.values()
         write_private(self.config_dir / "hosts", self.settings.hosts_text)
         (self.config_dir / "public-ca.crt").write_bytes(self.settings.public_ca_pem)

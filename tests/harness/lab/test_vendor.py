@@ -138,6 +138,9 @@ async def test_a_failed_start_deletes_the_configuration_directory_it_made(tmp_pa
         with pytest.raises(VendorProxyError):
             await VendorProxy(settings).start()
         assert list(scratch.iterdir()) == []
+    with pytest.raises(VendorProxyError, match="does not exist"):  # preparing alone, too
+        VendorProxy(_settings(tmp_path, user="no-such-user-here"))._prepare()
+    assert list(scratch.iterdir()) == []
 
 
 async def test_a_missing_program_or_a_bad_template_is_a_clear_error(tmp_path: Path) -> None:
