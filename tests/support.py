@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import asyncssh
 import trustme
+from aiohttp import web
 
 from proxyfleet.core.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
@@ -110,3 +111,15 @@ def run_bound_pods(plane: ControlPlane) -> int:
             plane.store.update(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], pod, subresource="status")
             started += 1
     return started
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """``app`` served over plain HTTP on a free loopback port; yields its base URL."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()

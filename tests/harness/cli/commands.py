@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,15 @@ def mitmdumps(parent: int | None = None) -> set[int]:
     return found
 
 
+def marked_processes(marker: str) -> dict[int, str]:
+    """Processes (pid -> command line) whose environment carries ``marker``, this one excepted."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone, or not ours to read
+    return found

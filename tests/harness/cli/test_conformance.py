@@ -23,6 +23,7 @@ from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
 from proxyfleet.harness.reconciler import VARIANTS
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
+from tests.harness.cli.commands import marked_processes
 
 # variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
 # either check may name it; "a&b": both must
@@ -273,27 +274,13 @@ def test_no_proxy_password_is_on_any_command_line_while_the_run_lasts(tmp_path: 
     seen: dict[int, str] = {}
     deadline = time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
-        seen.update(_command_lines(f"PROXYFLEET_TEST_RUN={token}"))  # every process of the run, Squid's too
+        seen.update(marked_processes(f"PROXYFLEET_TEST_RUN={token}"))  # every process of the run, Squid's too
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=0.02)  # the next sample, unless the run has ended
     process.wait(timeout=60)
     assert process.returncode == 0 and json.loads(report.read_text())["summary"]["passed"] == 1
     assert any("squid" in line for line in seen.values()) and any("pytest" in line for line in seen.values())
     assert not [line for line in seen.values() if "s3cret" in line]
-
-
-def _command_lines(marker: str) -> dict[int, str]:
-    """pid -> command line of the processes whose environment carries ``marker``."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (entry / "environ").read_bytes():
-                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # gone, or not ours to read
-    return found
 
 
 @needs_squid

@@ -14,21 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.harness.cli.commands import marked_processes
+
 pytestmark = pytest.mark.slow
-
-
-def _ours(marker: str) -> dict[int, str]:
-    """Processes (pid -> command line) whose environment carries ``marker``."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() in (entry / "environ").read_bytes():
-                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # gone, or not ours to read
-    return found
 
 
 def _wait(condition: object, what: str, timeout: float = 120.0) -> None:
@@ -47,7 +35,7 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
                                 "runtime-add", "--workflow", "change"], env=env, cwd=tmp_path,
                                stdout=log, stderr=log)
     marker = f"PROXYFLEET_TEST_RUN={token}"
-    _wait(lambda: sum("mitmdump" in c for c in _ours(marker).values()) >= 2, "both labs' proxies to run")
+    _wait(lambda: sum("mitmdump" in c for c in marked_processes(marker).values()) >= 2, "both labs' proxies to run")
     return process, marker
 
 
@@ -56,7 +44,7 @@ def test_a_stop_signal_tears_everything_down(tmp_path: Path, how: signal.Signals
     process, marker = _start(tmp_path)
     process.send_signal(how)
     process.wait(timeout=60)
-    _wait(lambda: not _ours(marker), "every child process to exit", timeout=30)
+    _wait(lambda: not marked_processes(marker), "every child process to exit", timeout=30)
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith("proxyfleet-")]
     assert leftovers == [], leftovers  # scratch and lab directories are gone
 
@@ -65,4 +53,4 @@ def test_a_killed_controller_takes_its_workers_and_proxies_with_it(tmp_path: Pat
     process, marker = _start(tmp_path)
     process.kill()  # SIGKILL: no handler runs in the controller
     process.wait(timeout=10)
-    _wait(lambda: not _ours(marker), "the workers and proxies to follow their parent", timeout=30)
+    _wait(lambda: not marked_processes(marker), "the workers and proxies to follow their parent", timeout=30)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from proxyfleet.simulators.origins.catalog import STANDARD_HOSTS
 from proxyfleet.simulators.origins.destinations import (
@@ -14,6 +13,7 @@ from proxyfleet.simulators.origins.destinations import (
     group_destinations,
     parse_destination,
 )
+from tests.support import serving
 
 
 def test_a_url_is_fetched_and_an_image_is_pulled() -> None:
@@ -68,19 +68,11 @@ async def test_an_origin_serves_its_images_and_any_path() -> None:
                                    parse_destination("a.example/team/app:2", "internet")], set())
     app, images = destination_application(origin)
     assert list(images) == ["a.example/team/app:2"]
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://127.0.0.1:{port}/deep/path") as response:
-                assert response.status == 200 and await response.text() == "hello from a.example/deep/path\n"
-            async with http.get(f"http://127.0.0.1:{port}/v2/team/app/manifests/2") as response:
-                assert response.status == 200
-                assert response.headers["Docker-Content-Digest"] == images["a.example/team/app:2"].digest
-            async with http.get(f"http://127.0.0.1:{port}/v2/team/other/manifests/2") as response:
-                assert response.status == 404  # the registry's own answer, not the site's
-    finally:
-        await runner.cleanup()
+    async with serving(app) as base, aiohttp.ClientSession() as http:
+        async with http.get(f"{base}/deep/path") as response:
+            assert response.status == 200 and await response.text() == "hello from a.example/deep/path\n"
+        async with http.get(f"{base}/v2/team/app/manifests/2") as response:
+            assert response.status == 200
+            assert response.headers["Docker-Content-Digest"] == images["a.example/team/app:2"].digest
+        async with http.get(f"{base}/v2/team/other/manifests/2") as response:
+            assert response.status == 404  # the registry's own answer, not the site's

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from proxyfleet.simulators.origins.registry import Registry, build_image, digest_of, website
+from tests.support import serving
 
 
 @pytest.fixture
@@ -20,15 +20,8 @@ async def served() -> AsyncIterator[tuple[str, Registry]]:
     registry.add(build_image("openshift/windows-test", "latest"))
     app = registry.application()
     app.add_subapp("/site", website("quay.io"))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}", registry
-    finally:
-        await runner.cleanup()
+    async with serving(app) as base:
+        yield base, registry
 
 
 def test_images_are_deterministic_and_content_addressed() -> None:
