@@ -68,6 +68,9 @@ def test_repro_refuses_a_destination_it_cannot_serve(inputs: Path) -> None:
         result = proxyfleet("repro", "--proxy", "ok.yaml", "--destination", bad, cwd=inputs)
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert "S3cr3t" not in result.stderr
+    result = proxyfleet("repro", "--proxy", "ok.yaml", "--proxy-command", "squid", "--proxy-tls-port", "3129",
+                        cwd=inputs)
+    assert result.returncode == 2 and "repro does not take --proxy-tls-port" in result.stderr
 
 
 SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
