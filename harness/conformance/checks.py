@@ -55,6 +55,12 @@ class Verdict:
     ok: bool
     expected: str
     observed: str
+    skipped: bool = False  # the evidence the check needs is not there: neither passed nor failed
+
+    @classmethod
+    def skip(cls, expected: str, reason: str) -> Verdict:
+        """A check that cannot be judged with the evidence at hand; ``reason`` says what is missing."""
+        return cls(True, expected, reason, skipped=True)
 
 
 def _subjects(thumbprints: Iterable[str], subjects: Mapping[str, str]) -> str:
@@ -181,6 +187,22 @@ def destination(what: str, image: bool, route: Route, firewalled: bool, seen: Pu
                    "through the proxy, MITM certificate trusted")
 
 
+def outcome_only(what: str, action: str, route: Route, seen: PullEvidence, network_decides: bool) -> Verdict:
+    """A pull or fetch judged without route evidence (an existing cluster whose proxy and origins
+    are not the run's): a failure is a failure wherever the cluster sends it; a success is not proof
+    of the route, so it is ``skipped`` saying so. A direct route to an internet destination is the
+    network's to allow or refuse (``network_decides``), so neither outcome says anything."""
+    expected = f"{what} {route.describe()} succeeds"
+    outcome = f"{action} {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
+    if network_decides:
+        return Verdict.skip(f"{what} direct", f"{outcome}; needs lab evidence: whether this network lets a "
+                                              "node reach the internet directly is the network's, not the cluster's")
+    if not seen.ok:
+        return Verdict(False, expected, outcome)
+    return Verdict.skip(expected, f"{outcome}; which way it went is not observable: the proxy's and the "
+                                  "origin's logs are not the run's")
+
+
 def all_of(verdicts: Sequence[Verdict]) -> Verdict:
     """Several verdicts as one check: it passes when each does; the texts list them all."""
     return Verdict(all(v.ok for v in verdicts), "; ".join(v.expected for v in verdicts),
@@ -280,13 +302,17 @@ def node_problem(node: Mapping[str, Any] | None, admin_cordoned: bool = False) -
     return None
 
 
-def node_ready(node: Mapping[str, Any] | None, api_flows: int, api_host: str, admin_cordoned: bool = False) -> Verdict:
+def node_ready(node: Mapping[str, Any] | None, api_flows: int | None, api_host: str,
+               admin_cordoned: bool = False) -> Verdict:
     """The Node is Ready and schedulable (cordoned, when the administrator cordoned it), and no
-    kubelet API request went through a proxy."""
+    kubelet API request went through a proxy (``api_flows`` None: the proxy's log is not the run's,
+    so only the Node is judged, and the expectation says so)."""
     problem = node_problem(node, admin_cordoned)
     ok = problem is None and not api_flows
     schedulable = "cordoned by the administrator" if admin_cordoned else "schedulable"
-    return Verdict(ok, f"Ready, {schedulable}, no kubelet traffic to {api_host} through a proxy",
+    traffic = (f"no kubelet traffic to {api_host} through a proxy" if api_flows is not None else
+               "(kubelet traffic not judged: the proxy's log is not the run's)")
+    return Verdict(ok, f"Ready, {schedulable}, {traffic}",
                    "Ready" if ok else (problem or f"{api_flows} API request(s) went through the proxy"))
 
 

@@ -1,5 +1,12 @@
-"""What a step leaves behind, read once per step: the proxies' flow logs, the origins' access logs
-and the firewall's refusals since the step began, grouped by the node they came from."""
+"""What a step leaves behind, read once per step, through one seam with two sources:
+
+* ``LabEvidence``: the embedded lab's proxies' flow logs, the origins' access logs and the
+  firewall's refusals since the step began, grouped by the node they came from — and, through the
+  lab's simulators, what no real host shows (``LAB_ONLY``);
+* ``ClusterEvidence``: an existing cluster judged from outside, whose proxy and origins are not the
+  run's: no logs at all. The judge then reads only the API and the nodes over SSH, and each check
+  that needs more reports ``skipped`` with the reason in ``LAB_ONLY``, never ``passed``.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,16 @@ from proxyfleet.harness.lab.vendor import VendorProxy
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.proxy.runner import ProxyServer
 
+# The checks only the lab's simulators can feed, and why a real cluster cannot (shown as the
+# reason of each ``skipped`` result).
+LAB_ONLY: dict[str, str] = {
+    "service-environment": "needs lab evidence: a service's environment is not observable on Windows",
+    "firewall": "needs lab evidence: the egress firewall's refusals are the lab network's record",
+    "reboots": "needs lab evidence: a host shows only its last boot time, not how many reboots a step took",
+    "drained-while-down": "needs lab evidence: the exact moments each reboot went down and came back",
+    "drained": "needs lab evidence: the pods on the node at the moment it went down",
+    "disruption-budget": "needs lab evidence: the exact moments each reboot went down and came back",
+}
 UNCONFIGURED = Expected(dict.fromkeys(PROXY_VARIABLES), {}, {})
 # The destinations a step's traffic checks use: the two registries pulled from, the plain-HTTP site.
 PROBED_HOSTS = (INTERNET_REGISTRY, INTRANET_REGISTRY, INTERNET_HTTP_SITE)
@@ -28,6 +45,8 @@ class Evidence:
     step_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # since the step began
     origin_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> source -> requests
     violations: dict[str, list[str]] = field(default_factory=dict)  # source -> refused origins
+    # False: no log of any proxy or origin is the run's (traffic checks judge outcomes only)
+    routes_observed: bool = True
 
 
 @dataclass
@@ -96,3 +115,19 @@ class LabEvidence:
         for violation in self.lab.origins.violations()[step.violations:]:
             evidence.violations.setdefault(violation.source, []).append(violation.origin)
         return evidence
+
+
+class ClusterEvidence:
+    """An existing cluster's evidence source: the run owns neither its proxy nor its origins, so
+    there is no log to mark or read (the API and SSH probes are the judge's own)."""
+
+    hosts: tuple[str, ...] = ()
+
+    async def settle(self) -> None:
+        """Nothing to wait for: no log is read."""
+
+    def marks(self) -> dict[str, int]:
+        return {}
+
+    def read(self, step: Step, marks: dict[str, int]) -> Evidence:
+        return Evidence(routes_observed=False)

@@ -11,9 +11,10 @@ A scenario acts only as a cluster administrator would (``set_proxy``, ``set_trus
    holds for a quiet period (so a no-op step gives a reconciler time to do something wrong);
 4. runs every check on every node and records a ``CheckResult`` (node, check, expected, observed).
 
-Evidence a real cluster would not offer (a service's process environment, the lab's boot and
-outage records) comes from the lab; everything else from SSH, the proxies' flow logs and the
-origins' access logs.
+The judge takes its evidence through one seam (``evidence``): on the embedded lab
+(``Conformance(lab)``) from the lab's logs and simulators; on an existing cluster
+(``Conformance(None, cluster=ClusterTarget)``) from the API and SSH probes only, where each check
+that needs what only the lab can show reports ``skipped`` with the reason (``LAB_ONLY``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import itertools
 import logging
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -32,13 +35,22 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import APPLIED, EGRESS_SERVICES, OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
+from proxyfleet.core.kubeconfig import api_client, internal_api_url
 from proxyfleet.core.nodessh import NodeError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.core.rollout import assess, read_snapshot
 from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.checks import env_text
+from proxyfleet.harness.conformance.clustertarget import ClusterDestination, ClusterTarget
 from proxyfleet.harness.conformance.cordons import CordonTimeline
-from proxyfleet.harness.conformance.evidence import UNCONFIGURED, Evidence, LabEvidence, Step
+from proxyfleet.harness.conformance.evidence import (
+    LAB_ONLY,
+    UNCONFIGURED,
+    ClusterEvidence,
+    Evidence,
+    LabEvidence,
+    Step,
+)
 from proxyfleet.harness.conformance.expectations import (
     Expected,
     Route,
@@ -47,7 +59,7 @@ from proxyfleet.harness.conformance.expectations import (
     status_matches_spec,
 )
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
-from proxyfleet.harness.conformance.results import CheckResult, ChecksFailed, Status
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
 from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
@@ -114,19 +126,37 @@ class ClaimWatch:
                 f"({APPLIED}); the step ended without waiting for the deadline")
 
 
-class Conformance:
-    """One scenario against one lab. ``await start()`` first, ``await close()`` at the end."""
+class LabRequired(RuntimeError):
+    """A scenario asked an existing cluster's judge for something only the embedded lab has."""
 
-    def __init__(self, lab: Lab, scenario: str = "", converge_timeout: float = 60.0, quiet: float = 1.0) -> None:
-        assert lab.fleet.client_key is not None
-        self.lab = lab
+
+class Conformance:
+    """One scenario against one lab (``Conformance(lab)``) or an existing cluster
+    (``Conformance(None, cluster=…)``). ``await start()`` first, ``await close()`` at the end."""
+
+    def __init__(self, lab: Lab | None, scenario: str = "", converge_timeout: float = 60.0, quiet: float = 1.0,
+                 cluster: ClusterTarget | None = None) -> None:
+        self._lab = lab
+        self.cluster = cluster
         self.scenario = scenario
         self.converge_timeout = converge_timeout
         self.quiet = quiet
-        self.api: client.ApiClient = lab.api()
-        self.probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
+        self.evidence: LabEvidence | ClusterEvidence
+        self._addresses: list[str] = []
+        self._ticks = itertools.count()
+        if lab is not None:
+            assert lab.fleet.client_key is not None
+            self.api: client.ApiClient = lab.api()
+            self.probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
+            self.evidence = LabEvidence(lab)
+            self._addresses = [n.address for n in lab.fleet.nodes]
+        else:
+            if cluster is None:
+                raise ValueError("a judge needs a lab or a cluster")
+            self.api = api_client(cluster.kubeconfig)
+            self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
+            self.evidence = ClusterEvidence()
         self.cordons = CordonTimeline(self.api)
-        self.evidence = LabEvidence(lab)
         self.instances: list[str] = []
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
         self._drifted: set[str] = set()  # nodes changed out of band since the step began
@@ -139,43 +169,112 @@ class Conformance:
         self.steps: list[Step] = []
         self.baseline_roots: dict[str, frozenset[str]] = {}
         self.baseline_files: dict[str, frozenset[str]] = {}
+        # Nodes whose out-of-the-box Root store and files are not known (an existing cluster that
+        # had a proxy when the run began): recorded the first time they converge without a proxy.
+        self.unknown_baseline: set[str] = set()
         self._targets: dict[str, Expected] = {}  # what each node should hold now
         self._user_ca: set[str] = set()
         # The issuer on the origins' certificates (the lab's public CA): what a node is shown
         # through a tunnelling proxy; an intercepting one shows its own CA instead.
-        self._origin_issuer = x509.load_pem_x509_certificate(lab.public_ca.cert_pem.bytes()).subject.rfc4514_string()
+        self._origin_issuer = x509.load_pem_x509_certificate(
+            lab.public_ca.cert_pem.bytes()).subject.rfc4514_string() if lab is not None else None
         self._old_user_ca: set[str] = set()
         # Every proxy credential this scenario (or the lab's install-config) used: none may leak.
         self._secrets: set[str] = set()
-        for url in (lab.proxy2_url if lab.proxy2 is not None else "",
-                    f"http://{lab.settings.proxy_auth}@proxy" if lab.settings.proxy_auth else ""):
-            self._secrets |= checks.url_secrets(url)
+        if lab is not None:
+            for url in (lab.proxy2_url if lab.proxy2 is not None else "",
+                        f"http://{lab.settings.proxy_auth}@proxy" if lab.settings.proxy_auth else ""):
+                self._secrets |= checks.url_secrets(url)
+        self._api_host = ""  # the host nodes reach the API server at (an existing cluster's: read in start())
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     @property
+    def lab(self) -> Lab:
+        """The embedded lab (a scenario's lab-only actions); an existing cluster has none."""
+        if self._lab is None:
+            raise LabRequired("this needs the embedded lab; the run judges an existing cluster")
+        return self._lab
+
+    @property
+    def on_lab(self) -> bool:
+        return self._lab is not None
+
+    @property
     def nodes(self) -> list[WindowsNode]:
         return list(self.lab.fleet.nodes)
+
+    @property
+    def addresses(self) -> list[str]:
+        """Every node the judge looks at: the lab's fleet, or the cluster's instances."""
+        return list(self._addresses)
 
     def node(self, address: str) -> WindowsNode:
         return self.lab.fleet.node(address)
 
     def _activity(self, address: str) -> int:
         """A count that grows with everything that can change what a probe of the node shows:
-        commands run on it (the probe's own included), boots and service starts."""
+        commands run on it (the probe's own included), boots and service starts. A real host
+        offers no such count: every look is then a new one."""
+        if self._lab is None:
+            return next(self._ticks)
         node = self.node(address)
         return node.ssh_commands + len(node.boots) + sum(s.start_count for s in node.machine.services.values())
 
     async def start(self) -> None:
         """Record each node's out-of-the-box Root store and start watching cordons."""
-        states = await asyncio.gather(*(self._observe_retrying(n.address) for n in self.nodes))
-        self.baseline_roots = {n.address: s.root for n, s in zip(self.nodes, states, strict=True)}
-        self.baseline_files = {n.address: s.files for n, s in zip(self.nodes, states, strict=True)}
-        for node in self.nodes:
-            self._targets[node.address] = UNCONFIGURED
-        if self.lab.settings.install_proxy and self.lab.settings.mitm_ca is not None:
-            self._user_ca = set(certificates_of(self.lab.user_ca_pem()))
+        if self.cluster is not None:
+            await self._start_on_cluster(self.cluster)
+        states = await asyncio.gather(*(self._observe_retrying(a) for a in self._addresses))
+        self.baseline_roots = {a: s.root for a, s in zip(self._addresses, states, strict=True)}
+        self.baseline_files = {a: s.files for a, s in zip(self._addresses, states, strict=True)}
+        for address in self._addresses:
+            self._targets[address] = UNCONFIGURED
+        if self._lab is not None and self._lab.settings.install_proxy and self._lab.settings.mitm_ca is not None:
+            self._user_ca = set(certificates_of(self._lab.user_ca_pem()))
+        if self.cluster is not None:
+            await self._cluster_baselines(self.cluster)
         self.cordons.start()
+
+    async def _cluster_baselines(self, cluster: ClusterTarget) -> None:
+        """On a cluster without a proxy what the nodes hold now is their own, and is kept for the
+        run's later scenarios; on one with a proxy their Root stores hold its bundle beside
+        certificates of their own (often the same public roots), which cannot be told apart: the
+        baseline is an earlier scenario's, or else recorded once they converge without a proxy."""
+        current = await expected_from_cluster(self.api)
+        saved = cluster.read_baselines()
+        if not current.configured:
+            cluster.save_baselines({a: (self.baseline_roots[a], self.baseline_files[a]) for a in self._addresses})
+            return
+        for address in self._addresses:
+            self._targets[address] = current
+            if address in saved:
+                self.baseline_roots[address], self.baseline_files[address] = saved[address]
+            else:
+                self.unknown_baseline.add(address)
+
+    async def _start_on_cluster(self, cluster: ClusterTarget) -> None:
+        """The instances (``--instance``, written to windows-instances, or the cluster's own), SSH
+        to them with their users and known host keys, and the API host nodes use."""
+        if cluster.instances:
+            await admin.set_instances(self.api, list(cluster.instances.items()), cluster.namespace)
+            users = dict(cluster.instances)
+        else:
+            users = await admin.instances(self.api, cluster.namespace)
+        if not users:
+            raise AssertionError(f"no Windows instance to judge: {cluster.namespace}/windows-instances is empty "
+                                 "or missing, and no --instance was given")
+        self._addresses = list(users)
+        self.instances = list(users)
+        await self.probe.close()
+        self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port, usernames=users,
+                               host_keys=cluster.pinned_host_keys(self._addresses),
+                               strict_host_keys=cluster.known_hosts is not None)
+        try:
+            url = await asyncio.to_thread(internal_api_url, self.api)
+            self._api_host = urllib.parse.urlsplit(url).hostname or ""
+        except Exception:  # not OpenShift: only the Node is judged, the API host is not named
+            self._api_host = ""
 
     async def close(self) -> None:
         self.cordons.stop()
@@ -320,13 +419,14 @@ class Conformance:
     # --- a step ----------------------------------------------------------------------------------
 
     def _mark(self, name: str, deconfigured: list[str]) -> Step:
-        return Step(name=name, started=dt.datetime.now(dt.UTC), members=[],
-                    deconfigured=deconfigured,
-                    boots={n.address: len(n.boots) for n in self.nodes},
-                    outages={n.address: len(n.outages) for n in self.nodes},
-                    violations=len(self.lab.origins.violations()),
-                    before=dict(self._targets),
-                    root_removals={n.address: len(n.machine.stores.machine_root.removed) for n in self.nodes})
+        step = Step(name=name, started=dt.datetime.now(dt.UTC), members=[], deconfigured=deconfigured,
+                    boots={}, outages={}, violations=0, before=dict(self._targets), root_removals={})
+        if self._lab is not None:  # the lab's records, read from where they stand now
+            step.boots = {n.address: len(n.boots) for n in self.nodes}
+            step.outages = {n.address: len(n.outages) for n in self.nodes}
+            step.violations = len(self._lab.origins.violations())
+            step.root_removals = {n.address: len(n.machine.stores.machine_root.removed) for n in self.nodes}
+        return step
 
     async def step(self, name: str, action: Callable[[], Awaitable[None]] | None = None,
                    deconfigure: Iterable[WindowsNode] = ()) -> list[CheckResult]:
@@ -386,7 +486,7 @@ class Conformance:
         """Root certificates removed from the node during the step although its target held them
         before and after (lab evidence: the store's removal history). A node the scenario itself
         changed out of band is left to the end state's check."""
-        if address in step.drifted:
+        if address in step.drifted or self._lab is None:
             return frozenset()
         store = self.node(address).machine.stores.machine_root
         removed = frozenset(store.removed[step.root_removals.get(address, len(store.removed)):])
@@ -407,7 +507,7 @@ class Conformance:
         target = self._targets[address]
         if state.environment != target.environment:
             return "registry-env"
-        if state.root != self._expected_root(address):
+        if address not in self.unknown_baseline and state.root != self._expected_root(address):
             return "certificates"
         if address in step.members and self._change(step, address) == "environment":
             stale = [s for s, t in state.services.items() if t is None or t < step.started]
@@ -475,7 +575,7 @@ class Conformance:
                     # often Node changes wake the judge.
                     claimed, next_claims = await self._claimed(step), quiet_from + PENDING_POLL
                 if claimed is not None:
-                    refuted = claims.update(problems, claimed, {n.address for n in self.nodes if n.is_listening})
+                    refuted = claims.update(problems, claimed, self._listening())
                     if pending and set(pending) <= refuted:
                         # Every node still off its target is one the reconciler reports done:
                         # waiting longer only waits for its next resync. End the step here.
@@ -541,7 +641,16 @@ class Conformance:
         return verdict is None or verdict.ok
 
     def _anyone_down(self) -> bool:
+        """Whether a node is down (lab evidence; on a cluster a down node shows as unreachable)."""
+        if self._lab is None:
+            return False
         return any(not n.is_listening for n in self.nodes if n.address not in self.offline | self.stuck)
+
+    def _listening(self) -> set[str]:
+        """Nodes whose SSH is up (on a cluster: all of them; an unreachable one says so itself)."""
+        if self._lab is None:
+            return set(self._addresses)
+        return {n.address for n in self.nodes if n.is_listening}
 
     async def _stuck_reported(self, step: Step) -> bool:
         """Every node stuck in its reboot has a Warning Event about it (the step waits for that)."""
@@ -566,7 +675,11 @@ class Conformance:
                 except NodeError as exc:
                     return exc, {}
                 pulls = {}
-                if address in step.members:
+                if address in step.members and self.cluster is not None:
+                    for real in self.cluster.destinations():
+                        pulls[real.text] = await (self.probe.pull(address, real.text) if real.image
+                                                  else self.probe.fetch(address, real.text))
+                elif address in step.members:
                     for image in (INTERNET_IMAGE, INTRANET_IMAGE):
                         pulls[image] = await self.probe.pull(address, image)
                     pulls[HTTP_URL] = await self.probe.fetch(address, HTTP_URL)
@@ -583,7 +696,7 @@ class Conformance:
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
         # Outages the scenario caused (a node taken off the network) are not the reconciler's.
-        down, cordoned = self._unavailability(step, addresses + step.stuck)
+        down, cordoned = self._unavailability(step, addresses + step.stuck) if self._lab is not None else (None, None)
         if step.rekeyed or step.stuck:
             # One read of the Warning Events, from the earliest moment any of these is judged from.
             earliest = min([step.started] + [self.rekeyed[a][1] for a in step.rekeyed])
@@ -611,7 +724,8 @@ class Conformance:
                 if address in self.admin_cordoned:
                     kept = bool(((nodes.get(address) or {}).get("spec") or {}).get("unschedulable"))
                 self._record(step, address, "disruption-budget", checks.disruption_budget(
-                    address, self.lab.max_unavailable, len(step.members), down, cordoned, kept))
+                    address, self.lab.max_unavailable, len(step.members), down, cordoned, kept)
+                    if down is not None and cordoned is not None else self._lab_only("disruption-budget"))
                 if trusted is not None:
                     self._record(step, address, "trusted-ca", trusted)
                 leaked = leaks.get(address, []) + leaks.get("", [])
@@ -630,8 +744,12 @@ class Conformance:
         return found
 
     @staticmethod
+    def _lab_only(check: str) -> checks.Verdict:
+        return checks.Verdict.skip(checks_expected(check), LAB_ONLY[check])
+
+    @staticmethod
     def _record(step: Step, address: str, check: str, verdict: checks.Verdict) -> None:
-        status: Status = "passed" if verdict.ok else "failed"
+        status: Status = "skipped" if verdict.skipped else "passed" if verdict.ok else "failed"
         step.results.append(CheckResult(address, check, status, verdict.expected, verdict.observed, step.name))
 
     def _unavailability(self, step: Step, addresses: list[str]) -> tuple[checks.Peak, checks.Peak]:
@@ -684,8 +802,8 @@ class Conformance:
         for secret in await listed(core.list_secret_for_all_namespaces):
             texts = [base64.b64decode(v).decode("utf-8", errors="ignore") for v in (secret.get("data") or {}).values()]
             look(f"Secret {secret['metadata'].get('namespace')}/{secret['metadata'].get('name')}", "\n".join(texts))
-        log = self.lab.state_dir / "reconciler.log"
-        if log.exists():
+        log = self._lab.state_dir / "reconciler.log" if self._lab is not None else None
+        if log is not None and log.exists():
             look("the external reconciler's output (reconciler.log)", log.read_text(errors="replace"))
         return found
 
@@ -705,14 +823,20 @@ class Conformance:
         record("registry-env", checks.registry_env(target.environment, state.environment))
         others = {t: s for e in (step.before.get(address, UNCONFIGURED), *self._targets.values())
                   for t, s in e.bundle.items()}
-        record("certificates", checks.certificates(self._expected_root(address), state.root, len(target.bundle),
-                                                   {**others, **target.bundle}, others,
-                                                   self._removed_while_kept(step, address)))
-        if not target.configured:  # no proxy (any more): nothing of a reconciler's may stay behind
-            record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
+        if address in self.unknown_baseline:
+            self._verify_without_baseline(address, problem, state, record)
+        else:
+            record("certificates", checks.certificates(self._expected_root(address), state.root, len(target.bundle),
+                                                       {**others, **target.bundle}, others,
+                                                       self._removed_while_kept(step, address)))
+            if not target.configured:  # no proxy (any more): nothing of a reconciler's may stay behind
+                record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
         if address not in step.members:
             return  # a deconfigured instance: only its clean-up is judged
         record("services-restarted", checks.services_restarted(change, state.services, step.started))
+        if self._lab is None:
+            self._verify_cluster_node(step, address, node_object, pulls, record)
+            return
         node = self.node(address)
         record("service-environment", checks.service_environment(
             {s: node.process_environment(s) for s in EGRESS_SERVICES}, target.environment))
@@ -758,6 +882,46 @@ class Conformance:
                     if d.outcome == "bypassed" and d.node == name]
         record("drained", checks.evicted([o.pods_at_down for o in node.outages[step.outages[address]:]
                                           if o.pods_at_down is not None], bypassed))
+
+    def _verify_without_baseline(self, address: str, problem: str | None, state: NodeState,
+                                 record: Callable[[str, checks.Verdict], None]) -> None:
+        """A node whose own Root store is not known yet: the certificate checks are skipped, and the
+        first time it has converged without a proxy what it holds becomes its baseline."""
+        reason = ("the node's own Root store and files are not known: the cluster had a proxy when the run "
+                  "began (recorded once the node converges without one)")
+        for check in ("certificates", "files"):
+            record(check, checks.Verdict.skip(checks_expected(check), reason))
+        if problem is None and not self._targets[address].configured and self.cluster is not None:
+            self.baseline_roots[address], self.baseline_files[address] = state.root, state.files
+            self.unknown_baseline.discard(address)
+            self.cluster.save_baselines({address: (state.root, state.files)})
+
+    def _verify_cluster_node(self, step: Step, address: str, node_object: dict[str, Any] | None,
+                             pulls: dict[str, PullResult], record: Callable[[str, checks.Verdict], None]) -> None:
+        """An existing cluster's member: traffic judged by outcome (no log is the run's), the Node
+        from the API, and each check that needs the lab's evidence skipped with its reason."""
+        assert self.cluster is not None
+        target = self._targets[address]
+        named = {d.check: d for d in self.cluster.destinations()}
+        for check in ("pull-internet", "pull-intranet", "fetch-http"):
+            destination = named.get(check)
+            if destination is None:
+                option = {"pull-internet": "--internet-image", "pull-intranet": "--intranet-image",
+                          "fetch-http": "--http-url"}[check]
+                record(check, checks.Verdict.skip(checks_expected(check), f"no destination given ({option})"))
+                continue
+            record(check, self._cluster_traffic(destination, target, pulls[destination.text]))
+        record("node-ready", checks.node_ready(node_object, None, self._api_host or "the API server",
+                                               address in self.admin_cordoned))
+        for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
+            record(check, self._lab_only(check))
+
+    @staticmethod
+    def _cluster_traffic(destination: ClusterDestination, target: Expected, result: PullResult) -> checks.Verdict:
+        route = target.route(destination.route_url, destination.client)
+        action = "pull" if destination.image else "fetch"
+        return checks.outcome_only(destination.text, action, route, checks.PullEvidence(result.ok, result.output),
+                                   network_decides=destination.internet and route.proxy is None)
 
     def _proxy_down(self, route: Route) -> bool:
         """Whether the lab proxy ``route`` goes through is down (an outage the scenario made)."""
@@ -805,6 +969,11 @@ class Conformance:
             ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
             found.append(checks.OutageEvidence(outage.at_down, outage.at_up, ok, text))
         return found
+
+
+def checks_expected(check: str) -> str:
+    """What a check proves (its family's description), as a skipped result's expectation."""
+    return CHECK_FAMILIES[check]
 
 
 def _node_name(nodes: dict[str, dict[str, Any]], address: str) -> str:

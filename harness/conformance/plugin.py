@@ -7,6 +7,10 @@ judge as fixtures, so a scenario is a few lines::
         ...
         conformance.assert_passed()
 
+Against an existing cluster (``--proxyfleet-cluster FILE``, written by ``proxyfleet conformance
+--kubeconfig``) only the scenarios marked ``@pytest.mark.cluster`` run, with the
+``cluster_conformance`` fixture; on the lab those are left out.
+
 Options: ``--proxyfleet-nodes``, ``--proxyfleet-variant`` (the built-in reconciler, or a broken
 one), ``--proxyfleet-reconciler-command`` (an external reconciler instead), ``--proxyfleet-converge-timeout``,
 ``--proxyfleet-state-dir`` (keep each lab's files there). ``@pytest.mark.lab(...)`` passes
@@ -16,6 +20,7 @@ one), ``--proxyfleet-reconciler-command`` (an external reconciler instead), ``--
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +31,7 @@ import pytest
 import pytest_asyncio
 
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
+from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.judge import Conformance
 from proxyfleet.harness.conformance.results import ChecksFailed, Ending, ScenarioResult, Status
 from proxyfleet.harness.lab import Lab, LabSettings, customer_settings
@@ -72,6 +78,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="Run the 'repro' scenario with a customer's settings (JSON written by proxyfleet repro).")
     group.addoption("--proxyfleet-vendor-proxy", default=None, type=Path,
                     help="Run a vendor's proxy as the corporate proxy (JSON written by proxyfleet conformance).")
+    group.addoption("--proxyfleet-cluster", default=None, type=Path,
+                    help="Judge an existing cluster instead of a lab (JSON written by proxyfleet conformance "
+                         "--kubeconfig): only @pytest.mark.cluster scenarios run.")
     group.addoption("--proxyfleet-state-dir", default=None, type=Path,
                     help="Keep each scenario lab's files (kubeconfig, flows, node disks) under this directory.")
 
@@ -84,12 +93,14 @@ def pytest_configure(config: pytest.Config) -> None:
         die_with_parent()
     config.addinivalue_line("markers", "workflow(name): the proxyfleet workflow a scenario belongs to")
     config.addinivalue_line("markers", "lab(**settings): LabSettings fields for this scenario's lab")
+    config.addinivalue_line("markers", "cluster: a scenario for an existing cluster (cluster_conformance)")
     config.addinivalue_line("markers", "rollouts(n): how many reboot waves the scenario waits for (longest run first)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The repro scenario runs only for `proxyfleet repro`, and then alone.
     wanted = {"repro"} if config.getoption("--proxyfleet-repro") else set(config.getoption("--proxyfleet-workflow"))
+    on_cluster = config.getoption("--proxyfleet-cluster") is not None
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
@@ -97,6 +108,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         workflow = marker.args[0] if marker and marker.args else None
         if workflow is None:
             keep.append(item)  # not a proxyfleet scenario: not ours to filter
+        elif (item.get_closest_marker("cluster") is not None) != on_cluster:
+            drop.append(item)  # a lab's scenario on a cluster run, or the other way round
         elif (workflow in wanted) if wanted else workflow != "repro":
             keep.append(item)
         else:
@@ -216,15 +229,45 @@ async def conformance(request: pytest.FixtureRequest, proxyfleet_lab: Lab) -> As
     try:
         yield judge
     finally:
-        ending = request.node.stash.get(ENDING, "error")
-        status: Status = "passed" if ending == "passed" else "skipped" if ending == "skipped" else "failed"
-        result = ScenarioResult(
-            name=request.node.name, workflow=workflow, status=status,
-            ending=ending, nodes=len(judge.nodes), checks=list(judge.results), timeline=judge.timeline(),
-            api_internal_host=_api_internal_host(proxyfleet_lab), flows=_flow_summary(proxyfleet_lab),
-            violations=_violations(proxyfleet_lab))
-        request.node.user_properties.append((PROPERTY, json.dumps(result.to_json())))
+        _attach_result(request, workflow, judge, api_internal_host=_api_internal_host(proxyfleet_lab),
+                       flows=_flow_summary(proxyfleet_lab), violations=_violations(proxyfleet_lab))
         await judge.close()
+
+
+@pytest_asyncio.fixture
+async def cluster_conformance(request: pytest.FixtureRequest) -> AsyncIterator[Conformance]:
+    """The judge for one scenario against an existing cluster (``--proxyfleet-cluster``): nothing
+    is started, the cluster's own reconciler is judged."""
+    path: Path | None = request.config.getoption("--proxyfleet-cluster")
+    if path is None:
+        pytest.skip("only against an existing cluster (proxyfleet conformance --kubeconfig)")
+    marker = request.node.get_closest_marker("workflow")
+    workflow = str(marker.args[0]) if marker and marker.args else "custom"
+    target = ClusterTarget.from_json(json.loads(await asyncio.to_thread(path.read_text)))
+    judge = Conformance(None, scenario=request.node.name, cluster=target,
+                        converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"), quiet=1.0)
+    started = False
+    try:
+        await judge.start()
+        started = True
+        yield judge
+    finally:
+        if started:
+            _attach_result(request, workflow, judge)
+        await judge.close()
+
+
+def _attach_result(request: pytest.FixtureRequest, workflow: str, judge: Conformance, api_internal_host: str = "",
+                   flows: dict[str, dict[str, int]] | None = None,
+                   violations: list[dict[str, object]] | None = None) -> None:
+    """The scenario's checks, in the test report's user properties (read by ``proxyfleet conformance``)."""
+    ending = request.node.stash.get(ENDING, "error")
+    status: Status = "passed" if ending == "passed" else "skipped" if ending == "skipped" else "failed"
+    result = ScenarioResult(
+        name=request.node.name, workflow=workflow, status=status,
+        ending=ending, nodes=len(judge.addresses), checks=list(judge.results), timeline=judge.timeline(),
+        api_internal_host=api_internal_host, flows=flows or {}, violations=violations or [])
+    request.node.user_properties.append((PROPERTY, json.dumps(result.to_json())))
 
 
 def _api_internal_host(lab: Lab) -> str:

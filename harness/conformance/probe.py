@@ -15,6 +15,7 @@ import asyncssh
 from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
 from proxyfleet.core.nodessh import (
     BOOT_SCRIPT,
+    HostKeyMismatch,
     NodeAddress,
     NodeConnection,
     NodeError,
@@ -70,18 +71,27 @@ def probe_script() -> str:
 class NodeProbe:
     """SSH access to every node of a lab or cluster, for observation only."""
 
-    def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator") -> None:
+    def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator",
+                 usernames: dict[str, str] | None = None, host_keys: dict[str, str] | None = None,
+                 strict_host_keys: bool = False) -> None:
+        """``usernames``: per-address SSH users (else ``username``); ``host_keys``: keys known
+        beforehand (a known_hosts file); ``strict_host_keys``: refuse an address without one
+        instead of pinning its key on first contact."""
         self.client_key = client_key
         self.port = port
         self.username = username
+        self.usernames = dict(usernames or {})
+        self.strict_host_keys = strict_host_keys
         self._connections: dict[str, NodeConnection] = {}
-        self._host_keys: dict[str, str] = {}
+        self._host_keys: dict[str, str] = dict(host_keys or {})
 
     def _connection(self, address: str) -> NodeConnection:
         connection = self._connections.get(address)
         if connection is None:
-            connection = NodeConnection(NodeAddress(address, self.port, self.username), self.client_key,
-                                        self._host_keys.get(address), connect_timeout=5.0)
+            if self.strict_host_keys and address not in self._host_keys:
+                raise HostKeyMismatch(f"{address} is not in the known hosts file: not contacted")
+            connection = NodeConnection(NodeAddress(address, self.port, self.usernames.get(address, self.username)),
+                                        self.client_key, self._host_keys.get(address), connect_timeout=5.0)
             self._connections[address] = connection
         return connection
 
@@ -120,9 +130,8 @@ class NodeProbe:
         return await self._traffic(address, f"curl.exe -sS -f {url}", 30)
 
     async def _traffic(self, address: str, command: str, limit: float) -> PullResult:
-        connection = self._connection(address)
         try:
-            result = await connection.run(command, limit=limit)
+            result = await self._connection(address).run(command, limit=limit)
         except NodeError as exc:
             self._connections.pop(address, None)
             return PullResult(False, str(exc))

@@ -48,8 +48,15 @@ def _families(scenario: ScenarioResult) -> list[str]:
     return [f for f in CHECK_FAMILIES if f in present] + sorted(present - set(CHECK_FAMILIES))
 
 
+def skip_reasons(checks: list[CheckResult]) -> list[str]:
+    """The distinct reasons of the skipped ones among ``checks``, in order."""
+    return list(dict.fromkeys(c.observed for c in checks if c.status == "skipped"))
+
+
 def write_junit(run: ConformanceRun, path: Path) -> None:
-    """One testcase per scenario x check family (plus one for a scenario that broke outside its checks)."""
+    """One testcase per scenario x check family (plus one for a scenario that broke outside its checks).
+    A family none of whose checks could be judged (``skipped``: the evidence it needs is not there)
+    is a skipped testcase whose message is the reason."""
     cases: list[ET.Element] = []
     failures = skipped = 0
     for scenario in run.scenarios:
@@ -74,6 +81,9 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
                 failure = ET.SubElement(case, "failure",
                                         message=redact_text(f"{len(bad)} of {len(checks)} {family} check(s) failed"))
                 failure.text = "\n".join(redact_text(c.describe()) for c in bad)
+            elif checks and all(c.status == "skipped" for c in checks):
+                skipped += 1
+                ET.SubElement(case, "skipped", message=redact_text("; ".join(skip_reasons(checks))))
             cases.append(case)
     suite = ET.Element("testsuite", name="proxyfleet conformance", tests=str(len(cases)), failures=str(failures),
                        errors="0", skipped=str(skipped), time=f"{run.duration_s:.3f}")
@@ -119,6 +129,9 @@ def _matrix(scenario: ScenarioResult) -> str:
                 continue
             bad = [c for c in checks if c.status == "failed"]
             tip = "\n".join(f"{c.step}: {c.status}: expected {c.expected}; observed {c.observed}" for c in checks)
+            if not bad and all(c.status == "skipped" for c in checks):
+                cells.append(f'<td class="cell skip" title="{_e(tip)}">skipped</td>')
+                continue
             mark = "✗" if bad else "✓"
             cells.append(f'<td class="cell {"fail" if bad else "pass"}" title="{_e(tip)}">{mark}'
                          f'{f" {len(bad)}" if bad else ""}</td>')
@@ -134,6 +147,22 @@ def _failures(scenario: ScenarioResult) -> str:
                    f"<td>{_e(c.expected)}</td><td>{_e(c.observed)}</td></tr>" for c in bad[:200])
     return ("<h3>Failed checks</h3><table><tr><th>node</th><th>step</th><th>check</th><th>expected</th>"
             f"<th>observed</th></tr>{rows}</table>")
+
+
+def _skipped(scenario: ScenarioResult) -> str:
+    """Each check family with skipped results, and why (what evidence it needed)."""
+    rows = []
+    for family in _families(scenario):
+        checks = [c for c in scenario.checks if c.check == family]
+        reasons = skip_reasons(checks)
+        if reasons:
+            count = sum(1 for c in checks if c.status == "skipped")
+            rows.append(f"<tr><td>{_e(family)}</td><td>{count} of {len(checks)}</td>"
+                        f"<td>{'<br>'.join(_e(r) for r in reasons[:5])}</td></tr>")
+    if not rows:
+        return ""
+    return ("<h3>Skipped checks (not judged: the evidence they need is not there)</h3><table><tr><th>check</th>"
+            f"<th>skipped</th><th>why</th></tr>{''.join(rows)}</table>")
 
 
 def _timeline_svg(scenario: ScenarioResult) -> str:
@@ -197,8 +226,8 @@ def render_html(run: ConformanceRun) -> str:
     for s in run.scenarios:
         error = f"<pre>{_e(s.error)}</pre>" if s.error else ""
         sections.append(f'<h2 id="{_e(s.name)}">{_e(s.workflow)}: {_e(s.name)}</h2>{error}'
-                        f"<h3>Node &times; check</h3>{_matrix(s)}{_failures(s)}{_timeline_svg(s)}{_flows(s)}"
-                        f"{_violations(s)}")
+                        f"<h3>Node &times; check</h3>{_matrix(s)}{_failures(s)}{_skipped(s)}{_timeline_svg(s)}"
+                        f"{_flows(s)}{_violations(s)}")
     return ("<!doctype html><html><head><meta charset=utf-8><title>proxyfleet conformance</title>"
             f"<style>{_STYLE}</style></head><body><h1>proxyfleet conformance "
             f'<span class="badge {verdict}">{"PASSED" if run.passed else "FAILED"}</span></h1>'

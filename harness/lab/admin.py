@@ -64,6 +64,21 @@ async def set_instances(api: client.ApiClient, instances: Iterable[tuple[str, st
                             {address: f"username={user}" for address, user in instances})
 
 
+async def instances(api: client.ApiClient, namespace: str = OPERATOR_NAMESPACE) -> dict[str, str]:
+    """windows-instances as address -> SSH user (empty when the ConfigMap does not exist)."""
+    try:
+        found = await _call(client.CoreV1Api(api).read_namespaced_config_map, INSTANCES, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return {}
+        raise
+    users = {}
+    for address, value in (found.data or {}).items():
+        fields = dict(part.split("=", 1) for part in str(value).split(";") if "=" in part)
+        users[str(address)] = fields.get("username", "Administrator").strip()
+    return users
+
+
 async def set_trusted_ca(api: client.ApiClient, bundle_pem: str, name: str = "corp-ca") -> None:
     await _upsert_configmap(api, OPENSHIFT_CONFIG, name, {BUNDLE_KEY: bundle_pem})
 

@@ -1,0 +1,182 @@
+"""``proxyfleet conformance --kubeconfig …``: the workflows against an existing cluster, whose own
+reconciler is judged through the API and SSH. Nothing is started. The Proxy, the trusted CA
+ConfigMaps and ``windows-instances`` are saved first and put back at the end, also when the run
+fails or is stopped (Ctrl-C, SIGTERM); ``--dry-run`` prints the plan and touches nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
+from proxyfleet.core.kubeconfig import KubeconfigError, api_client
+from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.conformance.clustertarget import RUN_CA, ClusterTarget, ClusterTargetError, parse_instance
+from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
+from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+
+# The workflows an existing cluster can run (the others need the lab: an install, faults, drift …).
+CLUSTER_WORKFLOWS = ("runtime-add", "change", "remove")
+SNAPSHOT_FILE = "cluster-snapshot.json"
+
+
+def cluster_options(function: Any) -> Any:
+    """Add the existing-cluster options to a command (they arrive as keyword arguments)."""
+    for option in reversed([
+        click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Judge this existing cluster and the reconciler running in it, instead of a lab."),
+        click.option("--ssh-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="With --kubeconfig: the private key the Windows instances accept."),
+        click.option("--ssh-port", default=22, show_default=True, type=click.IntRange(1, 65535)),
+        click.option("--ssh-known-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Strict host keys: contact only instances listed in this OpenSSH known_hosts file "
+                          "(default: pin each key on first contact)."),
+        click.option("--instance", "instances", multiple=True, metavar="ADDR=USER",
+                     help="A Windows instance (repeatable), written to windows-instances for the run "
+                          "(default: the cluster's windows-instances as they are)."),
+        click.option("--internet-image", help="An image on an internet registry, pulled through the proxy "
+                                              "(pull-internet is skipped without one)."),
+        click.option("--intranet-image", help="An image on a registry in NO_PROXY, pulled directly "
+                                              "(pull-intranet is skipped without one)."),
+        click.option("--http-url", help="A plain-HTTP internet URL fetched with curl.exe (fetch-http is "
+                                        "skipped without one)."),
+        click.option("--no-proxy", default="", help="The cluster's noProxy for the run's proxy."),
+        click.option("--second-proxy-url", help="With --kubeconfig: the proxy the change workflow switches to "
+                                                "(credentials from --proxy-auth-file too)."),
+        click.option("--dry-run", is_flag=True, help="With --kubeconfig: print the plan and touch nothing."),
+    ]):
+        function = option(function)
+    return function
+
+
+def _with_credentials(url: str, auth: str | None, option: str) -> str:
+    """``url`` checked (http(s)://host:port, no credentials of its own) with ``auth`` put in."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise click.UsageError(f"{option} {url!r}: expected http://HOST:PORT (or https:// for a TLS proxy)")
+    if parts.username is not None or parts.password is not None:
+        raise click.UsageError(f"{option}: put the credentials in --proxy-auth-file, not in the URL "
+                               "(a command line is readable by every user of the machine)")
+    if not auth:
+        return f"{parts.scheme}://{parts.netloc}"
+    user, _, password = auth.partition(":")
+    quote = urllib.parse.quote
+    return f"{parts.scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{parts.netloc}"
+
+
+def target_from(values: dict[str, Any], proxy: ProxyOptions) -> ClusterTarget | None:
+    """The cluster run the options ask for (None: a lab run), checked before anything starts."""
+    kubeconfig: Path | None = values.pop("kubeconfig")
+    ssh_key: Path | None = values.pop("ssh_key")
+    given = {name for name in ("ssh_known_hosts", "internet_image", "intranet_image", "http_url",
+                               "second_proxy_url", "no_proxy") if values.get(name)}
+    given |= {"instance"} if values.get("instances") else set()
+    given |= {"dry_run"} if values.get("dry_run") else set()
+    if kubeconfig is None:
+        if ssh_key is not None or given:
+            names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given | ({"ssh_key"} if ssh_key else set())))
+            raise click.UsageError(f"{names}: only with --kubeconfig (an existing cluster)")
+        return None
+    if ssh_key is None:
+        raise click.UsageError("--kubeconfig needs --ssh-key (the key the Windows instances accept)")
+    if proxy.command or proxy.image or proxy.listen or proxy.tls_port or proxy.config:
+        raise click.UsageError("with --kubeconfig the run publishes a proxy that already runs where the nodes reach "
+                               "it: --proxy-url (starting one with --proxy-command/--proxy-image/--proxy-listen "
+                               "is not supported against an existing cluster yet)")
+    if not proxy.url:
+        raise click.UsageError("--kubeconfig needs --proxy-url (the proxy the nodes are to use)")
+    auth = None
+    if proxy.auth_file is not None:
+        auth = proxy.auth_file.read_text().strip()
+        if ":" not in auth:
+            raise click.UsageError(f"--proxy-auth-file {proxy.auth_file}: expected user:password")
+    cas: list[bytes] = []
+    if proxy.ca_file is not None:
+        pem = proxy.ca_file.read_bytes()
+        try:
+            if not certificates_in_bundle(pem):
+                raise CertificateFormatError("no certificate in it")
+        except CertificateFormatError as exc:
+            raise click.UsageError(f"--proxy-ca {proxy.ca_file}: {exc}") from None
+        cas.append(pem)
+    try:
+        instances = dict(parse_instance(text) for text in values.pop("instances") or ())
+    except ClusterTargetError as exc:
+        raise click.UsageError(str(exc)) from None
+    second = values.pop("second_proxy_url")
+    target = ClusterTarget(
+        kubeconfig=kubeconfig.resolve(), ssh_key_path=ssh_key.resolve(),
+        proxy_url=_with_credentials(proxy.url, auth, "--proxy-url"),
+        second_proxy_url=_with_credentials(second, auth, "--second-proxy-url") if second else "",
+        proxy_ca_pems=cas, no_proxy=values.pop("no_proxy") or "", ssh_port=values.pop("ssh_port"),
+        known_hosts=values.pop("ssh_known_hosts"), instances=instances,
+        internet_image=values.pop("internet_image"), intranet_image=values.pop("intranet_image"),
+        http_url=values.pop("http_url"))
+    try:
+        target.ssh_key()
+        target.pinned_host_keys(list(instances))
+    except ClusterTargetError as exc:
+        raise click.UsageError(str(exc)) from None
+    return target
+
+
+def plan(target: ClusterTarget, workflows: tuple[str, ...]) -> list[str]:
+    """What the run will do, for ``--dry-run`` and the run's own header."""
+    chosen = [w for w in CLUSTER_WORKFLOWS if not workflows or w in workflows]
+    return [*target.describe(),
+            f"workflows:    {', '.join(chosen)} (one at a time: they share the cluster)",
+            f"saved first:  Proxy/cluster, openshift-config/{RUN_CA} and the Proxy's trusted CA ConfigMap, "
+            f"{target.namespace}/windows-instances; put back at the end (also on failure, Ctrl-C, SIGTERM)",
+            "started:      nothing (the cluster's own reconciler is judged)"]
+
+
+def check_workflows(workflows: tuple[str, ...]) -> None:
+    lab_only = [w for w in workflows if w not in CLUSTER_WORKFLOWS]
+    if lab_only:
+        raise click.UsageError(f"--workflow {', '.join(lab_only)}: needs the embedded lab; against an existing "
+                               f"cluster: {', '.join(CLUSTER_WORKFLOWS)}")
+
+
+@contextmanager
+def cluster_restored(target: ClusterTarget, scratch: Path, console: Console) -> Iterator[None]:
+    """Save the objects the run changes, and put them back however the body ends. The saved copy
+    is also written (owner-only) so a run killed outright can be undone by hand."""
+    try:
+        api = api_client(target.kubeconfig)
+        snapshot = asyncio.run(ClusterSnapshot.take(api, [RUN_CA]))
+    except (KubeconfigError, SnapshotError) as exc:
+        raise click.ClickException(f"cannot save the cluster's objects before the run: {exc}") from None
+    saved = snapshot.write(scratch / SNAPSHOT_FILE)
+    console.print(f"saved the cluster's Proxy, trusted CA ConfigMaps and windows-instances to {saved}")
+    try:
+        yield
+    finally:
+        # A second SIGTERM must not cut the restore short.
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            done = asyncio.run(snapshot.restore(api))
+            console.print("put the cluster back: " + ("; ".join(done) if done else "nothing had changed"))
+        except SnapshotError as exc:
+            console.print(f"[red]could not put the cluster back: {exc}; the saved objects are in {saved}[/]")
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def write_target(target: ClusterTarget, scratch: Path) -> Path:
+    """The scenario run's settings, owner-only (the proxy URL may carry credentials)."""
+    target.baseline_file = scratch / "baselines.json"
+    return write_private(scratch / "cluster-run.json", json.dumps(target.to_json()))

@@ -1,0 +1,181 @@
+"""An existing cluster judged from outside: what the run knows of it besides its API — how to reach
+its Windows instances over SSH, which real destinations to send traffic to, and the proxy the run
+publishes. Everything here comes from the user's options; nothing from a lab."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from proxyfleet.core.contract import OPERATOR_NAMESPACE
+from proxyfleet.core.noproxy import redact_url
+from proxyfleet.core.secretfiles import write_private
+
+# The trusted CA ConfigMap (in openshift-config) the run writes; saved and put back (deleted when
+# it did not exist) like every object the run changes.
+RUN_CA = "proxyfleet-run-ca"
+# The file `proxyfleet conformance --kubeconfig` hands its scenario run (owner-only: the proxy URL
+# may carry credentials).
+FORMAT = "proxyfleet-cluster-run/v1"
+
+
+class ClusterTargetError(ValueError):
+    """The cluster run's settings are unusable (a missing key file, a malformed instance …)."""
+
+
+@dataclass(frozen=True)
+class ClusterDestination:
+    """A real destination the traffic checks use: ``internet`` says whether the corporate network
+    (not the cluster) decides whether a node may reach it directly."""
+
+    check: str  # the check it feeds: pull-internet, pull-intranet, fetch-http
+    text: str  # an image reference or a URL
+    image: bool
+    internet: bool
+
+    @property
+    def host(self) -> str:
+        if self.image:
+            return self.text.split("/", 1)[0]
+        return self.text.split("://", 1)[-1].split("/", 1)[0]
+
+    @property
+    def route_url(self) -> str:
+        """The URL whose route the node's client decides (a registry's API for an image)."""
+        return f"https://{self.host}/v2/" if self.image else self.text
+
+    @property
+    def client(self) -> str:
+        return "go" if self.image else "curl"
+
+
+@dataclass
+class ClusterTarget:
+    """The run's settings for an existing cluster. ``instances`` (address -> SSH user) empty: the
+    cluster's ``windows-instances`` at the start of each scenario."""
+
+    kubeconfig: Path
+    ssh_key_path: Path
+    proxy_url: str
+    proxy_https_url: str = ""
+    second_proxy_url: str = ""  # what the change workflow switches to (none: that step is left out)
+    proxy_ca_pems: list[bytes] = field(default_factory=list)
+    no_proxy: str = ""
+    ssh_port: int = 22
+    known_hosts: Path | None = None
+    instances: dict[str, str] = field(default_factory=dict)
+    internet_image: str | None = None
+    intranet_image: str | None = None
+    http_url: str | None = None
+    namespace: str = OPERATOR_NAMESPACE
+    # Where the run keeps each node's own Root store and files once seen without a proxy, for its
+    # later scenarios (each begins on the cluster the previous one left).
+    baseline_file: Path | None = None
+
+    @property
+    def https_url(self) -> str:
+        return self.proxy_https_url or self.proxy_url
+
+    def destinations(self) -> list[ClusterDestination]:
+        """The traffic checks' destinations the user named (each check without one is skipped)."""
+        found = []
+        if self.internet_image:
+            found.append(ClusterDestination("pull-internet", self.internet_image, True, True))
+        if self.intranet_image:
+            found.append(ClusterDestination("pull-intranet", self.intranet_image, True, False))
+        if self.http_url:
+            found.append(ClusterDestination("fetch-http", self.http_url, False, True))
+        return found
+
+    def ssh_key(self) -> asyncssh.SSHKey:
+        try:
+            return asyncssh.read_private_key(self.ssh_key_path)
+        except (OSError, ValueError, asyncssh.KeyImportError) as exc:
+            raise ClusterTargetError(f"--ssh-key {self.ssh_key_path}: cannot read a private key ({exc})") from None
+
+    def pinned_host_keys(self, addresses: list[str]) -> dict[str, str]:
+        """``--ssh-known-hosts``: the first key listed for each of ``addresses`` (strict: an address
+        the file does not list is refused by ``NodeProbe``)."""
+        if self.known_hosts is None:
+            return {}
+        try:
+            known = asyncssh.import_known_hosts(self.known_hosts.read_text())
+        except (OSError, ValueError, asyncssh.Error) as exc:
+            raise ClusterTargetError(f"--ssh-known-hosts {self.known_hosts}: {exc}") from None
+        pins = {}
+        for address in addresses:
+            keys = known.match(address, address, self.ssh_port)[0]
+            if keys:
+                pins[address] = keys[0].export_public_key("openssh").decode().strip()
+        return pins
+
+    def read_baselines(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+        """Each node's own Root thumbprints and files, as an earlier scenario of the run saw them."""
+        if self.baseline_file is None or not self.baseline_file.exists():
+            return {}
+        data = json.loads(self.baseline_file.read_text())
+        return {a: (frozenset(v["root"]), frozenset(v["files"])) for a, v in data.items()}
+
+    def save_baselines(self, found: dict[str, tuple[frozenset[str], frozenset[str]]]) -> None:
+        """Add nodes' baselines to the run's file; a node's first one is kept."""
+        if self.baseline_file is None:
+            return
+        known = {a: {"root": sorted(r), "files": sorted(f)} for a, (r, f) in self.read_baselines().items()}
+        for address, (root, files) in found.items():
+            known.setdefault(address, {"root": sorted(root), "files": sorted(files)})
+        write_private(self.baseline_file, json.dumps(known))
+
+    def describe(self) -> list[str]:
+        """The plan, one line each, credentials redacted (``--dry-run`` prints it)."""
+        lines = [f"cluster:      {self.kubeconfig}",
+                 "instances:    " + (", ".join(f"{u}@{a}" for a, u in self.instances.items())
+                                     or f"the cluster's {self.namespace}/windows-instances"),
+                 f"ssh:          key {self.ssh_key_path}, port {self.ssh_port}, host keys "
+                 + (f"from {self.known_hosts}" if self.known_hosts else "pinned on first contact"),
+                 f"proxy:        httpProxy {redact_url(self.proxy_url)}, httpsProxy {redact_url(self.https_url)}, "
+                 f"{len(self.proxy_ca_pems)} CA certificate(s)"
+                 + (f"; the change workflow switches to {redact_url(self.second_proxy_url)}"
+                    if self.second_proxy_url else ""),
+                 f"noProxy:      {self.no_proxy or '(none)'}"]
+        for check in ("pull-internet", "pull-intranet", "fetch-http"):
+            named = [d.text for d in self.destinations() if d.check == check]
+            lines.append(f"{check + ':':14}{named[0] if named else 'skipped (no destination given)'}")
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "kubeconfig": str(self.kubeconfig), "ssh_key": str(self.ssh_key_path),
+                "proxy_url": self.proxy_url, "proxy_https_url": self.proxy_https_url,
+                "second_proxy_url": self.second_proxy_url,
+                "proxy_ca_pems": [p.decode() for p in self.proxy_ca_pems], "no_proxy": self.no_proxy,
+                "ssh_port": self.ssh_port, "known_hosts": str(self.known_hosts) if self.known_hosts else None,
+                "instances": self.instances, "internet_image": self.internet_image,
+                "intranet_image": self.intranet_image, "http_url": self.http_url, "namespace": self.namespace,
+                "baseline_file": str(self.baseline_file) if self.baseline_file else None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClusterTarget:
+        if data.get("format") != FORMAT:
+            raise ClusterTargetError(f"not a {FORMAT} file (format {data.get('format')!r})")
+        return cls(kubeconfig=Path(data["kubeconfig"]), ssh_key_path=Path(data["ssh_key"]),
+                   proxy_url=str(data["proxy_url"]), proxy_https_url=str(data.get("proxy_https_url") or ""),
+                   second_proxy_url=str(data.get("second_proxy_url") or ""),
+                   proxy_ca_pems=[str(p).encode() for p in data.get("proxy_ca_pems") or []],
+                   no_proxy=str(data.get("no_proxy") or ""), ssh_port=int(data.get("ssh_port") or 22),
+                   known_hosts=Path(data["known_hosts"]) if data.get("known_hosts") else None,
+                   instances={str(a): str(u) for a, u in (data.get("instances") or {}).items()},
+                   internet_image=data.get("internet_image"), intranet_image=data.get("intranet_image"),
+                   http_url=data.get("http_url"),
+                   namespace=str(data.get("namespace") or OPERATOR_NAMESPACE),
+                   baseline_file=Path(data["baseline_file"]) if data.get("baseline_file") else None)
+
+
+def parse_instance(text: str) -> tuple[str, str]:
+    """``--instance ADDR=USER``."""
+    address, sep, user = text.partition("=")
+    if not sep or not address.strip() or not user.strip():
+        raise ClusterTargetError(f"--instance {text!r}: expected ADDRESS=USER (e.g. 10.0.5.20=Administrator)")
+    return address.strip(), user.strip()

@@ -1,0 +1,89 @@
+"""The workflows against an existing cluster (``proxyfleet conformance --kubeconfig``): the cluster's
+own reconciler is judged through the API and SSH only. Each scenario begins from "no proxy" (so
+each is whole on its own), publishes the proxy the user named beside a company CA the run makes,
+and changes only what an administrator changes: the Proxy, its trusted CA ConfigMap. The CLI puts
+the cluster's objects back afterwards.
+
+The proxy CAs the user gave stay in the bundle throughout; the run's company CA beside them is what
+rotates (its key is the run's, the proxy's is not)."""
+
+from __future__ import annotations
+
+import pytest
+import trustme
+
+from proxyfleet.harness.conformance import Conformance
+from proxyfleet.harness.conformance.clustertarget import RUN_CA
+from proxyfleet.simulators.pki import renewed_ca
+
+# An entry NO_PROXY gains in the change workflow: no host has it, so routes stay as they were and
+# only the variable changes — a rollout every node must take.
+CHANGED_ENTRY = "proxyfleet-change.invalid"
+
+
+def _company_ca(year: int) -> trustme.CA:
+    return trustme.CA(organization_name=f"proxyfleet run company CA {year}", key_type=trustme.KeyType.RSA)
+
+
+async def _start_without_proxy(conformance: Conformance) -> None:
+    await conformance.step("starting point: no proxy", lambda: conformance.set_proxy("", trusted_ca=None))
+
+
+async def _add_proxy(conformance: Conformance, company: trustme.CA) -> None:
+    cluster = conformance.cluster
+    assert cluster is not None
+
+    async def action() -> None:
+        await conformance.set_trusted_ca([*cluster.proxy_ca_pems, company.cert_pem.bytes()], name=RUN_CA)
+        await conformance.set_proxy(cluster.proxy_url, cluster.no_proxy, trusted_ca=RUN_CA,
+                                    https_url=cluster.https_url)
+
+    await conformance.step("proxy added", action)
+
+
+@pytest.mark.cluster
+@pytest.mark.workflow("runtime-add")
+async def test_cluster_proxy_added_at_runtime(cluster_conformance: Conformance) -> None:
+    await _start_without_proxy(cluster_conformance)
+    await _add_proxy(cluster_conformance, _company_ca(2026))
+    cluster_conformance.assert_passed()
+
+
+@pytest.mark.cluster
+@pytest.mark.workflow("change")
+async def test_cluster_proxy_changed_at_runtime(cluster_conformance: Conformance) -> None:
+    conformance = cluster_conformance
+    cluster = conformance.cluster
+    assert cluster is not None
+    old = _company_ca(2026)
+    await _start_without_proxy(conformance)
+    await _add_proxy(conformance, old)
+    changed = ",".join(filter(None, [cluster.no_proxy, CHANGED_ENTRY]))
+    await conformance.step("NO_PROXY changed", lambda: conformance.set_proxy(
+        cluster.proxy_url, changed, trusted_ca=RUN_CA, https_url=cluster.https_url))
+    if cluster.second_proxy_url:
+        await conformance.step("proxy URL changed", lambda: conformance.set_proxy(
+            cluster.second_proxy_url, changed, trusted_ca=RUN_CA))
+    kept = list(cluster.proxy_ca_pems)
+    new = _company_ca(2027)
+    await conformance.step("new company CA added to the bundle", lambda: conformance.set_trusted_ca(
+        [*kept, old.cert_pem.bytes(), new.cert_pem.bytes()], name=RUN_CA))
+    await conformance.step("old company CA removed from the bundle", lambda: conformance.set_trusted_ca(
+        [*kept, new.cert_pem.bytes()], name=RUN_CA))
+    renewed = renewed_ca(new)
+    await conformance.step("renewed company CA (same subject) added", lambda: conformance.set_trusted_ca(
+        [*kept, new.cert_pem.bytes(), renewed.cert_pem.bytes()], name=RUN_CA))
+    await conformance.step("expiring company CA (same subject) removed", lambda: conformance.set_trusted_ca(
+        [*kept, renewed.cert_pem.bytes()], name=RUN_CA))
+    conformance.assert_passed()
+
+
+@pytest.mark.cluster
+@pytest.mark.workflow("remove")
+async def test_cluster_proxy_then_trusted_ca_removed(cluster_conformance: Conformance) -> None:
+    conformance = cluster_conformance
+    await _start_without_proxy(conformance)
+    await _add_proxy(conformance, _company_ca(2026))
+    await conformance.step("proxy removed", lambda: conformance.set_proxy("", trusted_ca=RUN_CA))
+    await conformance.step("trustedCA removed", lambda: conformance.set_proxy("", trusted_ca=None))
+    conformance.assert_passed()

@@ -1,0 +1,266 @@
+"""``proxyfleet conformance --kubeconfig``: the embedded lab plays an existing cluster from outside.
+Three processes, as on a real cluster: ``proxyfleet up --reconciler none`` (the cluster and its
+Windows hosts), ``proxyfleet reconcile`` against its kubeconfig (the operator under test) and
+``proxyfleet conformance --kubeconfig … --ssh-key …``, which has no Python access to the lab."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import click
+import pytest
+import trustme
+from kubernetes import client, config
+
+from proxyfleet.harness.cli.clusterrun import _with_credentials, check_workflows, plan, target_from
+from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+
+NAMESPACE = "openshift-windows-machine-config-operator"
+
+
+# --- the options, checked before anything starts --------------------------------------------------
+
+def _values(**given: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"kubeconfig": None, "ssh_key": None, "ssh_port": 22, "ssh_known_hosts": None,
+                              "instances": (), "internet_image": None, "intranet_image": None, "http_url": None,
+                              "no_proxy": "", "second_proxy_url": None, "dry_run": False}
+    values.update(given)
+    return values
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    key = tmp_path / "id_ed25519"
+    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(trustme.CA().cert_pem.bytes())
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a certificate\n")
+    auth = tmp_path / "auth"
+    auth.write_text("svc proxy:p@ss:w0rd/$(x)'\n")
+    return {"key": key, "kubeconfig": kubeconfig, "ca": ca, "bad": bad, "auth": auth}
+
+
+def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str, Path]) -> None:
+    with pytest.raises(click.UsageError, match="--internet-image, --ssh-key: only with --kubeconfig"):
+        target_from(_values(ssh_key=files["key"], internet_image="quay.io/x:1"), ProxyOptions())
+    assert target_from(_values(), ProxyOptions()) is None  # a lab run
+
+
+@pytest.mark.parametrize(("given", "proxy", "message"), [
+    ({}, {"url": "http://proxy.example:3128"}, "--kubeconfig needs --ssh-key"),
+    ({"ssh_key": "key"}, {}, "--kubeconfig needs --proxy-url"),
+    ({"ssh_key": "key"}, {"url": "http://p:3128", "command": "squid"}, "not supported against an existing cluster"),
+    ({"ssh_key": "key"}, {"url": "http://user:secret@p:3128"}, "--proxy-auth-file, not in the URL"),
+    ({"ssh_key": "key"}, {"url": "ftp://p:21"}, "expected http://HOST:PORT"),
+    ({"ssh_key": "key"}, {"url": "http://p"}, "expected http://HOST:PORT"),
+    ({"ssh_key": "key"}, {"url": "http://p:3128", "ca_file": "bad"}, "--proxy-ca .*bad.pem"),
+    ({"ssh_key": "key", "instances": ("10.0.0.5",)}, {"url": "http://p:3128"}, "expected ADDRESS=USER"),
+    ({"ssh_key": "kubeconfig"}, {"url": "http://p:3128"}, "cannot read a private key"),
+])
+def test_bad_cluster_options_get_a_specific_error(files: dict[str, Path], given: dict[str, Any],
+                                                  proxy: dict[str, Any], message: str) -> None:
+    given = {k: files[v] if k == "ssh_key" else v for k, v in given.items()}
+    proxy = {k: files[v] if k == "ca_file" else v for k, v in proxy.items()}
+    with pytest.raises(click.UsageError, match=message) as caught:
+        target_from(_values(kubeconfig=files["kubeconfig"], **given), ProxyOptions(**proxy))
+    assert "secret" not in str(caught.value)
+
+
+def test_credentials_come_from_the_file_percent_encoded_and_stay_out_of_the_plan(files: dict[str, Path]) -> None:
+    target = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"],
+                                 instances=("10.0.0.5=Administrator", "10.0.0.6=admin"),
+                                 intranet_image="registry.corp.example/agent:1"),
+                         ProxyOptions(url="http://proxy.corp.example:3128", auth_file=files["auth"],
+                                      ca_file=files["ca"]))
+    assert target is not None
+    parts = urllib.parse.urlsplit(target.proxy_url)
+    assert (urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")) == \
+        ("svc proxy", "p@ss:w0rd/$(x)'")
+    assert target.instances == {"10.0.0.5": "Administrator", "10.0.0.6": "admin"}
+    assert len(target.proxy_ca_pems) == 1
+    text = "\n".join(plan(target, ("remove",)))
+    assert "w0rd" not in text and "svc" not in text
+    assert "pull-internet:skipped(nodestinationgiven)" in text.replace(" ", "")
+    assert "registry.corp.example/agent:1" in text
+    assert "workflows:    remove" in text
+    assert _with_credentials("https://p.example:443/", None, "--proxy-url") == "https://p.example:443"
+
+
+def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
+    check_workflows(("runtime-add", "change", "remove"))
+    with pytest.raises(click.UsageError, match="--workflow faults, drift: needs the embedded lab"):
+        check_workflows(("faults", "remove", "drift"))
+
+
+# --- the lab as an existing cluster ------------------------------------------------------------------
+
+@dataclass
+class OutsideLab:
+    """A running ``proxyfleet up`` and what a user reads off its banner."""
+
+    state: Path
+    kubeconfig: Path
+    ssh_port: int
+
+    def api(self) -> client.ApiClient:
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def conformance_args(self, *more: str) -> list[str]:
+        return [sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", str(self.kubeconfig),
+                "--ssh-key", str(self.state / "fleet" / "id_ed25519"), "--ssh-port", str(self.ssh_port),
+                "--ssh-known-hosts", str(self.state / "fleet" / "known_hosts"),
+                "--proxy-url", "http://proxy.corp.internal:3128", "--proxy-ca", str(self.state / "proxy-ca.crt"),
+                "--no-proxy", "registry.corp.internal,10.0.5.20,intranet.corp.internal",
+                "--internet-image", "quay.io/openshift/windows-test:latest",
+                "--intranet-image", "registry.corp.internal/corp/agent:1.0",
+                "--http-url", "http://ctldl.windowsupdate.com/", "--converge-timeout", "90", *more]
+
+
+def _stop(process: subprocess.Popen[str], timeout: float = 60) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
+def _wait_for_line(process: subprocess.Popen[str], text: str, within: float) -> str:
+    assert process.stderr is not None
+    deadline = time.monotonic() + within
+    seen = ""
+    for line in process.stderr:
+        seen += line
+        if text in line or time.monotonic() > deadline:
+            break
+    assert text in seen, f"never said {text!r}: {seen[-2000:]}"
+    return seen
+
+
+@contextmanager
+def outside_lab(tmp_path: Path, variant: str = "correct") -> Iterator[OutsideLab]:
+    """``proxyfleet up --reconciler none`` and ``proxyfleet reconcile`` (the "operator"), each its own process."""
+    state = tmp_path / "lab"
+    up = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--reconciler", "none", "--nodes", "2",
+                           "--state-dir", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True)
+    operator: subprocess.Popen[str] | None = None
+    try:
+        _wait_for_line(up, "lab ready", 120)
+        manifest = json.loads((state / "fleet" / "fleet.json").read_text())
+        lab = OutsideLab(state, state / "cluster" / "kubeconfig", int(manifest["nodes"][0]["port"]))
+        operator = subprocess.Popen(
+            [sys.executable, "-m", "proxyfleet.harness", "reconcile", "--kubeconfig", str(lab.kubeconfig),
+             "--ssh-port", str(lab.ssh_port), "--resync-seconds", "10", "--variant", variant],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        _wait_for_line(operator, "reconciling Windows instances", 60)
+        yield lab
+    finally:
+        if operator is not None:
+            _stop(operator)
+        _stop(up)
+
+
+def _proxy_and_configmaps(api: client.ApiClient) -> tuple[dict[str, Any], set[str], dict[str, str]]:
+    proxy = client.CustomObjectsApi(api).get_cluster_custom_object("config.openshift.io", "v1", "proxies", "cluster")
+    core = client.CoreV1Api(api)
+    names = {c.metadata.name for c in core.list_namespaced_config_map("openshift-config").items}
+    instances = core.read_namespaced_config_map("windows-instances", NAMESPACE).data
+    return dict(proxy.get("spec") or {}), names, dict(instances)
+
+
+@pytest.mark.slow
+def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(tmp_path: Path) -> None:
+    with outside_lab(tmp_path) as lab:
+        api = lab.api()
+        before = _proxy_and_configmaps(api)
+        dry = subprocess.run(lab.conformance_args("--dry-run"), capture_output=True, text=True, timeout=120)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        assert "saved first:" in dry.stdout and _proxy_and_configmaps(api) == before  # touched nothing
+        report = tmp_path / "r.json"
+        run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml")),
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+        assert _proxy_and_configmaps(api) == before
+        api.close()
+    data = json.loads(report.read_text())
+    assert sorted(s["workflow"] for s in data["scenarios"]) == ["change", "remove", "runtime-add"]
+    statuses: dict[str, set[str]] = {}
+    for scenario in data["scenarios"]:
+        for check in scenario["checks"]:
+            statuses.setdefault(check["check"], set()).add(check["status"])
+    # judged from outside: the state on the hosts, the Node, the operator's ConfigMap, the API's objects
+    for judged in ("converged", "registry-env", "certificates", "services-restarted", "node-ready", "trusted-ca",
+                   "credentials", "files"):
+        assert statuses[judged] == {"passed"}, judged
+    # what only the lab can show is skipped, with the reason, never passed
+    for lab_only in ("service-environment", "firewall", "reboots", "drained-while-down", "drained",
+                     "disruption-budget"):
+        assert statuses[lab_only] == {"skipped"}, lab_only
+    reasons = {c["observed"] for s in data["scenarios"] for c in s["checks"] if c["check"] == "service-environment"}
+    assert reasons == {"needs lab evidence: a service's environment is not observable on Windows"}
+    # traffic: a success proves no route without the proxy's log; the intranet pull must succeed
+    pulls = [c for s in data["scenarios"] for c in s["checks"] if c["check"] == "pull-intranet"]
+    assert pulls and all(c["status"] == "skipped" and c["observed"].startswith("pull succeeded") for c in pulls)
+    junit = (tmp_path / "r.xml").read_text()
+    assert '<skipped message="needs lab evidence: a service' in junit
+    assert "skipped service-environment: needs lab evidence" in run.stderr.replace("\n", " ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("variant", "workflow", "caught_by"), [
+    ("no-cert-removal", "remove", "certificates"),
+    ("semicolon-noproxy", "runtime-add", "registry-env"),
+])
+def test_a_broken_operator_is_caught_from_outside(tmp_path: Path, variant: str, workflow: str,
+                                                  caught_by: str) -> None:
+    with outside_lab(tmp_path, variant) as lab:
+        report = tmp_path / "r.json"
+        run = subprocess.run(lab.conformance_args("--workflow", workflow, "--json", str(report)),
+                             capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stderr[-3000:]
+    failed = {c["check"] for s in json.loads(report.read_text())["scenarios"] for c in s["checks"]
+              if c["status"] == "failed"}
+    assert caught_by in failed, failed
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_sigterm_puts_the_cluster_back(tmp_path: Path) -> None:
+    with outside_lab(tmp_path) as lab:
+        api = lab.api()
+        before = _proxy_and_configmaps(api)
+        run = subprocess.Popen([*lab.conformance_args("--workflow", "change"), "--instance",
+                                "127.10.0.1=Administrator"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            # wait (with a deadline) until the run has changed the cluster: its CA ConfigMap exists
+            deadline = time.monotonic() + 120
+            while "proxyfleet-run-ca" not in _proxy_and_configmaps(api)[1]:
+                assert run.poll() is None and time.monotonic() < deadline, "the run never changed the cluster"
+                time.sleep(0.2)
+            changed = _proxy_and_configmaps(api)
+            assert changed != before and list(changed[2]) == ["127.10.0.1"]
+            run.send_signal(signal.SIGTERM)
+            out, err = run.communicate(timeout=120)
+        finally:
+            if run.poll() is None:
+                run.kill()
+        assert run.returncode != 0
+        assert "put the cluster back" in err
+        assert _proxy_and_configmaps(api) == before
+        api.close()
