@@ -62,6 +62,9 @@ async def test_cluster_proxy_changed_at_runtime(cluster_conformance: Conformance
     await conformance.step("NO_PROXY changed", lambda: conformance.set_proxy(
         cluster.proxy_url, changed, trusted_ca=RUN_CA, https_url=cluster.https_url))
     if cluster.second_proxy_url:
+        # httpProxy and httpsProxy apart (a reconciler must not derive one from the other), then both
+        await conformance.step("httpProxy changed (httpsProxy kept)", lambda: conformance.set_proxy(
+            cluster.second_proxy_url, changed, trusted_ca=RUN_CA, https_url=cluster.https_url))
         await conformance.step("proxy URL changed", lambda: conformance.set_proxy(
             cluster.second_proxy_url, changed, trusted_ca=RUN_CA))
     kept = list(cluster.proxy_ca_pems)

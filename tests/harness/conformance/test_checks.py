@@ -366,3 +366,32 @@ def test_a_reboot_is_overtaken_only_by_a_change_written_during_the_rollout() -> 
     assert checks.overtaken([at[2]], at[2], [at[0], at[3]], second)
     # node B went down 4 s after that change: it had seen it, one reboot only
     assert not checks.overtaken([at[7]], at[2], [at[0], at[3]], second)
+
+
+def test_without_route_evidence_a_failure_fails_and_a_success_is_only_skipped() -> None:
+    via = Route("http://svc:S3cr3t@p:3128", "not in NO_PROXY")
+    direct = Route(None, "in NO_PROXY")
+    failed = checks.outcome_only("quay.io/a:1", "pull", via, checks.PullEvidence(False, "x\nproxyconnect tcp: 407"),
+                                 network_decides=False)
+    assert not failed.ok and not failed.skipped
+    assert failed.expected == "quay.io/a:1 via http://***:***@p:3128 succeeds" and "407" in failed.observed
+    succeeded = checks.outcome_only("quay.io/a:1", "pull", via, checks.PullEvidence(True, "Image is up to date"),
+                                    network_decides=False)
+    assert succeeded.skipped and succeeded.observed.endswith("the proxy's and the origin's logs are not the run's")
+    # the intranet, in NO_PROXY: must succeed direct
+    assert not checks.outcome_only("r.corp/a:1", "pull", direct, checks.PullEvidence(False, "refused"),
+                                   network_decides=False).ok
+    # the internet with no proxy for it: the network's to allow or refuse, either way
+    for ok in (True, False):
+        verdict = checks.outcome_only("quay.io/a:1", "pull", direct, checks.PullEvidence(ok, "…"), network_decides=True)
+        assert verdict.skipped and "needs lab evidence" in verdict.observed
+
+
+def test_a_skipped_verdict_is_neither_pass_nor_fail_and_node_ready_says_what_it_did_not_judge() -> None:
+    skipped = checks.Verdict.skip("what it proves", "why not")
+    assert skipped.skipped and skipped.observed == "why not"
+    assert not checks.Verdict(True, "a", "b").skipped
+    ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}, "spec": {}}
+    unjudged = checks.node_ready(ready, None, "api-int")
+    assert unjudged.ok and "kubelet traffic not judged" in unjudged.expected
+    assert not checks.node_ready({"status": {}}, None, "api-int").ok

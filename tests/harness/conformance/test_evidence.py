@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from proxyfleet.harness.conformance.evidence import LabEvidence, Step
+from proxyfleet.harness.conformance.evidence import LAB_ONLY, ClusterEvidence, LabEvidence, Step
 from proxyfleet.harness.conformance.probe import NodeProbe
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES
 from proxyfleet.harness.lab import Lab, LabSettings
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 
@@ -35,3 +36,14 @@ async def test_a_steps_traffic_is_grouped_by_node() -> None:
         # the proxy reached the origin from its egress address, not the node's
         assert address not in found.origin_sources[INTERNET_HTTP_SITE]
         assert sum(found.origin_sources[INTERNET_HTTP_SITE].values()) == 1
+
+
+def test_an_existing_cluster_offers_no_log_and_every_lab_only_check_says_why() -> None:
+    evidence = ClusterEvidence()
+    step = Step("a step", dt.datetime.now(dt.UTC), members=["10.0.0.5"], deconfigured=[], boots={}, outages={},
+                violations=0, before={}, root_removals={})
+    assert evidence.marks() == {}
+    found = evidence.read(step, {})
+    assert not found.routes_observed and found.pull_flows == {} and found.origin_sources == {}
+    assert set(LAB_ONLY) <= set(CHECK_FAMILIES)
+    assert all(reason.startswith("needs lab evidence: ") for reason in LAB_ONLY.values())

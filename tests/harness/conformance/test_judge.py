@@ -2,7 +2,20 @@
 target ends the step only once that has held, and never for a node that is down or unreachable.
 (The judge's step orchestration runs in every scenario and self-test.)"""
 
-from proxyfleet.harness.conformance.judge import NODE_CHANGE_SETTLE, PENDING_POLL, ClaimWatch, wake_spacing
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from proxyfleet.harness.conformance.clustertarget import ClusterTarget
+from proxyfleet.harness.conformance.judge import (
+    NODE_CHANGE_SETTLE,
+    PENDING_POLL,
+    ClaimWatch,
+    Conformance,
+    LabRequired,
+    wake_spacing,
+)
 
 
 def test_a_claim_refuted_long_enough_is_definitive() -> None:
@@ -37,3 +50,19 @@ def test_wake_spacing_grows_with_the_fleet_and_never_passes_the_poll() -> None:
     assert wake_spacing(10) == NODE_CHANGE_SETTLE
     assert NODE_CHANGE_SETTLE < wake_spacing(50) < wake_spacing(100) < PENDING_POLL
     assert wake_spacing(1000) == PENDING_POLL  # a wake never delays a look past the poll
+
+
+def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="a lab or a cluster"):
+        Conformance(None)
+    key = tmp_path / "id"
+    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:1}}]\n"
+                          "users: [{name: u, user: {token: t}}]\n"
+                          "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+    judge = Conformance(None, cluster=ClusterTarget(kubeconfig, key, "http://p:3128"))
+    assert not judge.on_lab and judge.addresses == []
+    with pytest.raises(LabRequired, match="needs the embedded lab"):
+        _ = judge.lab
+    assert judge._activity("10.0.0.5") != judge._activity("10.0.0.5")  # a real host: every look is new

@@ -78,3 +78,35 @@ def test_worksteal_blocks_spread_the_long_scenarios() -> None:
     # uneven counts follow worksteal's sizes (remaining // workers left): 2, 2, 3, 3 for ten
     ten = worksteal_order(names[:10], 4, lambda name: weights[int(name[1:])])
     assert ten[0] == "s0" and ten[2] == "s1" and ten[4] == "s2" and ten[7] == "s3"
+
+
+LOOP_SCOPE = ("-o", "asyncio_default_fixture_loop_scope=function")
+CLUSTER_AND_LAB = '''
+import pytest
+
+
+@pytest.mark.workflow("runtime-add")
+def test_on_the_lab():
+    pass
+
+
+@pytest.mark.cluster
+@pytest.mark.workflow("runtime-add")
+def test_on_a_cluster(cluster_conformance):
+    pass
+'''
+
+
+def test_cluster_scenarios_run_only_against_a_cluster_and_lab_scenarios_only_on_the_lab(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_both=CLUSTER_AND_LAB)
+    on_lab = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto", "-v", *LOOP_SCOPE)
+    on_lab.assert_outcomes(passed=1, deselected=1)
+    on_lab.stdout.fnmatch_lines(["*test_on_the_lab PASSED*"])
+    target = pytester.path / "cluster.json"
+    target.write_text(json.dumps({"format": "something else"}))
+    on_cluster = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto", "-v", *LOOP_SCOPE,
+                                              f"--proxyfleet-cluster={target}")
+    # only the cluster's scenario is collected; a run file it cannot read is an error, not a pass
+    on_cluster.assert_outcomes(errors=1, deselected=1)
+    on_cluster.stdout.fnmatch_lines(["*not a proxyfleet-cluster-run/v1 file*"])

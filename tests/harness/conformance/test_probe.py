@@ -45,3 +45,23 @@ async def test_an_unreachable_node_is_an_error_to_observe_and_a_failed_pull(flee
         assert not result.ok and result.output
     finally:
         await probe.close()
+
+
+async def test_known_host_keys_are_strict_and_each_address_has_its_own_user(fleet: Fleet) -> None:
+    assert fleet.client_key is not None
+    first, second = fleet.nodes[0], fleet.nodes[1]
+    probe = NodeProbe(fleet.client_key, fleet.port, usernames={second.address: "nobody"},
+                      host_keys={first.address: first.host_key_openssh, second.address: second.host_key_openssh},
+                      strict_host_keys=True)
+    try:
+        assert (await probe.observe(first.address)).environment is not None  # listed, Administrator
+        with pytest.raises(NodeError, match="refused the SSH key for user nobody"):
+            await probe.observe(second.address)
+        unlisted = NodeProbe(fleet.client_key, fleet.port, host_keys={}, strict_host_keys=True)
+        with pytest.raises(NodeError, match="not in the known hosts file: not contacted"):
+            await unlisted.observe(first.address)
+        pull = await unlisted.pull(first.address, "quay.io/a:1")
+        assert not pull.ok and "not in the known hosts file" in pull.output
+        assert first.ssh_commands == 1  # only the listed, pinned probe ran anything
+    finally:
+        await probe.close()

@@ -67,3 +67,37 @@ def test_html_shows_matrix_timeline_flows_and_violations() -> None:
     assert "<svg" in page and "2/2 in 2.50s" in page  # rollout timeline: both nodes, last at 2.5 s
     assert "proxy request quay.io 200" in page
     assert "internet-registry" in page and "Firewall violations" in page
+
+
+def _cluster_run() -> ConformanceRun:
+    reason = "needs lab evidence: a service's environment is not observable on Windows"
+    scenario = ScenarioResult("test_cluster", "remove", "passed", [
+        CheckResult("10.0.0.5", "registry-env", "passed", "x", "x", "proxy removed"),
+        CheckResult("10.0.0.5", "service-environment", "skipped", "what it proves", reason, "proxy removed"),
+        CheckResult("10.0.0.6", "service-environment", "skipped", "what it proves", reason, "proxy removed"),
+        CheckResult("10.0.0.5", "pull-intranet", "skipped", "r/a:1 direct succeeds", "pull succeeded; which way …", "s"),
+        CheckResult("10.0.0.6", "pull-intranet", "passed", "r/a:1 direct", "direct", "s"),
+    ], duration_s=1.0)
+    return ConformanceRun(nodes=2, variant="the cluster's own", scenarios=[scenario], duration_s=1.0)
+
+
+def test_a_family_never_judged_is_a_skipped_testcase_with_its_reason(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    write_junit(_cluster_run(), path)
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    skipped = cases["test_cluster [service-environment]"].find("skipped")
+    assert skipped is not None and skipped.get("message") == \
+        "needs lab evidence: a service's environment is not observable on Windows"
+    assert cases["test_cluster [pull-intranet]"].find("skipped") is None  # judged on one node
+    assert cases["test_cluster [registry-env]"].find("skipped") is None
+    assert suite.get("skipped") == "1" and suite.get("failures") == "0"
+
+
+def test_html_lists_skipped_checks_with_why() -> None:
+    page = render_html(_cluster_run())
+    assert "Skipped checks" in page
+    assert "needs lab evidence: a service&#x27;s environment is not observable on Windows" in page
+    assert '<td class="cell skip"' in page and "2 of 2" in page
+    assert "Skipped checks" not in render_html(_run())

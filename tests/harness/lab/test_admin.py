@@ -82,3 +82,9 @@ async def test_tampering_with_the_injected_bundle(api: client.ApiClient) -> None
     await admin.tamper_trusted_ca(api, OPERATOR_NAMESPACE, delete=True)
     with pytest.raises(LookupError, match="does not exist: there is no label to remove"):
         await admin.tamper_trusted_ca(api, OPERATOR_NAMESPACE, delete=False)
+
+
+async def test_instances_read_back_as_address_and_user(api: client.ApiClient) -> None:
+    assert await admin.instances(api) == {}  # no windows-instances yet
+    await admin.set_instances(api, [("10.0.0.5", "Administrator"), ("10.0.0.6", "admin")])
+    assert await admin.instances(api) == {"10.0.0.5": "Administrator", "10.0.0.6": "admin"}

@@ -1,0 +1,81 @@
+"""An existing cluster's run settings: the destinations each traffic check uses (and which are the
+network's to allow), a JSON round trip the scenario run reads, strict host keys from a known_hosts
+file, the baselines a run keeps for its later scenarios — and credentials never in the plan."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from proxyfleet.harness.conformance.clustertarget import ClusterTarget, ClusterTargetError, parse_instance
+
+
+def _target(tmp_path: Path, **more: object) -> ClusterTarget:
+    settings: dict[str, object] = {"kubeconfig": tmp_path / "kubeconfig", "ssh_key_path": tmp_path / "id",
+                                   "proxy_url": "http://svc:S3cr3t@proxy.corp.example:3128"}
+    settings.update(more)
+    return ClusterTarget(**settings)  # type: ignore[arg-type]
+
+
+def test_each_named_destination_feeds_its_check(tmp_path: Path) -> None:
+    target = _target(tmp_path, internet_image="quay.io/org/img:1", intranet_image="registry.corp.example:5000/a:2",
+                     http_url="http://downloads.example.com/file.txt")
+    found = {d.check: d for d in target.destinations()}
+    assert found["pull-internet"].host == "quay.io" and found["pull-internet"].internet
+    assert found["pull-internet"].route_url == "https://quay.io/v2/" and found["pull-internet"].client == "go"
+    assert found["pull-intranet"].host == "registry.corp.example:5000" and not found["pull-intranet"].internet
+    assert found["fetch-http"].host == "downloads.example.com" and found["fetch-http"].client == "curl"
+    assert found["fetch-http"].route_url == "http://downloads.example.com/file.txt"
+    assert _target(tmp_path).destinations() == []
+
+
+def test_the_settings_survive_json_and_the_plan_shows_no_credential(tmp_path: Path) -> None:
+    target = _target(tmp_path, proxy_ca_pems=[b"-----BEGIN CERTIFICATE-----\n"], instances={"10.0.0.5": "admin"},
+                     second_proxy_url="http://svc:S3cr3t@proxy2.corp.example:8080", baseline_file=tmp_path / "b.json")
+    assert ClusterTarget.from_json(target.to_json()) == target
+    plan = "\n".join(target.describe())
+    assert "S3cr3t" not in plan and "svc" not in plan
+    assert "admin@10.0.0.5" in plan and "1 CA certificate(s)" in plan
+    with pytest.raises(ClusterTargetError, match="not a proxyfleet-cluster-run/v1 file"):
+        ClusterTarget.from_json({"format": "something else"})
+
+
+def test_an_instance_is_address_equals_user() -> None:
+    assert parse_instance(" 10.0.0.5 = Administrator ") == ("10.0.0.5", "Administrator")
+    for bad in ("10.0.0.5", "=admin", "10.0.0.5="):
+        with pytest.raises(ClusterTargetError, match="expected ADDRESS=USER"):
+            parse_instance(bad)
+
+
+def test_known_hosts_pin_the_listed_key_per_address_and_port(tmp_path: Path) -> None:
+    first, other = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[10.0.0.5]:2222 {first.export_public_key().decode()}"
+                     f"10.0.0.6 {other.export_public_key().decode()}")
+    target = _target(tmp_path, known_hosts=known, ssh_port=2222)
+    pins = target.pinned_host_keys(["10.0.0.5", "10.0.0.6", "10.0.0.7"])
+    assert pins["10.0.0.5"] == first.export_public_key("openssh").decode().strip()
+    assert "10.0.0.7" not in pins  # not listed: the probe refuses it (strict)
+    known.write_text("10.0.0.5\n")  # a host without a key
+    with pytest.raises(ClusterTargetError, match="--ssh-known-hosts"):
+        target.pinned_host_keys(["10.0.0.5"])
+    assert _target(tmp_path).pinned_host_keys(["10.0.0.5"]) == {}  # no file: pinned on first contact
+
+
+def test_a_bad_key_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "id").write_text("not a key\n")
+    with pytest.raises(ClusterTargetError, match=r"--ssh-key .*cannot read a private key"):
+        _target(tmp_path).ssh_key()
+
+
+def test_baselines_are_kept_once_per_node_in_an_owner_only_file(tmp_path: Path) -> None:
+    target = _target(tmp_path, baseline_file=tmp_path / "baselines.json")
+    assert target.read_baselines() == {}
+    target.save_baselines({"10.0.0.5": (frozenset({"AA"}), frozenset({"C:\\k\\x"}))})
+    target.save_baselines({"10.0.0.5": (frozenset({"BB"}), frozenset()), "10.0.0.6": (frozenset(), frozenset())})
+    assert target.read_baselines() == {"10.0.0.5": (frozenset({"AA"}), frozenset({"C:\\k\\x"})),
+                                       "10.0.0.6": (frozenset(), frozenset())}
+    assert stat.S_IMODE((tmp_path / "baselines.json").stat().st_mode) == 0o600
