@@ -61,6 +61,9 @@ async def test_cluster_proxy_changed_at_runtime(cluster_conformance: Conformance
     changed = ",".join(filter(None, [cluster.no_proxy, CHANGED_ENTRY]))
     await conformance.step("NO_PROXY changed", lambda: conformance.set_proxy(
         cluster.proxy_url, changed, trusted_ca=RUN_CA, https_url=cluster.https_url))
+    # Some clusters set only httpsProxy: nothing may invent an HTTP_PROXY for them.
+    await conformance.step("httpProxy unset (httpsProxy only)", lambda: conformance.set_proxy(
+        "", changed, trusted_ca=RUN_CA, https_url=cluster.https_url))
     if cluster.second_proxy_url:
         # httpProxy and httpsProxy apart (a reconciler must not derive one from the other), then both
         await conformance.step("httpProxy changed (httpsProxy kept)", lambda: conformance.set_proxy(

@@ -34,8 +34,8 @@ class NoSuchHost(NetworkError):
 
     reason = "NoSuchHost"
 
-    def __init__(self, host: str) -> None:
-        super().__init__(f"lookup {host}: no such host (not in the lab network table)")
+    def __init__(self, host: str, table: str = "the lab network table") -> None:
+        super().__init__(f"lookup {host}: no such host (not in {table})")
         self.host = host
 
 

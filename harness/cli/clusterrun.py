@@ -20,6 +20,7 @@ from rich.console import Console
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.cli.runproxy import RunProxySpec, parse_listen
 from proxyfleet.harness.conformance.clustertarget import RUN_CA, ClusterTarget, ClusterTargetError, parse_instance
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
@@ -52,6 +53,14 @@ def cluster_options(function: Any) -> Any:
         click.option("--no-proxy", default="", help="The cluster's noProxy for the run's proxy."),
         click.option("--second-proxy-url", help="With --kubeconfig: the proxy the change workflow switches to "
                                                 "(credentials from --proxy-auth-file too)."),
+        click.option("--proxy-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="With --kubeconfig --proxy-listen: the run's proxy resolves only the names of this hosts "
+                          "file (default: the system's resolver)."),
+        click.option("--proxy-egress", metavar="ADDR",
+                     help="With --kubeconfig --proxy-listen: the address the run's proxy connects from."),
+        click.option("--proxy-upstream-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="With --kubeconfig --proxy-listen: the CAs the run's proxy trusts upstream "
+                          "(default: certifi's public roots)."),
         click.option("--dry-run", is_flag=True, help="With --kubeconfig: print the plan and touch nothing."),
     ]):
         function = option(function)
@@ -77,12 +86,15 @@ def _with_credentials(url: str, auth: str | None, option: str) -> str:
     return f"{parts.scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{parts.netloc}"
 
 
-def target_from(values: dict[str, Any], proxy: ProxyOptions) -> ClusterTarget | None:
-    """The cluster run the options ask for (None: a lab run), checked before anything starts."""
+def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTarget, RunProxySpec | None] | None:
+    """The cluster run the options ask for, and the proxy it starts itself if any (None: a lab
+    run), checked before anything starts."""
     kubeconfig: Path | None = values.pop("kubeconfig")
     ssh_key: Path | None = values.pop("ssh_key")
+    run_proxy_options = {name: values.pop(name, None) for name in ("proxy_hosts", "proxy_egress", "proxy_upstream_ca")}
     given = {name for name in ("ssh_known_hosts", "internet_image", "intranet_image", "http_url",
                                "second_proxy_url", "no_proxy") if values.get(name)}
+    given |= {name for name, value in run_proxy_options.items() if value}
     given |= {"instance"} if values.get("instances") else set()
     given |= {"dry_run"} if values.get("dry_run") else set()
     if kubeconfig is None:
@@ -92,12 +104,27 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> ClusterTarget | 
         return None
     if ssh_key is None:
         raise click.UsageError("--kubeconfig needs --ssh-key (the key the Windows instances accept)")
-    if proxy.command or proxy.image or proxy.listen or proxy.tls_port or proxy.config:
-        raise click.UsageError("with --kubeconfig the run publishes a proxy that already runs where the nodes reach "
-                               "it: --proxy-url (starting one with --proxy-command/--proxy-image/--proxy-listen "
-                               "is not supported against an existing cluster yet)")
-    if not proxy.url:
-        raise click.UsageError("--kubeconfig needs --proxy-url (the proxy the nodes are to use)")
+    if proxy.command or proxy.image or proxy.tls_port or proxy.config:
+        raise click.UsageError("with --kubeconfig the proxy is one already running (--proxy-url) or the run's own "
+                               "mitmdump (--proxy-listen); a vendor's proxy started with --proxy-command/--proxy-image "
+                               "is not supported against an existing cluster yet")
+    run_proxy = None
+    if proxy.listen:
+        try:
+            address, port = parse_listen(proxy.listen)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        if proxy.ca_file is not None:
+            raise click.UsageError("--proxy-ca: the run's own proxy (--proxy-listen) intercepts with a CA the run "
+                                   "makes and publishes; --proxy-ca names the CA of a proxy already running")
+        run_proxy = RunProxySpec(address, port, run_proxy_options["proxy_hosts"], run_proxy_options["proxy_egress"],
+                                 run_proxy_options["proxy_upstream_ca"])
+    elif any(run_proxy_options.values()):
+        names = ", ".join(f"--{n.replace('_', '-')}" for n, v in run_proxy_options.items() if v)
+        raise click.UsageError(f"{names}: only for the run's own proxy (--proxy-listen)")
+    if not proxy.url and run_proxy is None:
+        raise click.UsageError("--kubeconfig needs --proxy-url (a proxy already running where the nodes reach it) or "
+                               "--proxy-listen (the run starts its own there)")
     auth = None
     if proxy.auth_file is not None:
         auth = proxy.auth_file.read_text().strip()
@@ -119,7 +146,7 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> ClusterTarget | 
     second = values.pop("second_proxy_url")
     target = ClusterTarget(
         kubeconfig=kubeconfig.resolve(), ssh_key_path=ssh_key.resolve(),
-        proxy_url=_with_credentials(proxy.url, auth, "--proxy-url"),
+        proxy_url=_with_credentials(proxy.url or (run_proxy.url if run_proxy else ""), auth, "--proxy-url"),
         second_proxy_url=_with_credentials(second, auth, "--second-proxy-url") if second else "",
         proxy_ca_pems=cas, no_proxy=values.pop("no_proxy") or "", ssh_port=values.pop("ssh_port"),
         known_hosts=values.pop("ssh_known_hosts"), instances=instances,
@@ -130,17 +157,22 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> ClusterTarget | 
         target.pinned_host_keys(list(instances))
     except ClusterTargetError as exc:
         raise click.UsageError(str(exc)) from None
-    return target
+    return target, run_proxy
 
 
-def plan(target: ClusterTarget, workflows: tuple[str, ...]) -> list[str]:
+def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxySpec | None = None) -> list[str]:
     """What the run will do, for ``--dry-run`` and the run's own header."""
     chosen = [w for w in CLUSTER_WORKFLOWS if not workflows or w in workflows]
+    started = "nothing (the cluster's own reconciler is judged)"
+    if run_proxy is not None:
+        started = (f"the run's own proxy (mitmdump) on {run_proxy.address}:{run_proxy.port}, resolving through "
+                   f"{run_proxy.hosts_file or 'the system'}, its interception CA published in the bundle; "
+                   "the cluster's own reconciler is judged")
     return [*target.describe(),
             f"workflows:    {', '.join(chosen)} (one at a time: they share the cluster)",
             f"saved first:  Proxy/cluster, openshift-config/{RUN_CA} and the Proxy's trusted CA ConfigMap, "
             f"{target.namespace}/windows-instances; put back at the end (also on failure, Ctrl-C, SIGTERM)",
-            "started:      nothing (the cluster's own reconciler is judged)"]
+            f"started:      {started}"]
 
 
 def check_workflows(workflows: tuple[str, ...]) -> None:

@@ -3,6 +3,7 @@ table and reports; exit status 0 only if every check passed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ from proxyfleet.harness.cli.clusterrun import (
     write_target,
 )
 from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
+from proxyfleet.harness.cli.runproxy import RunProxy, RunProxySpec
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import PROPERTY
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
@@ -39,6 +41,7 @@ from proxyfleet.harness.lab.external import ENV_MODES
 from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.proxy.runner import ProxyError
 
 WORKFLOWS = ("install-time", "runtime-add", "change", "remove", "baseline", "join-after-change", "deconfigure",
              "drift", "proxy-shapes", "faults")
@@ -273,14 +276,15 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
     console = Console(stderr=True)
     dry_run = bool(proxy.pop("dry_run", False))
     vendor = proxy_options_from(proxy)
-    cluster = target_from(proxy, vendor)
-    if cluster is not None:
+    on_cluster = target_from(proxy, vendor)
+    if on_cluster is not None:
+        cluster, run_proxy = on_cluster
         check_workflows(workflows)
-        for line in plan(cluster, workflows):
+        for line in plan(cluster, workflows, run_proxy):
             click.echo(line)
         if dry_run:
             return
-        _conformance_on_cluster(cluster, workflows, converge_timeout, console, (json_path, junit, html))
+        _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, console, (json_path, junit, html))
         return
     if vendor.given:
         try:
@@ -303,14 +307,26 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
     sys.exit(0 if outcome.passed else 1)
 
 
-def _conformance_on_cluster(cluster: ClusterTarget, workflows: tuple[str, ...], converge_timeout: float,
-                            console: Console, reports: tuple[Path | None, Path | None, Path | None]) -> None:
-    """The cluster workflows one at a time, with the cluster's objects saved and put back."""
+def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
+                            converge_timeout: float, console: Console,
+                            reports: tuple[Path | None, Path | None, Path | None]) -> None:
+    """The cluster workflows one at a time, with the cluster's objects saved and put back (and the
+    run's own proxy, if it starts one, running throughout)."""
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-cluster-"))
     scratch.chmod(0o700)
     passed = False
     try:
-        with cluster_restored(cluster, scratch, console):
+        with contextlib.ExitStack() as stack:
+            if run_proxy is not None:
+                try:
+                    started = stack.enter_context(RunProxy(run_proxy, scratch / "run-proxy"))
+                except ProxyError as exc:
+                    raise click.ClickException(f"the run's proxy did not start on {run_proxy.address}:"
+                                               f"{run_proxy.port}: {exc}") from None
+                cluster.proxy_ca_pems.append(started.ca_pem)
+                cluster.proxy_flow_log = started.flow_log
+                console.print(f"the run's proxy listens on {run_proxy.address}:{run_proxy.port}")
+            stack.enter_context(cluster_restored(cluster, scratch, console))
             options = RunOptions(nodes=len(cluster.instances), variant="the cluster's own", workflows=workflows,
                                  converge_timeout=converge_timeout, workers=1,
                                  extra_args=[f"--proxyfleet-cluster={write_target(cluster, scratch)}"])

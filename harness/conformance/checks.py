@@ -203,6 +203,43 @@ def outcome_only(what: str, action: str, route: Route, seen: PullEvidence, netwo
                                   "origin's logs are not the run's")
 
 
+def at_run_proxy(what: str, action: str, route: Route, seen: PullEvidence, through_run_proxy: bool,
+                 network_decides: bool) -> Verdict:
+    """An existing cluster's traffic judged by the log of the proxy the run started (``seen.flows``:
+    the node's flows there to the destination). Through that proxy: the pull must succeed and the
+    proxy must have carried it. Direct: nothing may reach that proxy, and the pull must succeed
+    unless the network decides (an internet destination with no proxy for it). Through a proxy
+    that is not the run's: judged by outcome only."""
+    if route.proxy is not None and not through_run_proxy:
+        return outcome_only(what, action, route, seen, network_decides=False)
+    outcome = f"{action} {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
+    flows = [f for _, f in seen.flows]
+    if route.proxy is not None:
+        carried = [f for f in flows if f["status"] == 200 and f["kind"] in ("request", "connect")]
+        intercepted = any(f["kind"] == "request" and f.get("intercepted") for f in carried)
+        plain = any(f["kind"] == "request" and f.get("scheme") == "http" for f in carried)
+        denied = sorted({_refusal(f, route) for f in flows if (f.get("status") or 0) >= 400})
+        rejected = sum(1 for f in flows if f["kind"] == "tls-failed")
+        ok = seen.ok and bool(carried)
+        return Verdict(ok, f"{what} {route.describe()}: succeeds, carried by the run's proxy",
+                       ("through the run's proxy, " + ("plain HTTP" if plain else "MITM certificate trusted"
+                                                        if intercepted else "tunnelled"))
+                       if ok else f"{outcome}; {len(carried)} flow(s) carried by the run's proxy; "
+                       f"{rejected} rejected MITM handshake(s)" + (f"; the proxy answered {', '.join(denied)}"
+                                                                   if denied else ""))
+    if flows:
+        return Verdict(False, f"{what} direct (no flow at the run's proxy)",
+                       f"{outcome}; {len(flows)} flow(s) through the run's proxy, though the cluster's "
+                       f"NO_PROXY sends it direct ({route.reason})")
+    if network_decides:
+        return Verdict.skip(f"{what} direct (no flow at the run's proxy)",
+                            f"{outcome}, no flow at the run's proxy; needs lab evidence: whether this network lets "
+                            "a node reach the internet directly is the network's, not the cluster's")
+    return Verdict(seen.ok, f"{what} direct: succeeds, no flow at the run's proxy",
+                   "direct, succeeded, nothing at the run's proxy (the origin's log is not the run's)"
+                   if seen.ok else f"{outcome}; no flow at the run's proxy")
+
+
 def all_of(verdicts: Sequence[Verdict]) -> Verdict:
     """Several verdicts as one check: it passes when each does; the texts list them all."""
     return Verdict(all(v.ok for v in verdicts), "; ".join(v.expected for v in verdicts),

@@ -5,6 +5,7 @@ publishes. Everything here comes from the user's options; nothing from a lab."""
 from __future__ import annotations
 
 import json
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,10 +76,20 @@ class ClusterTarget:
     # Where the run keeps each node's own Root store and files once seen without a proxy, for its
     # later scenarios (each begins on the cluster the previous one left).
     baseline_file: Path | None = None
+    # The proxy the run started itself (--proxy-listen): its flow log, read as evidence of each
+    # node's route (None: the proxy is not the run's, so no route is observed).
+    proxy_flow_log: Path | None = None
 
     @property
     def https_url(self) -> str:
         return self.proxy_https_url or self.proxy_url
+
+    def is_run_proxy(self, url: str | None) -> bool:
+        """Whether ``url`` names the proxy the run started (the one whose log the run reads)."""
+        if url is None or self.proxy_flow_log is None:
+            return False
+        mine, theirs = urllib.parse.urlsplit(self.proxy_url), urllib.parse.urlsplit(url)
+        return (mine.hostname, mine.port) == (theirs.hostname, theirs.port)
 
     def destinations(self) -> list[ClusterDestination]:
         """The traffic checks' destinations the user named (each check without one is skipped)."""
@@ -154,7 +165,8 @@ class ClusterTarget:
                 "ssh_port": self.ssh_port, "known_hosts": str(self.known_hosts) if self.known_hosts else None,
                 "instances": self.instances, "internet_image": self.internet_image,
                 "intranet_image": self.intranet_image, "http_url": self.http_url, "namespace": self.namespace,
-                "baseline_file": str(self.baseline_file) if self.baseline_file else None}
+                "baseline_file": str(self.baseline_file) if self.baseline_file else None,
+                "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterTarget:
@@ -170,7 +182,8 @@ class ClusterTarget:
                    internet_image=data.get("internet_image"), intranet_image=data.get("intranet_image"),
                    http_url=data.get("http_url"),
                    namespace=str(data.get("namespace") or OPERATOR_NAMESPACE),
-                   baseline_file=Path(data["baseline_file"]) if data.get("baseline_file") else None)
+                   baseline_file=Path(data["baseline_file"]) if data.get("baseline_file") else None,
+                   proxy_flow_log=Path(data["proxy_flow_log"]) if data.get("proxy_flow_log") else None)
 
 
 def parse_instance(text: str) -> tuple[str, str]:

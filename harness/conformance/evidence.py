@@ -3,15 +3,19 @@
 * ``LabEvidence``: the embedded lab's proxies' flow logs, the origins' access logs and the
   firewall's refusals since the step began, grouped by the node they came from — and, through the
   lab's simulators, what no real host shows (``LAB_ONLY``);
-* ``ClusterEvidence``: an existing cluster judged from outside, whose proxy and origins are not the
-  run's: no logs at all. The judge then reads only the API and the nodes over SSH, and each check
-  that needs more reports ``skipped`` with the reason in ``LAB_ONLY``, never ``passed``.
+* ``ClusterEvidence``: an existing cluster judged from outside, whose origins are not the run's,
+  nor its proxy unless the run started it (``--proxy-listen``: then that proxy's flow log). The
+  judge reads the API and the nodes over SSH, and each check that needs more reports ``skipped``
+  with the reason (``LAB_ONLY``, or why a traffic outcome proves no route), never ``passed``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from proxyfleet.core.contract import PROXY_VARIABLES
@@ -47,6 +51,8 @@ class Evidence:
     violations: dict[str, list[str]] = field(default_factory=dict)  # source -> refused origins
     # False: no log of any proxy or origin is the run's (traffic checks judge outcomes only)
     routes_observed: bool = True
+    # An existing cluster's run: the flows of the proxy the run started, by node, since the marks
+    run_proxy_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,16 +124,38 @@ class LabEvidence:
 
 
 class ClusterEvidence:
-    """An existing cluster's evidence source: the run owns neither its proxy nor its origins, so
-    there is no log to mark or read (the API and SSH probes are the judge's own)."""
+    """An existing cluster's evidence source: the run owns no origin, and a proxy only when it
+    started one itself (``flow_log``: that proxy's flow log, read like the lab's); the API and SSH
+    probes are the judge's own."""
 
     hosts: tuple[str, ...] = ()
 
+    def __init__(self, flow_log: Path | None = None) -> None:
+        self.flow_log = flow_log
+
     async def settle(self) -> None:
-        """Nothing to wait for: no log is read."""
+        """Nothing to wait for: the run's proxy logs as it goes."""
+
+    def _flows(self) -> list[dict[str, Any]]:
+        if self.flow_log is None or not self.flow_log.exists():
+            return []
+        records = []
+        for line in self.flow_log.read_text().splitlines():
+            with contextlib.suppress(json.JSONDecodeError):
+                records.append(json.loads(line))
+        return records
 
     def marks(self) -> dict[str, int]:
-        return {}
+        return {"run-proxy": len(self._flows())}
 
     def read(self, step: Step, marks: dict[str, int]) -> Evidence:
-        return Evidence(routes_observed=False)
+        """The run's proxy's flows by node: since the marks (``run_proxy_flows``) and since the
+        step began (``step_flows``)."""
+        evidence = Evidence(routes_observed=self.flow_log is not None)
+        flows = self._flows()
+        for flow in flows[marks.get("run-proxy", 0):]:
+            evidence.run_proxy_flows.setdefault(str(flow["client"]), []).append(flow)
+        for flow in flows:
+            if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
+                evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
+        return evidence

@@ -35,7 +35,7 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import APPLIED, EGRESS_SERVICES, OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
-from proxyfleet.core.kubeconfig import api_client, internal_api_url
+from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.nodessh import NodeError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.core.rollout import assess, read_snapshot
@@ -155,7 +155,7 @@ class Conformance:
                 raise ValueError("a judge needs a lab or a cluster")
             self.api = api_client(cluster.kubeconfig)
             self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
-            self.evidence = ClusterEvidence()
+            self.evidence = ClusterEvidence(cluster.proxy_flow_log)
         self.cordons = CordonTimeline(self.api)
         self.instances: list[str] = []
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
@@ -273,7 +273,7 @@ class Conformance:
         try:
             url = await asyncio.to_thread(internal_api_url, self.api)
             self._api_host = urllib.parse.urlsplit(url).hostname or ""
-        except Exception:  # not OpenShift: only the Node is judged, the API host is not named
+        except (KubeconfigError, ApiException):  # not OpenShift: the API host goes unnamed
             self._api_host = ""
 
     async def close(self) -> None:
@@ -835,7 +835,7 @@ class Conformance:
             return  # a deconfigured instance: only its clean-up is judged
         record("services-restarted", checks.services_restarted(change, state.services, step.started))
         if self._lab is None:
-            self._verify_cluster_node(step, address, node_object, pulls, record)
+            self._verify_cluster_node(address, node_object, pulls, evidence, record)
             return
         node = self.node(address)
         record("service-environment", checks.service_environment(
@@ -896,10 +896,11 @@ class Conformance:
             self.unknown_baseline.discard(address)
             self.cluster.save_baselines({address: (state.root, state.files)})
 
-    def _verify_cluster_node(self, step: Step, address: str, node_object: dict[str, Any] | None,
-                             pulls: dict[str, PullResult], record: Callable[[str, checks.Verdict], None]) -> None:
-        """An existing cluster's member: traffic judged by outcome (no log is the run's), the Node
-        from the API, and each check that needs the lab's evidence skipped with its reason."""
+    def _verify_cluster_node(self, address: str, node_object: dict[str, Any] | None, pulls: dict[str, PullResult],
+                             evidence: Evidence, record: Callable[[str, checks.Verdict], None]) -> None:
+        """An existing cluster's member: traffic judged by the log of the proxy the run started, or
+        else by outcome only; the Node from the API; each check that needs the lab's evidence
+        skipped with its reason."""
         assert self.cluster is not None
         target = self._targets[address]
         named = {d.check: d for d in self.cluster.destinations()}
@@ -910,18 +911,29 @@ class Conformance:
                           "fetch-http": "--http-url"}[check]
                 record(check, checks.Verdict.skip(checks_expected(check), f"no destination given ({option})"))
                 continue
-            record(check, self._cluster_traffic(destination, target, pulls[destination.text]))
-        record("node-ready", checks.node_ready(node_object, None, self._api_host or "the API server",
+            record(check, self._cluster_traffic(address, destination, target, pulls[destination.text], evidence))
+        api_flows = None
+        if evidence.routes_observed and self._api_host:
+            api_flows = sum(1 for f in evidence.step_flows.get(address, []) if f.get("host") == self._api_host)
+        record("node-ready", checks.node_ready(node_object, api_flows, self._api_host or "the API server",
                                                address in self.admin_cordoned))
         for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
             record(check, self._lab_only(check))
 
-    @staticmethod
-    def _cluster_traffic(destination: ClusterDestination, target: Expected, result: PullResult) -> checks.Verdict:
+    def _cluster_traffic(self, address: str, destination: ClusterDestination, target: Expected,
+                         result: PullResult, evidence: Evidence) -> checks.Verdict:
+        assert self.cluster is not None
         route = target.route(destination.route_url, destination.client)
         action = "pull" if destination.image else "fetch"
-        return checks.outcome_only(destination.text, action, route, checks.PullEvidence(result.ok, result.output),
-                                   network_decides=destination.internet and route.proxy is None)
+        network_decides = destination.internet and route.proxy is None
+        if not evidence.routes_observed:
+            return checks.outcome_only(destination.text, action, route, checks.PullEvidence(result.ok, result.output),
+                                       network_decides=network_decides)
+        host = destination.host.rsplit(":", 1)[0] if destination.host.count(":") == 1 else destination.host
+        flows = tuple((True, f) for f in evidence.run_proxy_flows.get(address, []) if f.get("host") == host)
+        seen = checks.PullEvidence(result.ok, result.output, flows)
+        return checks.at_run_proxy(destination.text, action, route, seen, self.cluster.is_run_proxy(route.proxy),
+                                   network_decides)
 
     def _proxy_down(self, route: Route) -> bool:
         """Whether the lab proxy ``route`` goes through is down (an outage the scenario made)."""

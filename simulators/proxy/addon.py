@@ -2,6 +2,8 @@
 
 * ``LabResolution``: every upstream connection goes to the loopback endpoint the lab table maps
   the virtual host to; an unknown destination gets a 502 naming it, and no connection is made.
+  Without a table (a proxy a run starts for an existing cluster): a hosts file's names on the port
+  asked for, anything else refused the same way — or, with neither, the system's own resolution.
 * ``FlowLog``: one JSON line per CONNECT, request and failed client TLS handshake — client
   address (the node), CONNECT target, scheme, method, host, path, status, whether the TLS was
   intercepted, error. Never headers, never credentials.
@@ -30,22 +32,49 @@ from mitmproxy.io import FlowWriter
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.tls import TlsData
 
-from proxyfleet.simulators.network import LabNetwork, NetworkError
+from proxyfleet.simulators.network import LabNetwork, NetworkError, NoSuchHost
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
+def read_hosts_file(text: str) -> dict[str, str]:
+    """A hosts file as name -> address (the first address listed for a name wins, as in libc)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        for name in fields[1:]:
+            found.setdefault(name.lower().rstrip("."), fields[0])
+    return found
+
+
 class LabResolution:
-    """Resolve every destination through the lab table; refuse what it does not know."""
+    """Resolve every destination through the lab table (or a hosts file); refuse what it does not
+    know. With neither option set, resolution is left to the system."""
 
     def __init__(self) -> None:
         self._network = LabNetwork()
         self._mtime = 0.0
+        self._hosts: dict[str, str] | None = None
 
     def load(self, loader: Any) -> None:
         loader.add_option("lab_table", str, "", "Path of the lab network table (JSON).")
+        loader.add_option("lab_hosts", str, "", "Without lab_table: resolve only the names of this hosts file.")
+
+    def _resolve(self, host: str, port: int) -> tuple[str, int] | None:
+        """Where to connect for ``host:port`` (None: the system resolves it); raises NetworkError."""
+        if ctx.options.lab_table:
+            endpoint = self.network().resolve(host, port).endpoint
+            return endpoint.address, endpoint.port
+        if ctx.options.lab_hosts:
+            if self._hosts is None:
+                self._hosts = read_hosts_file(Path(ctx.options.lab_hosts).read_text())
+            address = self._hosts.get(host.lower().rstrip("."))
+            if address is None:
+                raise NoSuchHost(host, f"the hosts file {ctx.options.lab_hosts}")
+            return address, port
+        return None
 
     def network(self) -> LabNetwork:
         path = ctx.options.lab_table
@@ -60,7 +89,7 @@ class LabResolution:
         if flow.response is not None:
             return True  # proxy authentication already answered
         try:
-            self.network().resolve(host, port)
+            self._resolve(host, port)
         except NetworkError as exc:
             flow.response = http.Response.make(
                 502, f"proxyfleet lab proxy: {exc}\n".encode(), {"Content-Type": "text/plain"})
@@ -81,13 +110,15 @@ class LabResolution:
         assert data.server.address is not None
         host, port = str(data.server.address[0]), int(data.server.address[1])
         try:
-            route = self.network().resolve(host, port)
+            where = self._resolve(host, port)
         except NetworkError as exc:
             data.server.error = str(exc)
             return
+        if where is None:
+            return  # the system resolves it
         if data.server.sni is None and not host.replace(".", "").isdigit() and ":" not in host:
             data.server.sni = host
-        data.server.address = (route.endpoint.address, route.endpoint.port)
+        data.server.address = where
 
 
 class OptionFile:

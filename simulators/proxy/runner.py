@@ -56,11 +56,16 @@ def _free_port(address: str) -> int:
 
 @dataclass
 class ProxySettings:
+    """``network`` None: a proxy started for an existing cluster, which resolves upstream names
+    through ``hosts_file`` (or, without one, the system) and leaves from ``egress_address`` (or
+    wherever the system routes it, when None)."""
+
     state_dir: Path
-    network: LabNetwork
+    network: LabNetwork | None
     upstream_ca_pem: bytes
     listen_address: str = "127.20.0.1"
-    egress_address: str = "127.20.0.2"
+    egress_address: str | None = "127.20.0.2"
+    hosts_file: Path | None = None
     port: int = 0
     auth: str | None = None  # "user:password"
     mitm_ca: trustme.CA | None = None
@@ -133,16 +138,19 @@ class ProxyServer:
     def publish_table(self) -> None:
         """Write the lab table where the addon reads it (it reloads on change)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.settings.network.write(self.table_path)
+        if self.settings.network is not None:
+            self.settings.network.write(self.table_path)
 
     def _arguments(self) -> list[str]:
+        where = ({"lab_table": str(self.table_path)} if self.settings.network is not None else
+                 {"lab_hosts": str(self.settings.hosts_file)} if self.settings.hosts_file is not None else {})
         options = {
             "confdir": str(self.confdir),
-            "connect_addr": self.settings.egress_address,
+            **({"connect_addr": self.settings.egress_address} if self.settings.egress_address else {}),
             "ssl_verify_upstream_trusted_ca": str(self.directory / "upstream-trust.pem"),
             "lab_stream_file": str(self.stream_path),
             "flow_log": str(self.flow_log_path),
-            "lab_table": str(self.table_path),
+            **where,
             "control_socket": str(self.control_path),
             "termlog_verbosity": "warn",
             "flow_detail": "0",

@@ -6,14 +6,11 @@ Windows hosts), ``proxyfleet reconcile`` against its kubeconfig (the operator un
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.parse
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +18,11 @@ import asyncssh
 import click
 import pytest
 import trustme
-from kubernetes import client, config
+from kubernetes import client
 
 from proxyfleet.harness.cli.clusterrun import _with_credentials, check_workflows, plan, target_from
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+from tests.harness.cli.outside import outside_lab
 
 NAMESPACE = "openshift-windows-machine-config-operator"
 
@@ -34,7 +32,8 @@ NAMESPACE = "openshift-windows-machine-config-operator"
 def _values(**given: Any) -> dict[str, Any]:
     values: dict[str, Any] = {"kubeconfig": None, "ssh_key": None, "ssh_port": 22, "ssh_known_hosts": None,
                               "instances": (), "internet_image": None, "intranet_image": None, "http_url": None,
-                              "no_proxy": "", "second_proxy_url": None, "dry_run": False}
+                              "no_proxy": "", "second_proxy_url": None, "dry_run": False, "proxy_hosts": None,
+                              "proxy_egress": None, "proxy_upstream_ca": None}
     values.update(given)
     return values
 
@@ -62,8 +61,11 @@ def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str,
 
 @pytest.mark.parametrize(("given", "proxy", "message"), [
     ({}, {"url": "http://proxy.example:3128"}, "--kubeconfig needs --ssh-key"),
-    ({"ssh_key": "key"}, {}, "--kubeconfig needs --proxy-url"),
+    ({"ssh_key": "key"}, {}, "--kubeconfig needs --proxy-url .* or --proxy-listen"),
     ({"ssh_key": "key"}, {"url": "http://p:3128", "command": "squid"}, "not supported against an existing cluster"),
+    ({"ssh_key": "key"}, {"listen": "10.0.0.9"}, "expected ADDRESS:PORT"),
+    ({"ssh_key": "key"}, {"listen": "10.0.0.9:3128", "ca_file": "ca"}, "intercepts with a CA the run makes"),
+    ({"ssh_key": "key", "proxy_egress": "10.0.0.9"}, {"url": "http://p:3128"}, "--proxy-egress: only for the run's own"),
     ({"ssh_key": "key"}, {"url": "http://user:secret@p:3128"}, "--proxy-auth-file, not in the URL"),
     ({"ssh_key": "key"}, {"url": "ftp://p:21"}, "expected http://HOST:PORT"),
     ({"ssh_key": "key"}, {"url": "http://p"}, "expected http://HOST:PORT"),
@@ -81,12 +83,13 @@ def test_bad_cluster_options_get_a_specific_error(files: dict[str, Path], given:
 
 
 def test_credentials_come_from_the_file_percent_encoded_and_stay_out_of_the_plan(files: dict[str, Path]) -> None:
-    target = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"],
-                                 instances=("10.0.0.5=Administrator", "10.0.0.6=admin"),
-                                 intranet_image="registry.corp.example/agent:1"),
-                         ProxyOptions(url="http://proxy.corp.example:3128", auth_file=files["auth"],
-                                      ca_file=files["ca"]))
-    assert target is not None
+    found = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"],
+                                instances=("10.0.0.5=Administrator", "10.0.0.6=admin"),
+                                intranet_image="registry.corp.example/agent:1"),
+                        ProxyOptions(url="http://proxy.corp.example:3128", auth_file=files["auth"],
+                                     ca_file=files["ca"]))
+    assert found is not None and found[1] is None  # a proxy already running: the run starts none
+    target = found[0]
     parts = urllib.parse.urlsplit(target.proxy_url)
     assert (urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")) == \
         ("svc proxy", "p@ss:w0rd/$(x)'")
@@ -100,6 +103,18 @@ def test_credentials_come_from_the_file_percent_encoded_and_stay_out_of_the_plan
     assert _with_credentials("https://p.example:443/", None, "--proxy-url") == "https://p.example:443"
 
 
+def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(files: dict[str, Path]) -> None:
+    found = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"], proxy_egress="10.0.0.9",
+                                proxy_hosts=files["ca"]), ProxyOptions(listen="10.0.0.9:3130"))
+    assert found is not None and found[1] is not None
+    target, spec = found
+    assert target.proxy_url == "http://10.0.0.9:3130" and spec.egress_address == "10.0.0.9"
+    assert "the run's own proxy (mitmdump) on 10.0.0.9:3130" in "\n".join(plan(target, (), spec))
+    named = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
+                        ProxyOptions(listen="10.0.0.9:3130", url="http://proxy.corp.example:3128"))
+    assert named is not None and named[0].proxy_url == "http://proxy.corp.example:3128"
+
+
 def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
     check_workflows(("runtime-add", "change", "remove"))
     with pytest.raises(click.UsageError, match="--workflow faults, drift: needs the embedded lab"):
@@ -107,81 +122,6 @@ def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
 
 
 # --- the lab as an existing cluster ------------------------------------------------------------------
-
-@dataclass
-class OutsideLab:
-    """A running ``proxyfleet up`` and what a user reads off its banner."""
-
-    state: Path
-    kubeconfig: Path
-    ssh_port: int
-
-    def api(self) -> client.ApiClient:
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
-
-    def conformance_args(self, *more: str) -> list[str]:
-        # The lab's second proxy asks for credentials (PowerShell code in them): the change workflow
-        # moves to it, with the credentials from a file as a user would give them.
-        url = urllib.parse.urlsplit((self.state / "proxy2-url.txt").read_text().strip())
-        auth = self.state / "proxy2-auth"
-        auth.write_text(f"{urllib.parse.unquote(url.username or '')}:{urllib.parse.unquote(url.password or '')}")
-        auth.chmod(0o600)
-        return [sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", str(self.kubeconfig),
-                "--second-proxy-url", f"http://{url.hostname}:{url.port}", "--proxy-auth-file", str(auth),
-                "--ssh-key", str(self.state / "fleet" / "id_ed25519"), "--ssh-port", str(self.ssh_port),
-                "--ssh-known-hosts", str(self.state / "fleet" / "known_hosts"),
-                "--proxy-url", "http://proxy.corp.internal:3128", "--proxy-ca", str(self.state / "proxy-ca.crt"),
-                "--no-proxy", "registry.corp.internal,10.0.5.20,intranet.corp.internal",
-                "--internet-image", "quay.io/openshift/windows-test:latest",
-                "--intranet-image", "registry.corp.internal/corp/agent:1.0",
-                "--http-url", "http://ctldl.windowsupdate.com/", "--converge-timeout", "90", *more]
-
-
-def _stop(process: subprocess.Popen[str], timeout: float = 60) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-
-
-def _wait_for_line(process: subprocess.Popen[str], text: str, within: float) -> str:
-    assert process.stderr is not None
-    deadline = time.monotonic() + within
-    seen = ""
-    for line in process.stderr:
-        seen += line
-        if text in line or time.monotonic() > deadline:
-            break
-    assert text in seen, f"never said {text!r}: {seen[-2000:]}"
-    return seen
-
-
-@contextmanager
-def outside_lab(tmp_path: Path, variant: str = "correct") -> Iterator[OutsideLab]:
-    """``proxyfleet up --reconciler none`` and ``proxyfleet reconcile`` (the "operator"), each its own process."""
-    state = tmp_path / "lab"
-    up = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--reconciler", "none", "--nodes", "2",
-                           "--state-dir", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True)
-    operator: subprocess.Popen[str] | None = None
-    try:
-        _wait_for_line(up, "lab ready", 120)
-        manifest = json.loads((state / "fleet" / "fleet.json").read_text())
-        lab = OutsideLab(state, state / "cluster" / "kubeconfig", int(manifest["nodes"][0]["port"]))
-        operator = subprocess.Popen(
-            [sys.executable, "-m", "proxyfleet.harness", "reconcile", "--kubeconfig", str(lab.kubeconfig),
-             "--ssh-port", str(lab.ssh_port), "--resync-seconds", "10", "--variant", variant],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        _wait_for_line(operator, "reconciling Windows instances", 60)
-        yield lab
-    finally:
-        if operator is not None:
-            _stop(operator)
-        _stop(up)
-
 
 def _proxy_and_configmaps(api: client.ApiClient) -> tuple[dict[str, Any], set[str], dict[str, str]]:
     proxy = client.CustomObjectsApi(api).get_cluster_custom_object("config.openshift.io", "v1", "proxies", "cluster")
@@ -271,3 +211,29 @@ def test_a_run_stopped_by_sigterm_puts_the_cluster_back(tmp_path: Path) -> None:
         assert "put the cluster back" in err
         assert _proxy_and_configmaps(api) == before
         api.close()
+
+
+def _worker_address() -> str:
+    """An address of this xdist worker's own (two workers' run proxies never share one)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    return f"127.22.{int(worker.removeprefix('gw') or 0)}.1"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("well-known-lab-block")  # `up --proxy-url` takes the one well-known block
+def test_the_runs_own_proxy_attributes_every_flow_and_catches_a_wrong_route(tmp_path: Path) -> None:
+    with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
+        report = tmp_path / "r.json"
+        run = subprocess.run(lab.conformance_args("--workflow", "runtime-add", "--workflow", "remove", "--json",
+                                                  str(report)), capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+    checks = [c for s in json.loads(report.read_text())["scenarios"] for c in s["checks"] if c["step"] == "proxy added"]
+    observed = {(c["check"], c["observed"]) for c in checks}
+    # judged by the run's proxy's own log: through it (intercepted; plain HTTP), or nothing there
+    assert ("pull-internet", "through the run's proxy, MITM certificate trusted") in observed
+    assert ("fetch-http", "through the run's proxy, plain HTTP") in observed
+    assert ("pull-intranet", "direct, succeeded, nothing at the run's proxy (the origin's log is not the run's)") \
+        in observed
+    assert all(c["status"] == "passed" for c in checks if c["check"] in ("pull-internet", "pull-intranet",
+                                                                         "fetch-http", "node-ready"))
+    assert any("no kubelet traffic to api-int" in c["expected"] for c in checks if c["check"] == "node-ready")

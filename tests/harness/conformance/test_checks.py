@@ -395,3 +395,26 @@ def test_a_skipped_verdict_is_neither_pass_nor_fail_and_node_ready_says_what_it_
     unjudged = checks.node_ready(ready, None, "api-int")
     assert unjudged.ok and "kubelet traffic not judged" in unjudged.expected
     assert not checks.node_ready({"status": {}}, None, "api-int").ok
+
+
+def test_at_the_runs_own_proxy_a_route_is_judged_by_what_that_proxy_carried() -> None:
+    via = Route("http://proxy.corp.example:3128", "not in NO_PROXY")
+    direct = Route(None, "registry.corp.example matches NO_PROXY entry .corp.example")
+    carried = ((True, {"kind": "connect", "status": 200, "host": "quay.io"}),
+               (True, {"kind": "request", "status": 200, "host": "quay.io", "intercepted": True, "scheme": "https"}))
+    good = checks.at_run_proxy("quay.io/a:1", "pull", via, checks.PullEvidence(True, "ok", carried), True, False)
+    assert good.ok and good.observed == "through the run's proxy, MITM certificate trusted"
+    # succeeded, yet the run's proxy carried nothing: it went some other way
+    assert not checks.at_run_proxy("quay.io/a:1", "pull", via, checks.PullEvidence(True, "ok"), True, False).ok
+    refused = ((True, {"kind": "connect", "status": 407, "host": "quay.io", "squid_code": "TCP_DENIED"}),)
+    denied = checks.at_run_proxy("quay.io/a:1", "pull", via, checks.PullEvidence(False, "407", refused), True, False)
+    assert not denied.ok and "the proxy answered 407" in denied.observed
+    # direct, as NO_PROXY says: nothing may reach the run's proxy
+    wrong = checks.at_run_proxy("r.corp.example/a:1", "pull", direct, checks.PullEvidence(True, "ok", carried),
+                                True, False)
+    assert not wrong.ok and "though the cluster's NO_PROXY sends it direct" in wrong.observed
+    right = checks.at_run_proxy("r.corp.example/a:1", "pull", direct, checks.PullEvidence(True, "ok"), True, False)
+    assert right.ok and not right.skipped
+    assert checks.at_run_proxy("quay.io/a:1", "pull", direct, checks.PullEvidence(False, "x"), True, True).skipped
+    # through a proxy that is not the run's: the outcome only
+    assert checks.at_run_proxy("quay.io/a:1", "pull", via, checks.PullEvidence(True, "ok"), False, False).skipped

@@ -4,6 +4,8 @@ refusals — each grouped by the node it came from, from real traffic the node's
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 
 from proxyfleet.harness.conformance.evidence import LAB_ONLY, ClusterEvidence, LabEvidence, Step
 from proxyfleet.harness.conformance.probe import NodeProbe
@@ -42,8 +44,32 @@ def test_an_existing_cluster_offers_no_log_and_every_lab_only_check_says_why() -
     evidence = ClusterEvidence()
     step = Step("a step", dt.datetime.now(dt.UTC), members=["10.0.0.5"], deconfigured=[], boots={}, outages={},
                 violations=0, before={}, root_removals={})
-    assert evidence.marks() == {}
-    found = evidence.read(step, {})
-    assert not found.routes_observed and found.pull_flows == {} and found.origin_sources == {}
+    assert evidence.marks() == {"run-proxy": 0}
+    found = evidence.read(step, evidence.marks())
+    assert not found.routes_observed and found.run_proxy_flows == {} and found.origin_sources == {}
     assert set(LAB_ONLY) <= set(CHECK_FAMILIES)
     assert all(reason.startswith("needs lab evidence: ") for reason in LAB_ONLY.values())
+
+
+def test_the_runs_own_proxy_log_is_read_by_node_from_the_marks(tmp_path: Path) -> None:
+    log = tmp_path / "flows.jsonl"
+    earlier = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
+
+    def flow(client: str, host: str, when: dt.datetime) -> str:
+        return json.dumps({"client": client, "host": host, "kind": "request", "status": 200,
+                           "time": when.isoformat()}) + "\n"
+
+    log.write_text(flow("10.0.0.5", "quay.io", earlier))
+    evidence = ClusterEvidence(log)
+    step = Step("a step", dt.datetime.now(dt.UTC), members=["10.0.0.5"], deconfigured=[], boots={}, outages={},
+                violations=0, before={}, root_removals={})
+    marks = evidence.marks()
+    with log.open("a") as out:
+        out.write(flow("10.0.0.5", "registry.corp.example", dt.datetime.now(dt.UTC)))
+        out.write("not json\n")
+        out.write(flow("10.0.0.6", "quay.io", dt.datetime.now(dt.UTC)))
+    found = evidence.read(step, marks)
+    assert found.routes_observed
+    assert {a: [f["host"] for f in fs] for a, fs in found.run_proxy_flows.items()} == {
+        "10.0.0.5": ["registry.corp.example"], "10.0.0.6": ["quay.io"]}
+    assert [f["host"] for f in found.step_flows["10.0.0.5"]] == ["registry.corp.example"]  # not the earlier one

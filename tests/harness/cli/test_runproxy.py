@@ -1,0 +1,52 @@
+"""The proxy a cluster run starts itself: a real mitmdump on the address asked for, resolving only
+the hosts file's names, logging each flow with the client it came from, stopped with the run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from proxyfleet.core.lifecycle import process_alive
+from proxyfleet.harness.cli.runproxy import RunProxy, RunProxySpec, parse_listen
+from tests.support import serving
+
+
+def test_listen_is_address_and_port() -> None:
+    assert parse_listen("10.0.0.9:3128") == ("10.0.0.9", 3128)
+    assert parse_listen("[::1]:3128") == ("::1", 3128)
+    assert RunProxySpec("::1", 3128).url == "http://[::1]:3128"
+    for bad in ("10.0.0.9", ":3128", "10.0.0.9:0", "10.0.0.9:http", "10.0.0.9:70000"):
+        with pytest.raises(ValueError, match="expected ADDRESS:PORT"):
+            parse_listen(bad)
+
+
+async def _hello(request: web.Request) -> web.Response:
+    return web.Response(text="hello")
+
+
+async def test_the_runs_proxy_resolves_only_its_hosts_file_and_logs_each_flow(tmp_path: Path) -> None:
+    app = web.Application()
+    app.router.add_get("/", _hello)
+    async with serving(app) as base:
+        port = int(base.rsplit(":", 1)[1])
+        hosts = tmp_path / "hosts"
+        hosts.write_text("# the lab's names\n127.0.0.1 origin.corp.example  # on loopback\n")
+        spec = RunProxySpec("127.23.0.1", 0, hosts_file=hosts, egress_address="127.0.0.1")
+        with RunProxy(spec, tmp_path / "proxy") as proxy:
+            pid = proxy.server.pid
+            url = f"http://127.23.0.1:{proxy.server.port}"
+            async with aiohttp.ClientSession() as session:
+                async with session.get(f"http://origin.corp.example:{port}/", proxy=url) as answer:
+                    assert (answer.status, await answer.text()) == (200, "hello")
+                async with session.get(f"http://elsewhere.example:{port}/", proxy=url) as answer:
+                    assert answer.status == 502
+                    assert f"not in the hosts file {hosts}" in await answer.text()
+            flows = [json.loads(line) for line in proxy.flow_log.read_text().splitlines()]
+            assert [(f["host"], f["status"], f["client"]) for f in flows] == [
+                ("origin.corp.example", 200, "127.0.0.1"), ("elsewhere.example", 502, "127.0.0.1")]
+            assert b"BEGIN CERTIFICATE" in proxy.ca_pem
+        assert pid is not None and not process_alive(pid)
