@@ -16,9 +16,11 @@ from proxyfleet.harness.conformance import Conformance
 from proxyfleet.harness.conformance.clustertarget import RUN_CA
 from proxyfleet.simulators.pki import renewed_ca
 
-# An entry NO_PROXY gains in the change workflow: no host has it, so routes stay as they were and
-# only the variable changes — a rollout every node must take.
-CHANGED_ENTRY = "proxyfleet-change.invalid"
+# Entries NO_PROXY gains in the change workflow: no destination of the run matches them, so routes
+# stay as they were and only the variable changes — a rollout every node must take. The IPv6 range
+# is in upper case, as administrators write it: the cluster keeps it as written (names must be
+# lower case), and so must every node (nothing may "tidy" NO_PROXY).
+CHANGED_ENTRY = "proxyfleet-change.invalid,FD00:AB::/64"
 
 
 def _company_ca(year: int) -> trustme.CA:

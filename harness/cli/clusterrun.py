@@ -82,8 +82,11 @@ def _with_credentials(url: str, auth: str | None, option: str) -> str:
     if not auth:
         return f"{parts.scheme}://{parts.netloc}"
     user, _, password = auth.partition(":")
+    # RFC 3986 lets userinfo keep sub-delims as written ($, ', ( … — code in PowerShell, which a
+    # reconciler must carry byte for byte); ':' , '@', '/', '%' and the rest are encoded.
+    safe = "!$&'()*+,;="
     quote = urllib.parse.quote
-    return f"{parts.scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{parts.netloc}"
+    return f"{parts.scheme}://{quote(user, safe=safe)}:{quote(password, safe=safe)}@{parts.netloc}"
 
 
 def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTarget, RunProxySpec | None] | None:
