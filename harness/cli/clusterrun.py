@@ -107,7 +107,8 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         return None
     if ssh_key is None:
         raise click.UsageError("--kubeconfig needs --ssh-key (the key the Windows instances accept)")
-    if proxy.command or proxy.image or proxy.tls_port or proxy.config:
+    if (proxy.command or proxy.image or proxy.tls_port or proxy.tls_ca_file or proxy.config or proxy.user
+            or proxy.access_log or proxy.own_etc_hosts):
         raise click.UsageError("with --kubeconfig the proxy is one already running (--proxy-url) or the run's own "
                                "mitmdump (--proxy-listen); a vendor's proxy started with --proxy-command/--proxy-image "
                                "is not supported against an existing cluster yet")
