@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("proxyfleet.harness.cli.cluster",
                 "Run the embedded Kubernetes/OpenShift control plane and write DIR/kubeconfig."),
     "conformance": ("proxyfleet.harness.cli.conformance",
-                    "Run the conformance scenarios on the embedded lab and judge the reconciler."),
+                    "Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."),
     "fleet": ("proxyfleet.harness.cli.fleet",
               "Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."),
     "hosts": ("proxyfleet.harness.cli.hosts",

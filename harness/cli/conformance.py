@@ -271,7 +271,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_env: str, keep: Path | None, converge_timeout: float, workers: int,
                 **proxy: Any) -> None:
-    """Run the conformance scenarios on the embedded lab and judge the reconciler."""
+    """Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."""
     interrupt_on_sigterm()
     console = Console(stderr=True)
     dry_run = bool(proxy.pop("dry_run", False))
