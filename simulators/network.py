@@ -70,6 +70,16 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
+class ClusterEndpoint(Endpoint):
+    """An address the user named for an existing cluster's nodes to reach (where a run against
+    that cluster starts its proxy): the user's network, not the lab's, so not held to loopback."""
+
+    def __post_init__(self) -> None:
+        if not self.address or not 0 < self.port < 65536:
+            raise ValueError(f"{self.address}:{self.port} is not an address and port")
+
+
+@dataclass(frozen=True)
 class Route:
     host: str  # virtual name or IP literal, lower-case
     port: int  # virtual port

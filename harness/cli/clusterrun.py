@@ -6,6 +6,7 @@ fails or is stopped (Ctrl-C, SIGTERM); ``--dry-run`` prints the plan and touches
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 import urllib.parse
@@ -107,22 +108,29 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         return None
     if ssh_key is None:
         raise click.UsageError("--kubeconfig needs --ssh-key (the key the Windows instances accept)")
-    if (proxy.command or proxy.image or proxy.tls_port or proxy.tls_ca_file or proxy.config or proxy.user
-            or proxy.access_log or proxy.own_etc_hosts):
-        raise click.UsageError("with --kubeconfig the proxy is one already running (--proxy-url) or the run's own "
-                               "mitmdump (--proxy-listen); a vendor's proxy started with --proxy-command/--proxy-image "
-                               "is not supported against an existing cluster yet")
+    if proxy.tls_port or proxy.tls_ca_file:
+        raise click.UsageError("--proxy-tls-port/--proxy-tls-ca: TLS to the proxy is not supported against an "
+                               "existing cluster yet")
+    vendor = bool(proxy.command or proxy.image)
+    if not vendor and (proxy.config or proxy.user or proxy.access_log or proxy.own_etc_hosts):
+        raise click.UsageError("--proxy-config/--proxy-user/--proxy-access-log/--proxy-etc-hosts: only for a vendor's "
+                               "proxy the run starts (--proxy-command or --proxy-image with --proxy-listen)")
+    if vendor and not proxy.listen:
+        raise click.UsageError("with --kubeconfig a proxy the run starts (--proxy-command/--proxy-image) needs "
+                               "--proxy-listen ADDR:PORT: where the cluster's nodes reach it")
     run_proxy = None
     if proxy.listen:
         try:
             address, port = parse_listen(proxy.listen)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-        if proxy.ca_file is not None:
+        if proxy.ca_file is not None and not vendor:
             raise click.UsageError("--proxy-ca: the run's own proxy (--proxy-listen) intercepts with a CA the run "
-                                   "makes and publishes; --proxy-ca names the CA of a proxy already running")
+                                   "makes and publishes; --proxy-ca names the CA of a vendor's or a running proxy")
         run_proxy = RunProxySpec(address, port, run_proxy_options["proxy_hosts"], run_proxy_options["proxy_egress"],
-                                 run_proxy_options["proxy_upstream_ca"])
+                                 run_proxy_options["proxy_upstream_ca"], command=proxy.command, image=proxy.image,
+                                 config_files=tuple(proxy.config), user=proxy.user, access_log=proxy.access_log,
+                                 own_etc_hosts=proxy.own_etc_hosts)
     elif any(run_proxy_options.values()):
         names = ", ".join(f"--{n.replace('_', '-')}" for n, v in run_proxy_options.items() if v)
         raise click.UsageError(f"{names}: only for the run's own proxy (--proxy-listen)")
@@ -142,7 +150,10 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
                 raise CertificateFormatError("no certificate in it")
         except CertificateFormatError as exc:
             raise click.UsageError(f"--proxy-ca {proxy.ca_file}: {exc}") from None
-        cas.append(pem)
+        if run_proxy is not None:
+            run_proxy = dataclasses.replace(run_proxy, vendor_ca_pem=pem)  # the vendor's: published by the run
+        else:
+            cas.append(pem)
     try:
         instances = dict(parse_instance(text) for text in values.pop("instances") or ())
     except ClusterTargetError as exc:
@@ -169,9 +180,8 @@ def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxyS
     chosen = [w for w in CLUSTER_WORKFLOWS if not workflows or w in workflows]
     started = "nothing (the cluster's own reconciler is judged)"
     if run_proxy is not None:
-        started = (f"the run's own proxy (mitmdump) on {run_proxy.address}:{run_proxy.port}, resolving through "
-                   f"{run_proxy.hosts_file or 'the system'}, its interception CA published in the bundle; "
-                   "the cluster's own reconciler is judged")
+        started = (f"{run_proxy.describe()}, resolving through {run_proxy.hosts_file or 'the system'}, "
+                   "its CA published in the bundle; the cluster's own reconciler is judged")
     return [*target.describe(),
             f"workflows:    {', '.join(chosen)} (one at a time: they share the cluster)",
             f"saved first:  Proxy/cluster, openshift-config/{RUN_CA} and the Proxy's trusted CA ConfigMap, "

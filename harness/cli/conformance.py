@@ -320,12 +320,12 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             if run_proxy is not None:
                 try:
                     started = stack.enter_context(RunProxy(run_proxy, scratch / "run-proxy"))
-                except ProxyError as exc:
-                    raise click.ClickException(f"the run's proxy did not start on {run_proxy.address}:"
-                                               f"{run_proxy.port}: {exc}") from None
-                cluster.proxy_ca_pems.append(started.ca_pem)
-                cluster.proxy_flow_log = started.flow_log
-                console.print(f"the run's proxy listens on {run_proxy.address}:{run_proxy.port}")
+                except (ProxyError, VendorProxyError) as exc:
+                    raise click.ClickException(f"{run_proxy.describe()} did not start: {exc}") from None
+                cluster.proxy_ca_pems.extend(started.ca_pems)
+                cluster.proxy_flow_log, cluster.proxy_access_log = started.flow_log, started.access_log
+                cluster.proxy_listen = f"{run_proxy.address}:{run_proxy.port}"
+                console.print(f"started {run_proxy.describe()}")
             stack.enter_context(cluster_restored(cluster, scratch, console))
             options = RunOptions(nodes=len(cluster.instances), variant="the cluster's own", workflows=workflows,
                                  converge_timeout=converge_timeout, workers=1,

@@ -1,9 +1,11 @@
-"""The proxy a run against an existing cluster starts itself (``--proxy-listen ADDR:PORT``): the
-lab's instrumented mitmdump, intercepting with a CA the run makes, so every flow is attributed to
-the node it came from. It resolves upstream names through ``--proxy-hosts`` (or the system), leaves
-from ``--proxy-egress`` (or wherever the system routes it) and trusts ``--proxy-upstream-ca`` (or
-certifi's public roots) upstream. It runs on an event loop of its own, in a thread, for the whole
-run: the scenarios run in this process's main thread."""
+"""The proxy a run against an existing cluster starts itself (``--proxy-listen ADDR:PORT``): by
+default the lab's instrumented mitmdump, intercepting with a CA the run makes, so every flow is
+attributed to the node it came from; or a vendor's (``--proxy-command``/``--proxy-image``, as in
+the lab), judged by its native access log. It resolves upstream names through ``--proxy-hosts``
+(or the system), leaves from ``--proxy-egress`` (or wherever the system routes it) and trusts
+``--proxy-upstream-ca`` (or certifi's public roots) upstream — for a vendor's, those fill
+``{hosts_file}``, ``{egress_address}`` and ``{public_ca_file}``. It runs on an event loop of its
+own, in a thread, for the whole run: the scenarios run in this process's main thread."""
 
 from __future__ import annotations
 
@@ -16,25 +18,46 @@ from types import TracebackType
 import certifi
 import trustme
 
+from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
+from proxyfleet.simulators.network import ClusterEndpoint
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 
 START_LIMIT = 90.0
+# What a vendor's config gets for {hosts_file} when the run was given none: the system resolves.
+NO_HOSTS = "# proxyfleet: no --proxy-hosts given; the proxy resolves names itself\n"
 
 
 @dataclass(frozen=True)
 class RunProxySpec:
-    """Where and how the run's proxy runs (checked before anything starts)."""
+    """Where and how the run's proxy runs (checked before anything starts). ``command``/``image``:
+    a vendor's proxy, with the lab's meaning of those options; else the run's mitmdump."""
 
     address: str
     port: int
     hosts_file: Path | None = None
     egress_address: str | None = None
     upstream_ca: Path | None = None
+    command: str | None = None
+    image: str | None = None
+    config_files: tuple[Path, ...] = ()
+    vendor_ca_pem: bytes | None = None  # a vendor's interception CA (--proxy-ca)
+    user: str | None = None
+    access_log: str | None = None
+    own_etc_hosts: bool = False
 
     @property
     def url(self) -> str:
         host = f"[{self.address}]" if ":" in self.address else self.address
         return f"http://{host}:{self.port}"
+
+    @property
+    def vendor(self) -> bool:
+        return self.command is not None or self.image is not None
+
+    def describe(self) -> str:
+        what = (f"a vendor's proxy ({'image ' + self.image if self.image else 'command'})" if self.vendor
+                else "the run's own mitmdump")
+        return f"{what} on {self.address}:{self.port}"
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -51,26 +74,49 @@ class RunProxy:
 
     def __init__(self, spec: RunProxySpec, state_dir: Path) -> None:
         self.spec = spec
-        self.ca = trustme.CA(organization_name="proxyfleet run proxy", key_type=trustme.KeyType.RSA)
         upstream = spec.upstream_ca.read_bytes() if spec.upstream_ca else Path(certifi.where()).read_bytes()
-        self.server = ProxyServer(ProxySettings(
-            state_dir=state_dir, network=None, upstream_ca_pem=upstream, listen_address=spec.address,
-            egress_address=spec.egress_address, port=spec.port, mitm_ca=self.ca, hosts_file=spec.hosts_file))
+        self.ca: trustme.CA | None = None
+        self.server: ProxyServer | None = None
+        self.vendor: VendorProxy | None = None
+        if spec.vendor:
+            self.vendor = VendorProxy(VendorProxySettings(
+                state_dir=state_dir, listen=ClusterEndpoint(spec.address, spec.port),
+                egress_address=spec.egress_address or "",
+                hosts_text=spec.hosts_file.read_text() if spec.hosts_file else NO_HOSTS,
+                command=spec.command, config_files=list(spec.config_files), ca_pem=spec.vendor_ca_pem,
+                user=spec.user, access_log=spec.access_log, public_ca_pem=upstream, image=spec.image,
+                own_etc_hosts=spec.own_etc_hosts))
+        else:
+            self.ca = trustme.CA(organization_name="proxyfleet run proxy", key_type=trustme.KeyType.RSA)
+            self.server = ProxyServer(ProxySettings(
+                state_dir=state_dir, network=None, upstream_ca_pem=upstream, listen_address=spec.address,
+                egress_address=spec.egress_address, port=spec.port, mitm_ca=self.ca, hosts_file=spec.hosts_file))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="run-proxy", daemon=True)
 
     @property
-    def ca_pem(self) -> bytes:
-        return self.ca.cert_pem.bytes()
+    def ca_pems(self) -> list[bytes]:
+        """The CAs the nodes must trust for it (the run's interception CA, or the vendor's)."""
+        if self.ca is not None:
+            return [self.ca.cert_pem.bytes()]
+        return [self.spec.vendor_ca_pem] if self.spec.vendor_ca_pem else []
 
     @property
-    def flow_log(self) -> Path:
-        return self.server.flow_log_path
+    def flow_log(self) -> Path | None:
+        """The run's mitmdump's JSON flow log (None for a vendor's proxy)."""
+        return self.server.flow_log_path if self.server is not None else None
+
+    @property
+    def access_log(self) -> Path | None:
+        """A vendor's native access log (None for the run's mitmdump)."""
+        return self.vendor.access_log_path if self.vendor is not None else None
 
     def __enter__(self) -> RunProxy:
         self._thread.start()
         try:
-            asyncio.run_coroutine_threadsafe(self.server.start(START_LIMIT), self._loop).result(START_LIMIT + 10)
+            proxy = self.server or self.vendor
+            assert proxy is not None
+            asyncio.run_coroutine_threadsafe(proxy.start(START_LIMIT), self._loop).result(START_LIMIT + 10)
         except BaseException:
             self._shut_down()
             raise
@@ -82,8 +128,12 @@ class RunProxy:
 
     def _shut_down(self) -> None:
         try:
-            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(30)
+            proxy = self.server or self.vendor
+            assert proxy is not None
+            asyncio.run_coroutine_threadsafe(proxy.stop(), self._loop).result(60)
         finally:
+            if self.vendor is not None:
+                self.vendor.remove()  # its configuration directory (maybe keys)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(30)
             self._loop.close()

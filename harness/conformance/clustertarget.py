@@ -79,6 +79,10 @@ class ClusterTarget:
     # The proxy the run started itself (--proxy-listen): its flow log, read as evidence of each
     # node's route (None: the proxy is not the run's, so no route is observed).
     proxy_flow_log: Path | None = None
+    # …or a vendor's proxy the run started: its native access log and where it listens (to wait
+    # until it has logged every connection so far)
+    proxy_access_log: Path | None = None
+    proxy_listen: str = ""
 
     @property
     def https_url(self) -> str:
@@ -86,7 +90,7 @@ class ClusterTarget:
 
     def is_run_proxy(self, url: str | None) -> bool:
         """Whether ``url`` names the proxy the run started (the one whose log the run reads)."""
-        if url is None or self.proxy_flow_log is None:
+        if url is None or (self.proxy_flow_log is None and self.proxy_access_log is None):
             return False
         mine, theirs = urllib.parse.urlsplit(self.proxy_url), urllib.parse.urlsplit(url)
         return (mine.hostname, mine.port) == (theirs.hostname, theirs.port)
@@ -166,7 +170,9 @@ class ClusterTarget:
                 "instances": self.instances, "internet_image": self.internet_image,
                 "intranet_image": self.intranet_image, "http_url": self.http_url, "namespace": self.namespace,
                 "baseline_file": str(self.baseline_file) if self.baseline_file else None,
-                "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None}
+                "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None,
+                "proxy_access_log": str(self.proxy_access_log) if self.proxy_access_log else None,
+                "proxy_listen": self.proxy_listen}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterTarget:
@@ -183,7 +189,9 @@ class ClusterTarget:
                    http_url=data.get("http_url"),
                    namespace=str(data.get("namespace") or OPERATOR_NAMESPACE),
                    baseline_file=Path(data["baseline_file"]) if data.get("baseline_file") else None,
-                   proxy_flow_log=Path(data["proxy_flow_log"]) if data.get("proxy_flow_log") else None)
+                   proxy_flow_log=Path(data["proxy_flow_log"]) if data.get("proxy_flow_log") else None,
+                   proxy_access_log=Path(data["proxy_access_log"]) if data.get("proxy_access_log") else None,
+                   proxy_listen=str(data.get("proxy_listen") or ""))
 
 
 def parse_instance(text: str) -> tuple[str, str]:

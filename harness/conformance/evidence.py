@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,9 @@ from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.harness.conformance.expectations import Expected
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.harness.lab import Lab
-from proxyfleet.harness.lab.vendor import VendorProxy
+from proxyfleet.harness.lab.squidlog import read_native
+from proxyfleet.harness.lab.vendor import VendorProxy, open_connections
+from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.proxy.runner import ProxyServer
 
@@ -130,13 +134,29 @@ class ClusterEvidence:
 
     hosts: tuple[str, ...] = ()
 
-    def __init__(self, flow_log: Path | None = None) -> None:
+    def __init__(self, flow_log: Path | None = None, access_log: Path | None = None,
+                 listen: Endpoint | None = None) -> None:
         self.flow_log = flow_log
+        self.access_log = access_log  # a vendor's proxy the run started: its native log
+        self.listen = listen
 
-    async def settle(self) -> None:
-        """Nothing to wait for: the run's proxy logs as it goes."""
+    async def settle(self, within: float = 5.0) -> None:
+        """A vendor's proxy may log a tunnel only when it closes (Squid): wait, with a deadline,
+        until no connection to it is open. The run's mitmdump logs as it goes."""
+        if self.access_log is None or self.listen is None:
+            return
+        deadline = time.monotonic() + within
+        while open_connections(self.listen):
+            if time.monotonic() > deadline:
+                return  # a connection that stays open: judge what is logged
+            await asyncio.sleep(0.02)
 
     def _flows(self) -> list[dict[str, Any]]:
+        if self.access_log is not None:
+            try:
+                return read_native(self.access_log.read_text(errors="replace").splitlines())
+            except OSError:
+                return []
         if self.flow_log is None or not self.flow_log.exists():
             return []
         records = []
@@ -151,7 +171,7 @@ class ClusterEvidence:
     def read(self, step: Step, marks: dict[str, int]) -> Evidence:
         """The run's proxy's flows by node: since the marks (``run_proxy_flows``) and since the
         step began (``step_flows``)."""
-        evidence = Evidence(routes_observed=self.flow_log is not None)
+        evidence = Evidence(routes_observed=self.flow_log is not None or self.access_log is not None)
         flows = self._flows()
         for flow in flows[marks.get("run-proxy", 0):]:
             evidence.run_proxy_flows.setdefault(str(flow["client"]), []).append(flow)

@@ -62,6 +62,7 @@ from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResul
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
 from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
+from proxyfleet.simulators.network import ClusterEndpoint
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.windows.node import WindowsNode
 
@@ -155,7 +156,11 @@ class Conformance:
                 raise ValueError("a judge needs a lab or a cluster")
             self.api = api_client(cluster.kubeconfig)
             self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
-            self.evidence = ClusterEvidence(cluster.proxy_flow_log)
+            listen = None
+            if cluster.proxy_listen:
+                address, _, port = cluster.proxy_listen.rpartition(":")
+                listen = ClusterEndpoint(address.strip("[]"), int(port))
+            self.evidence = ClusterEvidence(cluster.proxy_flow_log, cluster.proxy_access_log, listen)
         self.cordons = CordonTimeline(self.api)
         self.instances: list[str] = []
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned

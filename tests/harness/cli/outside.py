@@ -33,6 +33,7 @@ class OutsideLab:
     # hosts file and the origins' CA, from the directory ``up`` prints as "proxy files").
     run_proxy: str | None = None
     proxy_files: Path | None = None
+    vendor: list[str] | None = None  # a vendor's proxy the run starts: its --proxy-command … options
 
     def api(self) -> client.ApiClient:
         return config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -59,7 +60,7 @@ class OutsideLab:
         if self.run_proxy is None or self.proxy_files is None:
             return ["--proxy-url", "http://proxy.corp.internal:3128", "--proxy-ca", str(self.state / "proxy-ca.crt")]
         _, egress = well_known_plan()
-        return ["--proxy-listen", self.run_proxy, "--proxy-url", "http://proxy.corp.internal:3128",
+        return [*(self.vendor or []), "--proxy-listen", self.run_proxy, "--proxy-url", "http://proxy.corp.internal:3128",
                 "--proxy-hosts", str(self.proxy_files / "hosts"), "--proxy-egress", egress,
                 "--proxy-upstream-ca", str(self.proxy_files / "public-ca.crt")]
 

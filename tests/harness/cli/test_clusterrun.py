@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -22,6 +23,7 @@ from kubernetes import client
 
 from proxyfleet.harness.cli.clusterrun import _with_credentials, check_workflows, plan, target_from
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.harness.cli.outside import outside_lab
 
 NAMESPACE = "openshift-windows-machine-config-operator"
@@ -62,8 +64,9 @@ def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str,
 @pytest.mark.parametrize(("given", "proxy", "message"), [
     ({}, {"url": "http://proxy.example:3128"}, "--kubeconfig needs --ssh-key"),
     ({"ssh_key": "key"}, {}, "--kubeconfig needs --proxy-url .* or --proxy-listen"),
-    ({"ssh_key": "key"}, {"url": "http://p:3128", "command": "squid"}, "not supported against an existing cluster"),
-    ({"ssh_key": "key"}, {"url": "http://p:3128", "user": "proxy"}, "not supported against an existing cluster"),
+    ({"ssh_key": "key"}, {"url": "http://p:3128", "command": "squid"}, "needs --proxy-listen ADDR:PORT"),
+    ({"ssh_key": "key"}, {"url": "http://p:3128", "user": "proxy"}, "only for a vendor's proxy the run starts"),
+    ({"ssh_key": "key"}, {"listen": "10.0.0.9:3128", "tls_port": 3129}, "TLS to the proxy is not supported"),
     ({"ssh_key": "key"}, {"listen": "10.0.0.9"}, "expected ADDRESS:PORT"),
     ({"ssh_key": "key"}, {"listen": "10.0.0.9:3128", "ca_file": "ca"}, "intercepts with a CA the run makes"),
     ({"ssh_key": "key", "proxy_egress": "10.0.0.9"}, {"url": "http://p:3128"}, "--proxy-egress: only for the run's own"),
@@ -110,10 +113,17 @@ def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(file
     assert found is not None and found[1] is not None
     target, spec = found
     assert target.proxy_url == "http://10.0.0.9:3130" and spec.egress_address == "10.0.0.9"
-    assert "the run's own proxy (mitmdump) on 10.0.0.9:3130" in "\n".join(plan(target, (), spec))
+    assert "the run's own mitmdump on 10.0.0.9:3130" in "\n".join(plan(target, (), spec))
     named = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
                         ProxyOptions(listen="10.0.0.9:3130", url="http://proxy.corp.example:3128"))
     assert named is not None and named[0].proxy_url == "http://proxy.corp.example:3128"
+    # a vendor's, started by the run: its interception CA goes with it (published by the run)
+    vendor = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
+                         ProxyOptions(listen="10.0.0.9:3130", command="squid -N -f {config_dir}/squid.conf",
+                                      ca_file=files["ca"], user="proxy"))
+    assert vendor is not None and vendor[1] is not None
+    assert vendor[1].vendor and vendor[1].vendor_ca_pem == files["ca"].read_bytes() and vendor[0].proxy_ca_pems == []
+    assert "a vendor's proxy (command) on 10.0.0.9:3130" in "\n".join(plan(vendor[0], (), vendor[1]))
 
 
 def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
@@ -214,15 +224,23 @@ def test_a_run_stopped_by_sigterm_puts_the_cluster_back(tmp_path: Path) -> None:
         api.close()
 
 
+SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
+EXAMPLES = Path(__file__).parents[3] / "examples" / "squid"
+# `up --proxy-url` puts the lab's origins on their real ports (a proxy resolves them by name)
+needs_real_ports = pytest.mark.skipif(not real_ports_allowed(), reason="origins on ports 80/443 need root, or "
+                                      "net.ipv4.ip_unprivileged_port_start=0")
+
+
 def _worker_address() -> str:
     """An address of this xdist worker's own (two workers' run proxies never share one)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     return f"127.22.{int(worker.removeprefix('gw') or 0)}.1"
 
 
+@needs_real_ports
 @pytest.mark.slow
 @pytest.mark.xdist_group("well-known-lab-block")  # `up --proxy-url` takes the one well-known block
-def test_the_runs_own_proxy_attributes_every_flow_and_catches_a_wrong_route(tmp_path: Path) -> None:
+def test_the_runs_own_proxy_attributes_every_flow(tmp_path: Path) -> None:
     with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--workflow", "runtime-add", "--workflow", "remove", "--json",
@@ -238,3 +256,26 @@ def test_the_runs_own_proxy_attributes_every_flow_and_catches_a_wrong_route(tmp_
     assert all(c["status"] == "passed" for c in checks if c["check"] in ("pull-internet", "pull-intranet",
                                                                          "fetch-http", "node-ready"))
     assert any("no kubelet traffic to api-int" in c["expected"] for c in checks if c["check"] == "node-ready")
+
+
+@needs_real_ports
+@pytest.mark.skipif(SQUID is None, reason="needs Squid (apt-get install squid-openssl)")
+@pytest.mark.slow
+@pytest.mark.xdist_group("well-known-lab-block")
+def test_a_vendors_proxy_the_run_starts_is_judged_by_its_access_log(tmp_path: Path) -> None:
+    vendor = ["--proxy-command", f"{SQUID} -N -f {{config_dir}}/squid.conf",
+              "--proxy-config", str(EXAMPLES / "squid.conf"), *(["--proxy-user", "proxy"] if os.geteuid() == 0 else [])]
+    with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
+        lab.vendor = vendor
+        report = tmp_path / "r.json"
+        run = subprocess.run(lab.conformance_args("--workflow", "runtime-add", "--json", str(report)),
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+    assert "a vendor's proxy (command) on" in run.stdout + run.stderr
+    checks = [c for s in json.loads(report.read_text())["scenarios"] for c in s["checks"] if c["step"] == "proxy added"]
+    observed = {(c["check"], c["observed"]) for c in checks}
+    # Squid tunnels (no interception CA given): the node must have been carried, and seen the origin
+    assert ("pull-internet", "through the run's proxy, tunnelled") in observed
+    assert ("pull-intranet", "direct, succeeded, nothing at the run's proxy (the origin's log is not the run's)") \
+        in observed
+    assert all(c["status"] == "passed" for c in checks if c["check"] in ("pull-internet", "pull-intranet"))

@@ -45,8 +45,10 @@ async def test_the_runs_proxy_resolves_only_its_hosts_file_and_logs_each_flow(tm
                 async with session.get(f"http://elsewhere.example:{port}/", proxy=url) as answer:
                     assert answer.status == 502
                     assert f"not in the hosts file {hosts}" in await answer.text()
+            assert proxy.flow_log is not None
             flows = [json.loads(line) for line in proxy.flow_log.read_text().splitlines()]
             assert [(f["host"], f["status"], f["client"]) for f in flows] == [
                 ("origin.corp.example", 200, "127.0.0.1"), ("elsewhere.example", 502, "127.0.0.1")]
-            assert b"BEGIN CERTIFICATE" in proxy.ca_pem
+            assert len(proxy.ca_pems) == 1 and b"BEGIN CERTIFICATE" in proxy.ca_pems[0]
+            assert proxy.access_log is None  # the run's mitmdump: a JSON flow log, no native log
         assert pid is not None and not process_alive(pid)
