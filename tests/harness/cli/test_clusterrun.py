@@ -259,19 +259,27 @@ def test_the_runs_own_proxy_attributes_every_flow(tmp_path: Path) -> None:
 
 
 @needs_real_ports
-@pytest.mark.skipif(SQUID is None, reason="needs Squid (apt-get install squid-openssl)")
 @pytest.mark.slow
 @pytest.mark.xdist_group("well-known-lab-block")
-def test_a_vendors_proxy_the_run_starts_is_judged_by_its_access_log(tmp_path: Path) -> None:
-    vendor = ["--proxy-command", f"{SQUID} -N -f {{config_dir}}/squid.conf",
-              "--proxy-config", str(EXAMPLES / "squid.conf"), *(["--proxy-user", "proxy"] if os.geteuid() == 0 else [])]
+@pytest.mark.parametrize("how", ["process", "image"])
+def test_a_vendors_proxy_the_run_starts_is_judged_by_its_access_log(tmp_path: Path, request: pytest.FixtureRequest,
+                                                                    how: str) -> None:
+    user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []  # Squid will not run as root
+    if how == "image":
+        image = ["--proxy-image", request.getfixturevalue("squid_image")]  # skips, saying why, without one
+        command = "squid -N -f {config_dir}/squid.conf"
+    else:
+        if SQUID is None:
+            pytest.skip("needs Squid (apt-get install squid-openssl)")
+        image, command = [], f"{SQUID} -N -f {{config_dir}}/squid.conf"
+    vendor = ["--proxy-command", command, "--proxy-config", str(EXAMPLES / "squid.conf"), *user, *image]
     with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
         lab.vendor = vendor
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--workflow", "runtime-add", "--json", str(report)),
                              capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
-    assert "a vendor's proxy (command) on" in run.stdout + run.stderr
+    assert f"a vendor's proxy ({'image' if image else 'command'}" in run.stdout + run.stderr
     checks = [c for s in json.loads(report.read_text())["scenarios"] for c in s["checks"] if c["step"] == "proxy added"]
     observed = {(c["check"], c["observed"]) for c in checks}
     # Squid tunnels (no interception CA given): the node must have been carried, and seen the origin
