@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
+from proxyfleet.core.lifecycle import die_with_parent
 from proxyfleet.harness.lab.assembly import well_known_plan
 
 
@@ -102,7 +103,7 @@ def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None 
         extra = ["--proxy-url", f"http://{run_proxy}"]
     up = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--reconciler", "none", "--nodes", "2",
                            "--state-dir", str(state), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, start_new_session=True)
+                          text=True, start_new_session=True, preexec_fn=die_with_parent)
     operator: subprocess.Popen[str] | None = None
     try:
         _wait_for_line(up, "lab ready", 120)
@@ -122,7 +123,8 @@ def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None 
         operator = subprocess.Popen(
             [sys.executable, "-m", "proxyfleet.harness", "reconcile", "--kubeconfig", str(lab.kubeconfig),
              "--ssh-port", str(lab.ssh_port), "--resync-seconds", "10", "--variant", variant],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            preexec_fn=die_with_parent)
         _wait_for_line(operator, "reconciling Windows instances", 60)
         yield lab
     finally:
