@@ -88,6 +88,25 @@ def _wait_for_line(process: subprocess.Popen[str], text: str, within: float) -> 
     return seen
 
 
+def _start_up(state: Path, extra: list[str], within: float = 180.0) -> subprocess.Popen[str]:
+    """``proxyfleet up``, ready. A lab on the well-known block (``--proxy-url``) waits, with a
+    deadline, while another lab on this machine holds that block (another run's, or one still
+    letting go of it)."""
+    deadline = time.monotonic() + within
+    while True:
+        up = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--reconciler", "none", "--nodes",
+                               "2", "--state-dir", str(state), *extra], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=die_with_parent)
+        try:
+            _wait_for_line(up, "lab ready", 120)
+            return up
+        except AssertionError as failure:
+            _stop(up)
+            if "in use by running labs" not in str(failure) or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)  # the block is another lab's: ask again
+
+
 @contextmanager
 def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None = None) -> Iterator[OutsideLab]:
     """``proxyfleet up --reconciler none`` and ``proxyfleet reconcile`` (the "operator"), each its own
@@ -101,12 +120,9 @@ def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None 
         address, port = run_proxy.rsplit(":", 1)
         placeholder = socket.create_server((address, int(port)))
         extra = ["--proxy-url", f"http://{run_proxy}"]
-    up = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "up", "--reconciler", "none", "--nodes", "2",
-                           "--state-dir", str(state), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, start_new_session=True, preexec_fn=die_with_parent)
+    up = _start_up(state, extra)
     operator: subprocess.Popen[str] | None = None
     try:
-        _wait_for_line(up, "lab ready", 120)
         proxy_files = None
         if placeholder is not None:
             placeholder.close()
