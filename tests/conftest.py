@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import fcntl
+import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -76,3 +79,24 @@ def squid_image() -> str:
         return debian_image(SQUID_IMAGE, SQUID_PACKAGES)
     except ImageUnavailable as exc:
         pytest.skip(f"needs a container engine and a Squid image: {exc}")
+
+
+@pytest.fixture
+def well_known_block() -> Iterator[None]:
+    """Held for the whole of a test whose lab takes the machine's one well-known address block (a
+    ``--proxy-url`` lab), so two such tests on different xdist workers run one after the other.
+    (``xdist_group`` would say the same, but pytest-xdist 3.8 under pytest 9 does not group.)"""
+    with open(Path(tempfile.gettempdir()) / "proxyfleet-tests-well-known-block.lock", "w") as handle:
+        deadline = time.monotonic() + 900
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("another test kept the well-known address block for 15 minutes") from None
+                time.sleep(0.5)  # the other test holds it: ask again
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -239,7 +239,7 @@ def _worker_address() -> str:
 
 @needs_real_ports
 @pytest.mark.slow
-@pytest.mark.xdist_group("well-known-lab-block")  # `up --proxy-url` takes the one well-known block
+@pytest.mark.usefixtures("well_known_block")  # `up --proxy-url` takes the one well-known block
 def test_the_runs_own_proxy_attributes_every_flow(tmp_path: Path) -> None:
     with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
         report = tmp_path / "r.json"
@@ -260,7 +260,7 @@ def test_the_runs_own_proxy_attributes_every_flow(tmp_path: Path) -> None:
 
 @needs_real_ports
 @pytest.mark.slow
-@pytest.mark.xdist_group("well-known-lab-block")
+@pytest.mark.usefixtures("well_known_block")
 @pytest.mark.parametrize("how", ["process", "image"])
 def test_a_vendors_proxy_the_run_starts_is_judged_by_its_access_log(tmp_path: Path, request: pytest.FixtureRequest,
                                                                     how: str) -> None:

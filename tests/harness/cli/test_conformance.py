@@ -313,7 +313,7 @@ def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: st
 
 @needs_squid
 @pytest.mark.slow
-@pytest.mark.xdist_group("well-known-lab-block")  # a --proxy-url lab takes the one well-known block
+@pytest.mark.usefixtures("well_known_block")  # a --proxy-url lab takes the one well-known block
 async def test_a_proxy_already_running_is_used_by_url(tmp_path: Path) -> None:
     # The vendor starts Squid by hand with the lab's well-known hosts file and egress address
     # (`proxyfleet hosts`), with a TLS listener whose certificate for the lab's proxy name comes
