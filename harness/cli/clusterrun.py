@@ -21,10 +21,12 @@ from rich.console import Console
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.core.secretfiles import write_private
-from proxyfleet.harness.cli.runproxy import RunProxySpec, parse_listen
+from proxyfleet.harness.cli.runproxy import RunProxySpec
 from proxyfleet.harness.conformance.clustertarget import RUN_CA, ClusterTarget, ClusterTargetError, parse_instance
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
+from proxyfleet.harness.lab.vendor import VendorProxyError, parse_listen
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+from proxyfleet.simulators.network import ClusterEndpoint
 
 # The workflows an existing cluster can run (the others need the lab: an install, faults, drift …).
 CLUSTER_WORKFLOWS = ("runtime-add", "change", "remove")
@@ -121,13 +123,13 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
     run_proxy = None
     if proxy.listen:
         try:
-            address, port = parse_listen(proxy.listen)
-        except ValueError as exc:
+            listen = parse_listen(proxy.listen, ClusterEndpoint)
+        except VendorProxyError as exc:
             raise click.UsageError(str(exc)) from None
         if proxy.ca_file is not None and not vendor:
             raise click.UsageError("--proxy-ca: the run's own proxy (--proxy-listen) intercepts with a CA the run "
                                    "makes and publishes; --proxy-ca names the CA of a vendor's or a running proxy")
-        run_proxy = RunProxySpec(address, port, run_proxy_options["proxy_hosts"], run_proxy_options["proxy_egress"],
+        run_proxy = RunProxySpec(listen, run_proxy_options["proxy_hosts"], run_proxy_options["proxy_egress"],
                                  run_proxy_options["proxy_upstream_ca"], command=proxy.command, image=proxy.image,
                                  config_files=tuple(proxy.config), user=proxy.user, access_log=proxy.access_log,
                                  own_etc_hosts=proxy.own_etc_hosts)

@@ -324,7 +324,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
                     raise click.ClickException(f"{run_proxy.describe()} did not start: {exc}") from None
                 cluster.proxy_ca_pems.extend(started.ca_pems)
                 cluster.proxy_flow_log, cluster.proxy_access_log = started.flow_log, started.access_log
-                cluster.proxy_listen = f"{run_proxy.address}:{run_proxy.port}"
+                cluster.proxy_listen = run_proxy.authority
                 console.print(f"started {run_proxy.describe()}")
             stack.enter_context(cluster_restored(cluster, scratch, console))
             options = RunOptions(nodes=len(cluster.instances), variant="the cluster's own", workflows=workflows,

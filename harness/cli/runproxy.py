@@ -19,7 +19,7 @@ import certifi
 import trustme
 
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
-from proxyfleet.simulators.network import ClusterEndpoint
+from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 
 START_LIMIT = 90.0
@@ -32,8 +32,7 @@ class RunProxySpec:
     """Where and how the run's proxy runs (checked before anything starts). ``command``/``image``:
     a vendor's proxy, with the lab's meaning of those options; else the run's mitmdump."""
 
-    address: str
-    port: int
+    listen: Endpoint  # a ClusterEndpoint: the user's network, not held to loopback
     hosts_file: Path | None = None
     egress_address: str | None = None
     upstream_ca: Path | None = None
@@ -46,9 +45,14 @@ class RunProxySpec:
     own_etc_hosts: bool = False
 
     @property
+    def authority(self) -> str:
+        """``ADDR:PORT`` as ``--proxy-listen`` takes it (``[v6]:PORT``)."""
+        host = f"[{self.listen.address}]" if ":" in self.listen.address else self.listen.address
+        return f"{host}:{self.listen.port}"
+
+    @property
     def url(self) -> str:
-        host = f"[{self.address}]" if ":" in self.address else self.address
-        return f"http://{host}:{self.port}"
+        return f"http://{self.authority}"
 
     @property
     def vendor(self) -> bool:
@@ -57,16 +61,7 @@ class RunProxySpec:
     def describe(self) -> str:
         what = (f"a vendor's proxy ({'image ' + self.image if self.image else 'command'})" if self.vendor
                 else "the run's own mitmdump")
-        return f"{what} on {self.address}:{self.port}"
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``ADDR:PORT`` (``[v6]:PORT`` too); raises ValueError naming what is wrong."""
-    address, sep, port = text.rpartition(":")
-    address = address.strip("[]")
-    if not sep or not address or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--proxy-listen {text!r}: expected ADDRESS:PORT (e.g. 10.0.0.9:3128)")
-    return address, int(port)
+        return f"{what} on {self.authority}"
 
 
 class RunProxy:
@@ -80,7 +75,7 @@ class RunProxy:
         self.vendor: VendorProxy | None = None
         if spec.vendor:
             self.vendor = VendorProxy(VendorProxySettings(
-                state_dir=state_dir, listen=ClusterEndpoint(spec.address, spec.port),
+                state_dir=state_dir, listen=spec.listen,
                 egress_address=spec.egress_address or "",
                 hosts_text=spec.hosts_file.read_text() if spec.hosts_file else NO_HOSTS,
                 command=spec.command, config_files=list(spec.config_files), ca_pem=spec.vendor_ca_pem,
@@ -89,8 +84,8 @@ class RunProxy:
         else:
             self.ca = trustme.CA(organization_name="proxyfleet run proxy", key_type=trustme.KeyType.RSA)
             self.server = ProxyServer(ProxySettings(
-                state_dir=state_dir, network=None, upstream_ca_pem=upstream, listen_address=spec.address,
-                egress_address=spec.egress_address, port=spec.port, mitm_ca=self.ca, hosts_file=spec.hosts_file))
+                state_dir=state_dir, network=None, upstream_ca_pem=upstream, listen_address=spec.listen.address,
+                egress_address=spec.egress_address, port=spec.listen.port, mitm_ca=self.ca, hosts_file=spec.hosts_file))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="run-proxy", daemon=True)
 

@@ -13,6 +13,7 @@ from typing import Any
 import asyncssh
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE
+from proxyfleet.core.knownhosts import KnownHosts, KnownHostsError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.core.secretfiles import write_private
 
@@ -43,6 +44,11 @@ class ClusterDestination:
         if self.image:
             return self.text.split("/", 1)[0]
         return self.text.split("://", 1)[-1].split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The host without a port, as a proxy logs it."""
+        return urllib.parse.urlsplit(f"//{self.host}").hostname or self.host
 
     @property
     def route_url(self) -> str:
@@ -118,15 +124,10 @@ class ClusterTarget:
         if self.known_hosts is None:
             return {}
         try:
-            known = asyncssh.import_known_hosts(self.known_hosts.read_text())
-        except (OSError, ValueError, asyncssh.Error) as exc:
+            known = KnownHosts(self.known_hosts)
+        except KnownHostsError as exc:
             raise ClusterTargetError(f"--ssh-known-hosts {self.known_hosts}: {exc}") from None
-        pins = {}
-        for address in addresses:
-            keys = known.match(address, address, self.ssh_port)[0]
-            if keys:
-                pins[address] = keys[0].export_public_key("openssh").decode().strip()
-        return pins
+        return {address: keys[0] for address in addresses if (keys := known.keys(address, self.ssh_port))}
 
     def read_baselines(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
         """Each node's own Root thumbprints and files, as an earlier scenario of the run saw them."""

@@ -11,11 +11,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
-import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +20,11 @@ from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.harness.conformance.expectations import Expected
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.harness.lab import Lab
-from proxyfleet.harness.lab.squidlog import read_native
-from proxyfleet.harness.lab.vendor import VendorProxy, open_connections
+from proxyfleet.harness.lab.squidlog import read_native_file
+from proxyfleet.harness.lab.vendor import VendorProxy, wait_until_closed
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
-from proxyfleet.simulators.proxy.runner import ProxyServer
+from proxyfleet.simulators.proxy.runner import ProxyServer, read_flow_log
 
 # The checks only the lab's simulators can feed, and why a real cluster cannot (shown as the
 # reason of each ``skipped`` result).
@@ -140,30 +136,17 @@ class ClusterEvidence:
         self.access_log = access_log  # a vendor's proxy the run started: its native log
         self.listen = listen
 
-    async def settle(self, within: float = 5.0) -> None:
+    async def settle(self) -> None:
         """A vendor's proxy may log a tunnel only when it closes (Squid): wait, with a deadline,
-        until no connection to it is open. The run's mitmdump logs as it goes."""
-        if self.access_log is None or self.listen is None:
-            return
-        deadline = time.monotonic() + within
-        while open_connections(self.listen):
-            if time.monotonic() > deadline:
-                return  # a connection that stays open: judge what is logged
-            await asyncio.sleep(0.02)
+        until no connection to it is open (one that stays open: judge what is logged). The run's
+        mitmdump logs as it goes."""
+        if self.access_log is not None and self.listen is not None:
+            await wait_until_closed([self.listen])
 
     def _flows(self) -> list[dict[str, Any]]:
         if self.access_log is not None:
-            try:
-                return read_native(self.access_log.read_text(errors="replace").splitlines())
-            except OSError:
-                return []
-        if self.flow_log is None or not self.flow_log.exists():
-            return []
-        records = []
-        for line in self.flow_log.read_text().splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                records.append(json.loads(line))
-        return records
+            return read_native_file(self.access_log)
+        return read_flow_log(self.flow_log) if self.flow_log is not None else []
 
     def marks(self) -> dict[str, int]:
         return {"run-proxy": len(self._flows())}

@@ -62,6 +62,7 @@ from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResul
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
 from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
+from proxyfleet.harness.lab.vendor import parse_listen
 from proxyfleet.simulators.network import ClusterEndpoint
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -156,10 +157,7 @@ class Conformance:
                 raise ValueError("a judge needs a lab or a cluster")
             self.api = api_client(cluster.kubeconfig)
             self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
-            listen = None
-            if cluster.proxy_listen:
-                address, _, port = cluster.proxy_listen.rpartition(":")
-                listen = ClusterEndpoint(address.strip("[]"), int(port))
+            listen = parse_listen(cluster.proxy_listen, ClusterEndpoint) if cluster.proxy_listen else None
             self.evidence = ClusterEvidence(cluster.proxy_flow_log, cluster.proxy_access_log, listen)
         self.cordons = CordonTimeline(self.api)
         self.instances: list[str] = []
@@ -750,7 +748,7 @@ class Conformance:
 
     @staticmethod
     def _lab_only(check: str) -> checks.Verdict:
-        return checks.Verdict.skip(checks_expected(check), LAB_ONLY[check])
+        return checks.Verdict.skip(CHECK_FAMILIES[check], LAB_ONLY[check])
 
     @staticmethod
     def _record(step: Step, address: str, check: str, verdict: checks.Verdict) -> None:
@@ -895,7 +893,7 @@ class Conformance:
         reason = ("the node's own Root store and files are not known: the cluster had a proxy when the run "
                   "began (recorded once the node converges without one)")
         for check in ("certificates", "files"):
-            record(check, checks.Verdict.skip(checks_expected(check), reason))
+            record(check, checks.Verdict.skip(CHECK_FAMILIES[check], reason))
         if problem is None and not self._targets[address].configured and self.cluster is not None:
             self.baseline_roots[address], self.baseline_files[address] = state.root, state.files
             self.unknown_baseline.discard(address)
@@ -914,7 +912,7 @@ class Conformance:
             if destination is None:
                 option = {"pull-internet": "--internet-image", "pull-intranet": "--intranet-image",
                           "fetch-http": "--http-url"}[check]
-                record(check, checks.Verdict.skip(checks_expected(check), f"no destination given ({option})"))
+                record(check, checks.Verdict.skip(CHECK_FAMILIES[check], f"no destination given ({option})"))
                 continue
             record(check, self._cluster_traffic(address, destination, target, pulls[destination.text], evidence))
         api_flows = None
@@ -922,8 +920,9 @@ class Conformance:
             api_flows = sum(1 for f in evidence.step_flows.get(address, []) if f.get("host") == self._api_host)
         record("node-ready", checks.node_ready(node_object, api_flows, self._api_host or "the API server",
                                                address in self.admin_cordoned))
-        for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
-            record(check, self._lab_only(check))
+        for check in LAB_ONLY:
+            if check != "disruption-budget":  # recorded with the step's members (``_verify``)
+                record(check, self._lab_only(check))
 
     def _cluster_traffic(self, address: str, destination: ClusterDestination, target: Expected,
                          result: PullResult, evidence: Evidence) -> checks.Verdict:
@@ -934,8 +933,7 @@ class Conformance:
         if not evidence.routes_observed:
             return checks.outcome_only(destination.text, action, route, checks.PullEvidence(result.ok, result.output),
                                        network_decides=network_decides)
-        host = destination.host.rsplit(":", 1)[0] if destination.host.count(":") == 1 else destination.host
-        flows = tuple((True, f) for f in evidence.run_proxy_flows.get(address, []) if f.get("host") == host)
+        flows = tuple((True, f) for f in evidence.run_proxy_flows.get(address, []) if f.get("host") == destination.name)
         seen = checks.PullEvidence(result.ok, result.output, flows)
         return checks.at_run_proxy(destination.text, action, route, seen, self.cluster.is_run_proxy(route.proxy),
                                    network_decides)
@@ -986,11 +984,6 @@ class Conformance:
             ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
             found.append(checks.OutageEvidence(outage.at_down, outage.at_up, ok, text))
         return found
-
-
-def checks_expected(check: str) -> str:
-    """What a check proves (its family's description), as a skipped result's expectation."""
-    return CHECK_FAMILIES[check]
 
 
 def _node_name(nodes: dict[str, dict[str, Any]], address: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,6 +60,17 @@ def parse_native(line: str) -> dict[str, Any]:
                   # The proxy read the request itself: in plain HTTP, or inside a TLS it bumped.
                   intercepted=True)
     return record
+
+
+def read_native_file(path: Path | None) -> list[dict[str, Any]]:
+    """A native access log file's records (none when there is no file, or it cannot be read)."""
+    if path is None:
+        return []
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    return read_native(text.splitlines())
 
 
 def read_native(lines: Iterable[str]) -> list[dict[str, Any]]:

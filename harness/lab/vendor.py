@@ -40,7 +40,7 @@ from proxyfleet.core.lifecycle import die_with_parent, terminate_group
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.secretfiles import open_private_append, write_private
 from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
-from proxyfleet.harness.lab.squidlog import read_native
+from proxyfleet.harness.lab.squidlog import read_native_file
 from proxyfleet.harness.lab.vendorcontainer import ContainerError, ProxyContainer
 from proxyfleet.simulators.network import Endpoint
 
@@ -130,15 +130,27 @@ class VendorProxySpec:
         return f"vendor proxy ({how}; {mode}{'; Basic authentication' if self.auth else ''}{tls})"
 
 
-def parse_listen(text: str) -> Endpoint:
-    """``ADDR:PORT`` (``[::1]:PORT`` for IPv6) as a loopback endpoint."""
+def parse_listen(text: str, kind: type[Endpoint] = Endpoint) -> Endpoint:
+    """``ADDR:PORT`` (``[::1]:PORT`` for IPv6) as an endpoint of ``kind``: the lab's (loopback only),
+    or ``ClusterEndpoint`` for an address of an existing cluster's network."""
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
         raise VendorProxyError(f"--proxy-listen {text!r} is not ADDRESS:PORT")
     try:
-        return Endpoint(host.strip("[]"), int(port))
+        return kind(host.strip("[]"), int(port))
     except ValueError as exc:
         raise VendorProxyError(f"--proxy-listen {text!r}: {exc}") from None
+
+
+async def wait_until_closed(endpoints: list[Endpoint], deadline_seconds: float = 5.0) -> bool:
+    """Wait, with a deadline, until no client connection to any of ``endpoints`` is open (a proxy
+    that logs a tunnel when it closes has then logged every one so far). False if one stays open."""
+    deadline = time.monotonic() + deadline_seconds
+    while any(open_connections(endpoint) for endpoint in endpoints):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
 
 
 def fill(text: str, values: dict[str, str]) -> str:
@@ -250,24 +262,12 @@ class VendorProxy:
 
     def flows(self) -> list[dict[str, Any]]:
         """The proxy's own access log as flow records (empty when it writes none we can read)."""
-        path = self.access_log_path
-        if path is None:
-            return []
-        try:
-            text = path.read_text(errors="replace")
-        except OSError:
-            return []
-        return read_native(text.splitlines())
+        return read_native_file(self.access_log_path)
 
     async def settle(self, deadline_seconds: float = 5.0) -> bool:
         """Wait until no client connection to the proxy is open, so every transaction so far has
         its access-log line (Squid writes a tunnel's when it closes). False if one stays open."""
-        deadline = time.monotonic() + deadline_seconds
-        while any(open_connections(endpoint) for endpoint in self.endpoints):
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.02)
-        return True
+        return await wait_until_closed(self.endpoints, deadline_seconds)
 
     # --- lifecycle ----------------------------------------------------------------------------
 

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncssh
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from proxyfleet.core.knownhosts import KnownHosts as KnownHostsFile
+from proxyfleet.core.knownhosts import KnownHostsError
 
 PINS_CONFIGMAP = "proxyfleet-ssh-host-keys"
 # ConfigMap keys allow [-._a-zA-Z0-9]; instance addresses (DNS names, IPv4) fit as they are.
@@ -47,20 +49,14 @@ class Expectation:
     first_contact: bool
 
 
-class KnownHosts:
-    """A strict OpenSSH ``known_hosts`` file."""
+class KnownHosts(KnownHostsFile):
+    """A strict OpenSSH ``known_hosts`` file; one that cannot be read is a policy error."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         try:
-            self._known = asyncssh.import_known_hosts(path.read_text())
-        except (OSError, ValueError, asyncssh.Error) as exc:
-            raise HostKeyPolicyError("InvalidKnownHosts", f"cannot read known hosts {path}: {exc}") from None
-
-    def keys(self, address: str, port: int) -> list[str]:
-        """The keys listed for ``address`` (``[address]:port`` entries first, as OpenSSH does)."""
-        host_keys = self._known.match(address, address, port)[0]
-        return [k.export_public_key("openssh").decode().strip() for k in host_keys]
+            super().__init__(path)
+        except KnownHostsError as exc:
+            raise HostKeyPolicyError("InvalidKnownHosts", str(exc)) from None
 
 
 class HostKeyPins:

@@ -54,6 +54,17 @@ def _free_port(address: str) -> int:
         return port
 
 
+def read_flow_log(path: Path) -> list[dict[str, Any]]:
+    """The addon's JSON-lines flow log (a line still being written is skipped)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            records.append(json.loads(line))
+    return records
+
+
 @dataclass
 class ProxySettings:
     """``network`` None: a proxy started for an existing cluster, which resolves upstream names
@@ -261,10 +272,4 @@ class ProxyServer:
     # --- what happened --------------------------------------------------------------------------
 
     def flows(self) -> list[dict[str, Any]]:
-        if not self.flow_log_path.exists():
-            return []
-        records = []
-        for line in self.flow_log_path.read_text().splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                records.append(json.loads(line))
-        return records
+        return read_flow_log(self.flow_log_path)

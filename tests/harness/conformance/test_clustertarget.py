@@ -27,6 +27,7 @@ def test_each_named_destination_feeds_its_check(tmp_path: Path) -> None:
     assert found["pull-internet"].host == "quay.io" and found["pull-internet"].internet
     assert found["pull-internet"].route_url == "https://quay.io/v2/" and found["pull-internet"].client == "go"
     assert found["pull-intranet"].host == "registry.corp.example:5000" and not found["pull-intranet"].internet
+    assert (found["pull-intranet"].name, found["pull-internet"].name) == ("registry.corp.example", "quay.io")
     assert found["fetch-http"].host == "downloads.example.com" and found["fetch-http"].client == "curl"
     assert found["fetch-http"].route_url == "http://downloads.example.com/file.txt"
     assert _target(tmp_path).destinations() == []
