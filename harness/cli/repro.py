@@ -26,7 +26,7 @@ from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
 from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
 from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
-from proxyfleet.harness.conformance.judge import INTERNET_IMAGE, INTRANET_IMAGE
+from proxyfleet.harness.conformance.labevidence import INTERNET_IMAGE, INTRANET_IMAGE
 from proxyfleet.harness.conformance.results import ConformanceRun
 from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.reconciler import VARIANTS

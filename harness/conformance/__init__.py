@@ -4,7 +4,8 @@
 check; ``report`` turns a run's results into JSON, JUnit XML and HTML.
 """
 
-from proxyfleet.harness.conformance.judge import Conformance, Step
+from proxyfleet.harness.conformance.evidence import Step
+from proxyfleet.harness.conformance.judge import Conformance
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ScenarioResult
 
 __all__ = ["CHECK_FAMILIES", "CheckResult", "Conformance", "ScenarioResult", "Step"]

@@ -7,7 +7,7 @@ import binascii
 import datetime as dt
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -240,6 +240,33 @@ def at_run_proxy(what: str, action: str, route: Route, seen: PullEvidence, throu
                    if seen.ok else f"{outcome}; no flow at the run's proxy")
 
 
+@dataclass(frozen=True)
+class TrafficEvidence:
+    """One pull's or fetch's evidence and how much of its path it shows: ``lab`` (every proxy's and
+    origin's log, the firewall: ``firewalled``, ``proxy_down``), ``run-proxy`` (the log of the proxy
+    an existing cluster's run started: ``through_run_proxy``) or ``outcome`` (no log is the run's).
+    ``network_decides``: a direct route to an internet destination on a network the run does not
+    own, which may allow it or not."""
+
+    seen: PullEvidence
+    observed_by: Literal["lab", "run-proxy", "outcome"]
+    firewalled: bool = False
+    proxy_down: bool = False
+    through_run_proxy: bool = False
+    network_decides: bool = False
+
+
+def traffic(what: str, image: bool, route: Route, evidence: TrafficEvidence) -> Verdict:
+    """One pull (``image``) or fetch judged on the route its client takes, by the evidence there is."""
+    if evidence.observed_by == "lab":
+        return destination(what, image, route, evidence.firewalled, evidence.seen, evidence.proxy_down)
+    action = "pull" if image else "fetch"
+    if evidence.observed_by == "run-proxy":
+        return at_run_proxy(what, action, route, evidence.seen, evidence.through_run_proxy,
+                            evidence.network_decides)
+    return outcome_only(what, action, route, evidence.seen, network_decides=evidence.network_decides)
+
+
 def all_of(verdicts: Sequence[Verdict]) -> Verdict:
     """Several verdicts as one check: it passes when each does; the texts list them all."""
     return Verdict(all(v.ok for v in verdicts), "; ".join(v.expected for v in verdicts),
@@ -401,6 +428,15 @@ def disruption_budget(address: str, budget: int, instances: int, down: Peak, cor
     if problems:
         return Verdict(False, expected, "; ".join(problems))
     return Verdict(True, expected, f"at most {down.count} down and {cordoned.count} cordoned at once")
+
+
+def firewall_bypasses(refused: Iterable[str], origin_routes: Mapping[str, tuple[str, str]],
+                      route: Callable[[str, str], Route]) -> list[str]:
+    """The origins that refused a node's direct connection (``refused``) although the cluster sends
+    the node there through a proxy (``route(url, client)``, for each origin's URL and client). One
+    the cluster sends direct (no proxy yet, or in NO_PROXY) is the network's doing, judged by the
+    traffic checks; an origin of unknown route counts."""
+    return [o for o in refused if o not in origin_routes or route(*origin_routes[o]).proxy is not None]
 
 
 def firewall(bypasses: list[str]) -> Verdict:

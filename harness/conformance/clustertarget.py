@@ -16,6 +16,7 @@ from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.core.knownhosts import KnownHosts, KnownHostsError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.conformance.evidence import ProbedDestination
 
 # The trusted CA ConfigMap (in openshift-config) the run writes; saved and put back (deleted when
 # it did not exist) like every object the run changes.
@@ -27,37 +28,6 @@ FORMAT = "proxyfleet-cluster-run/v1"
 
 class ClusterTargetError(ValueError):
     """The cluster run's settings are unusable (a missing key file, a malformed instance …)."""
-
-
-@dataclass(frozen=True)
-class ClusterDestination:
-    """A real destination the traffic checks use: ``internet`` says whether the corporate network
-    (not the cluster) decides whether a node may reach it directly."""
-
-    check: str  # the check it feeds: pull-internet, pull-intranet, fetch-http
-    text: str  # an image reference or a URL
-    image: bool
-    internet: bool
-
-    @property
-    def host(self) -> str:
-        if self.image:
-            return self.text.split("/", 1)[0]
-        return self.text.split("://", 1)[-1].split("/", 1)[0]
-
-    @property
-    def name(self) -> str:
-        """The host without a port, as a proxy logs it."""
-        return urllib.parse.urlsplit(f"//{self.host}").hostname or self.host
-
-    @property
-    def route_url(self) -> str:
-        """The URL whose route the node's client decides (a registry's API for an image)."""
-        return f"https://{self.host}/v2/" if self.image else self.text
-
-    @property
-    def client(self) -> str:
-        return "go" if self.image else "curl"
 
 
 @dataclass
@@ -101,15 +71,15 @@ class ClusterTarget:
         mine, theirs = urllib.parse.urlsplit(self.proxy_url), urllib.parse.urlsplit(url)
         return (mine.hostname, mine.port) == (theirs.hostname, theirs.port)
 
-    def destinations(self) -> list[ClusterDestination]:
+    def destinations(self) -> list[ProbedDestination]:
         """The traffic checks' destinations the user named (each check without one is skipped)."""
         found = []
         if self.internet_image:
-            found.append(ClusterDestination("pull-internet", self.internet_image, True, True))
+            found.append(ProbedDestination("pull-internet", self.internet_image, True, True))
         if self.intranet_image:
-            found.append(ClusterDestination("pull-intranet", self.intranet_image, True, False))
+            found.append(ProbedDestination("pull-intranet", self.intranet_image, True, False))
         if self.http_url:
-            found.append(ClusterDestination("fetch-http", self.http_url, False, True))
+            found.append(ProbedDestination("fetch-http", self.http_url, False, True))
         return found
 
     def ssh_key(self) -> asyncssh.SSHKey:

@@ -1,30 +1,33 @@
-"""What a step leaves behind, read once per step, through one seam with two sources:
+"""What the judge may know of a step beyond the API and its SSH probes, through one seam.
 
-* ``LabEvidence``: the embedded lab's proxies' flow logs, the origins' access logs and the
-  firewall's refusals since the step began, grouped by the node they came from — and, through the
-  lab's simulators, what no real host shows (``LAB_ONLY``);
-* ``ClusterEvidence``: an existing cluster judged from outside, whose origins are not the run's,
-  nor its proxy unless the run started it (``--proxy-listen``: then that proxy's flow log). The
-  judge reads the API and the nodes over SSH, and each check that needs more reports ``skipped``
-  with the reason (``LAB_ONLY``, or why a traffic outcome proves no route), never ``passed``.
+The judge reads the cluster's API and probes the nodes over SSH itself, the same way on the lab and
+on an existing cluster. Everything else comes from an ``EvidenceSource``, of which there are two:
+
+* ``ClusterEvidence`` (``clusterevidence``): an existing cluster judged from outside. Its origins
+  are not the run's, nor its proxy unless the run started one (then that proxy's log);
+* ``LabEvidence`` (``labevidence``): the embedded lab, which adds what only a simulator can show —
+  every proxy's and origin's log, the egress firewall's refusals, the services' process
+  environments, each reboot's exact edges, the Root stores' removal history, the API server's
+  record of evictions.
+
+A source that cannot show something says so by leaving it out (``Evidence.hosts`` is None, a
+traffic outcome is "outcome only"): the check that needs it reports ``skipped`` with the reason
+(``LAB_ONLY``), never ``passed``. The checks themselves are pure functions (``checks``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import urllib.parse
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from proxyfleet.core.contract import PROXY_VARIABLES
-from proxyfleet.harness.conformance.expectations import Expected
+from proxyfleet.core.imagereference import parse_image
+from proxyfleet.harness.conformance.checks import TrafficEvidence
+from proxyfleet.harness.conformance.expectations import Expected, Route
+from proxyfleet.harness.conformance.probe import PullResult
 from proxyfleet.harness.conformance.results import CheckResult
-from proxyfleet.harness.lab import Lab
-from proxyfleet.harness.lab.squidlog import read_native_file
-from proxyfleet.harness.lab.vendor import VendorProxy, wait_until_closed
-from proxyfleet.simulators.network import Endpoint
-from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
-from proxyfleet.simulators.proxy.runner import ProxyServer, read_flow_log
 
 # The checks only the lab's simulators can feed, and why a real cluster cannot (shown as the
 # reason of each ``skipped`` result).
@@ -37,22 +40,93 @@ LAB_ONLY: dict[str, str] = {
     "disruption-budget": "needs lab evidence: the exact moments each reboot went down and came back",
 }
 UNCONFIGURED = Expected(dict.fromkeys(PROXY_VARIABLES), {}, {})
-# The destinations a step's traffic checks use: the two registries pulled from, the plain-HTTP site.
-PROBED_HOSTS = (INTERNET_REGISTRY, INTRANET_REGISTRY, INTERNET_HTTP_SITE)
+# The traffic checks every member feeds after each step, and the option that names an existing
+# cluster's destination for each (without one the check is skipped, saying so).
+TRAFFIC_CHECKS: dict[str, str] = {"pull-internet": "--internet-image", "pull-intranet": "--intranet-image",
+                                  "fetch-http": "--http-url"}
+
+
+@dataclass(frozen=True)
+class ProbedDestination:
+    """Somewhere every member sends traffic after each step: an image pulled by containerd or a URL
+    fetched by curl.exe. ``internet``: only a proxy may reach it (the network, not the cluster,
+    decides whether a node may reach it directly)."""
+
+    check: str  # the check it feeds: one of TRAFFIC_CHECKS, or "destinations" (a customer's own)
+    text: str  # an image reference or a URL
+    image: bool
+    internet: bool
+
+    @property
+    def host(self) -> str:
+        """Where the node's client connects: a registry (containerd's reading of the reference) or
+        the URL's host, with its port if it names one."""
+        if self.image:
+            return parse_image(self.text).host
+        return urllib.parse.urlsplit(self.text).netloc.rpartition("@")[2]
+
+    @property
+    def name(self) -> str:
+        """The host without a port, as proxies and origins log it."""
+        return urllib.parse.urlsplit(f"//{self.host}").hostname or self.host
+
+    @property
+    def route_url(self) -> str:
+        """The URL whose route the node's client decides (a registry's API for an image)."""
+        return f"https://{self.host}/v2/" if self.image else self.text
+
+    @property
+    def client(self) -> str:
+        """Whose NO_PROXY reading decides the route: containerd's (Go) or curl.exe's."""
+        return "go" if self.image else "curl"
+
+
+@dataclass(frozen=True)
+class OutageRecord:
+    """One reboot (or spell off the network) of a host: when its SSH went down and came back, the
+    Node's cordon at each edge as the lab saw it at that instant, and the pods a drain should have
+    moved that were still bound to the node as it went down (None: not recorded)."""
+
+    down_at: dt.datetime
+    up_at: dt.datetime | None
+    at_down: bool | None = None
+    at_up: bool | None = None
+    pods_at_down: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class HostRecord:
+    """What only a simulator shows of one host, for one step."""
+
+    service_environments: dict[str, dict[str, str] | None]  # egress service -> its process environment
+    boots: int  # boots since the step began
+    outages: tuple[OutageRecord, ...]  # since the step began
+    root_removed: frozenset[str]  # thumbprints taken out of its Root store since the step began
+    commands: int  # SSH commands run on it so far (a host whose key changed must get none)
+    listening: bool  # its SSH answers now
 
 
 @dataclass
 class Evidence:
-    """What the proxies and origins saw during a step, grouped by node address."""
+    """What a step left behind beyond the API and the probes, grouped by node address."""
 
-    pull_flows: dict[str, list[tuple[ProxyServer | VendorProxy, dict[str, Any]]]] = field(default_factory=dict)
+    # Flows since the marks (the pulls and fetches): (the proxy that logged it, the flow)
+    pull_flows: dict[str, list[tuple[object, dict[str, Any]]]] = field(default_factory=dict)
     step_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # since the step began
     origin_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> source -> requests
-    violations: dict[str, list[str]] = field(default_factory=dict)  # source -> refused origins
-    # False: no log of any proxy or origin is the run's (traffic checks judge outcomes only)
+    violations: dict[str, list[str]] = field(default_factory=dict)  # source -> origins that refused it
+    # False: no proxy's log is the run's (the traffic checks judge outcomes only, the kubelet's
+    # route is not judged)
     routes_observed: bool = True
-    # An existing cluster's run: the flows of the proxy the run started, by node, since the marks
-    run_proxy_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The lab's records of each host (None: a real host shows none of this)
+    hosts: dict[str, HostRecord] | None = None
+    # Every origin that may refuse a node at the egress firewall: name -> (a URL of it, whose
+    # client's NO_PROXY reading routes it); None: the firewall's refusals are not the run's to see
+    origin_routes: dict[str, tuple[str, str]] | None = None
+    # Node name -> pods deleted against their PodDisruptionBudget since the step began (None: the
+    # API server's record of evictions is the lab's)
+    budget_bypasses: dict[str, list[str]] | None = None
+    budget: int | None = None  # the reconciler's maxUnavailable, where the run knows it
 
 
 @dataclass
@@ -63,11 +137,9 @@ class Step:
     started: dt.datetime
     members: list[str]  # node addresses judged as configured instances
     deconfigured: list[str]
-    boots: dict[str, int]
-    outages: dict[str, int]
-    violations: int
     before: dict[str, Expected]
-    root_removals: dict[str, int]  # how many removals each node's Root store had seen before the step
+    # Where the evidence source's records stood when the step began (``EvidenceSource.positions``)
+    positions: dict[str, int] = field(default_factory=dict)
     expected: Expected = UNCONFIGURED
     drifted: set[str] = field(default_factory=set)  # nodes changed out of band in this step
     absent: list[str] = field(default_factory=list)  # instances off the network for the whole step
@@ -79,86 +151,39 @@ class Step:
     results: list[CheckResult] = field(default_factory=list)
 
 
-class LabEvidence:
-    """Reads the lab's logs: ``marks()`` before the pulls, ``read()`` after them."""
+class EvidenceSource(Protocol):
+    """Where the judge's evidence beyond the API and its probes comes from (see the module's text)."""
 
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        # the lab's probed destinations and a customer's own (repro --destination)
-        self.hosts = tuple(dict.fromkeys([*PROBED_HOSTS, *(d.host for d in lab.settings.destinations)]))
+    api_hosts: tuple[str, ...]  # where nodes reach the API server (empty: not known)
 
-    def proxies(self) -> list[ProxyServer | VendorProxy]:
-        return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
+    def destinations(self) -> list[ProbedDestination]:
+        """Where every member sends traffic after each step."""
+
+    def positions(self) -> dict[str, int]:
+        """Where the records stand now (kept on the step as it begins)."""
+
+    def activity(self, address: str) -> int | None:
+        """A count that grows with everything that can change what a probe of the node shows (None:
+        not known, so every look is a new one)."""
+
+    def listening(self) -> set[str] | None:
+        """The nodes whose SSH answers now (None: not known; an unreachable node says so itself)."""
+
+    def anyone_down(self, excluded: set[str]) -> bool:
+        """Whether a node outside ``excluded`` is down now (a real one shows only as unreachable)."""
 
     async def settle(self) -> None:
-        """Wait until a vendor proxy has logged the connections so far (Squid writes a tunnel's
-        line when it closes); the lab's own proxy logs as it goes."""
-        vendor = self.lab.vendor_proxy
-        if vendor is not None and vendor.running:
-            await vendor.settle()
+        """Wait until what has happened so far is logged."""
 
     def marks(self) -> dict[str, int]:
         """Where each log ends now (what comes after belongs to the pulls and fetches that follow)."""
-        marks = {f"proxy:{id(p)}": len(p.flows()) for p in self.proxies()}
-        for host in self.hosts:
-            marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
-        return marks
 
     def read(self, step: Step, marks: dict[str, int]) -> Evidence:
-        """Each log read once, grouped by the node it came from."""
-        evidence = Evidence()
-        for proxy in self.proxies():
-            flows = proxy.flows()
-            for flow in flows[marks.get(f"proxy:{id(proxy)}", 0):]:
-                evidence.pull_flows.setdefault(str(flow["client"]), []).append((proxy, flow))
-            for flow in flows:
-                if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
-                    evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
-        for host in self.hosts:
-            seen = evidence.origin_sources.setdefault(host, {})
-            for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
-                seen[record.source] = seen.get(record.source, 0) + 1
-        for violation in self.lab.origins.violations()[step.violations:]:
-            evidence.violations.setdefault(violation.source, []).append(violation.origin)
-        return evidence
+        """Each log and record read once for the step."""
 
+    def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
+                evidence: Evidence) -> TrafficEvidence:
+        """What one pull or fetch left behind, and how much of its path the evidence shows."""
 
-class ClusterEvidence:
-    """An existing cluster's evidence source: the run owns no origin, and a proxy only when it
-    started one itself (``flow_log``: that proxy's flow log, read like the lab's); the API and SSH
-    probes are the judge's own."""
-
-    hosts: tuple[str, ...] = ()
-
-    def __init__(self, flow_log: Path | None = None, access_log: Path | None = None,
-                 listen: Endpoint | None = None) -> None:
-        self.flow_log = flow_log
-        self.access_log = access_log  # a vendor's proxy the run started: its native log
-        self.listen = listen
-
-    async def settle(self) -> None:
-        """A vendor's proxy may log a tunnel only when it closes (Squid): wait, with a deadline,
-        until no connection to it is open (one that stays open: judge what is logged). The run's
-        mitmdump logs as it goes."""
-        if self.access_log is not None and self.listen is not None:
-            await wait_until_closed([self.listen])
-
-    def _flows(self) -> list[dict[str, Any]]:
-        if self.access_log is not None:
-            return read_native_file(self.access_log)
-        return read_flow_log(self.flow_log) if self.flow_log is not None else []
-
-    def marks(self) -> dict[str, int]:
-        return {"run-proxy": len(self._flows())}
-
-    def read(self, step: Step, marks: dict[str, int]) -> Evidence:
-        """The run's proxy's flows by node: since the marks (``run_proxy_flows``) and since the
-        step began (``step_flows``)."""
-        evidence = Evidence(routes_observed=self.flow_log is not None or self.access_log is not None)
-        flows = self._flows()
-        for flow in flows[marks.get("run-proxy", 0):]:
-            evidence.run_proxy_flows.setdefault(str(flow["client"]), []).append(flow)
-        for flow in flows:
-            if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
-                evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
-        return evidence
+    def readable_logs(self) -> list[tuple[str, str]]:
+        """(where, text) of logs ordinary users read that the run holds (a credential must not be there)."""

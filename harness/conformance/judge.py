@@ -11,10 +11,12 @@ A scenario acts only as a cluster administrator would (``set_proxy``, ``set_trus
    holds for a quiet period (so a no-op step gives a reconciler time to do something wrong);
 4. runs every check on every node and records a ``CheckResult`` (node, check, expected, observed).
 
-The judge takes its evidence through one seam (``evidence``): on the embedded lab
-(``Conformance(lab)``) from the lab's logs and simulators; on an existing cluster
-(``Conformance(None, cluster=ClusterTarget)``) from the API and SSH probes only, where each check
-that needs what only the lab can show reports ``skipped`` with the reason (``LAB_ONLY``).
+The judge reads the API and probes the nodes over SSH itself; everything else comes through one
+seam, an ``EvidenceSource`` (``evidence``): ``LabEvidence`` on the embedded lab
+(``Conformance(lab)``), ``ClusterEvidence`` on an existing cluster (``Conformance(None,
+cluster=ClusterTarget)``), where each check that needs what only the lab can show reports
+``skipped`` with the reason (``LAB_ONLY``). The checks are pure functions (``checks``); no check
+reads a simulator.
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from cryptography import x509
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import APPLIED, EGRESS_SERVICES, OPERATOR_NAMESPACE, TRUSTED_CA
+from proxyfleet.core.contract import APPLIED, OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.nodessh import NodeError
@@ -41,36 +42,32 @@ from proxyfleet.core.noproxy import redact_url
 from proxyfleet.core.rollout import assess, read_snapshot
 from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.checks import env_text
-from proxyfleet.harness.conformance.clustertarget import ClusterDestination, ClusterTarget
+from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
+from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.cordons import CordonTimeline
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
+    TRAFFIC_CHECKS,
     UNCONFIGURED,
-    ClusterEvidence,
     Evidence,
-    LabEvidence,
+    EvidenceSource,
+    HostRecord,
     Step,
 )
 from proxyfleet.harness.conformance.expectations import (
     Expected,
-    Route,
     certificates_of,
     expected_from_cluster,
     status_matches_spec,
 )
+from proxyfleet.harness.conformance.labevidence import LabEvidence
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
 from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
-from proxyfleet.harness.lab.vendor import parse_listen
-from proxyfleet.simulators.network import ClusterEndpoint
-from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
-INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
-INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
-HTTP_URL = f"http://{INTERNET_HTTP_SITE}/"  # plain HTTP: the route HTTP_PROXY decides
 PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again when no Node changes (a reconciler
 # finishing a node marks its Node, and that brings the next look forward): each look is a full
@@ -143,7 +140,7 @@ class Conformance:
         self.scenario = scenario
         self.converge_timeout = converge_timeout
         self.quiet = quiet
-        self.evidence: LabEvidence | ClusterEvidence
+        self.evidence: EvidenceSource
         self._addresses: list[str] = []
         self._ticks = itertools.count()
         if lab is not None:
@@ -157,8 +154,7 @@ class Conformance:
                 raise ValueError("a judge needs a lab or a cluster")
             self.api = api_client(cluster.kubeconfig)
             self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
-            listen = parse_listen(cluster.proxy_listen, ClusterEndpoint) if cluster.proxy_listen else None
-            self.evidence = ClusterEvidence(cluster.proxy_flow_log, cluster.proxy_access_log, listen)
+            self.evidence = ClusterEvidence(cluster)  # replaced in start(): the API host
         self.cordons = CordonTimeline(self.api)
         self.instances: list[str] = []
         self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
@@ -177,10 +173,6 @@ class Conformance:
         self.unknown_baseline: set[str] = set()
         self._targets: dict[str, Expected] = {}  # what each node should hold now
         self._user_ca: set[str] = set()
-        # The issuer on the origins' certificates (the lab's public CA): what a node is shown
-        # through a tunnelling proxy; an intercepting one shows its own CA instead.
-        self._origin_issuer = x509.load_pem_x509_certificate(
-            lab.public_ca.cert_pem.bytes()).subject.rfc4514_string() if lab is not None else None
         self._old_user_ca: set[str] = set()
         # Every proxy credential this scenario (or the lab's install-config) used: none may leak.
         self._secrets: set[str] = set()
@@ -188,7 +180,6 @@ class Conformance:
             for url in (lab.proxy2_url if lab.proxy2 is not None else "",
                         f"http://{lab.settings.proxy_auth}@proxy" if lab.settings.proxy_auth else ""):
                 self._secrets |= checks.url_secrets(url)
-        self._api_host = ""  # the host nodes reach the API server at (an existing cluster's: read in start())
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -216,13 +207,10 @@ class Conformance:
         return self.lab.fleet.node(address)
 
     def _activity(self, address: str) -> int:
-        """A count that grows with everything that can change what a probe of the node shows:
-        commands run on it (the probe's own included), boots and service starts. A real host
-        offers no such count: every look is then a new one."""
-        if self._lab is None:
-            return next(self._ticks)
-        node = self.node(address)
-        return node.ssh_commands + len(node.boots) + sum(s.start_count for s in node.machine.services.values())
+        """A count that grows with everything that can change what a probe of the node shows (the
+        evidence source's); where it offers none, every look is a new one."""
+        activity = self.evidence.activity(address)
+        return next(self._ticks) if activity is None else activity
 
     async def start(self) -> None:
         """Record each node's out-of-the-box Root store and start watching cordons."""
@@ -275,9 +263,10 @@ class Conformance:
                                strict_host_keys=cluster.known_hosts is not None)
         try:
             url = await asyncio.to_thread(internal_api_url, self.api)
-            self._api_host = urllib.parse.urlsplit(url).hostname or ""
+            api_host = urllib.parse.urlsplit(url).hostname or ""
         except (KubeconfigError, ApiException):  # not OpenShift: the API host goes unnamed
-            self._api_host = ""
+            api_host = ""
+        self.evidence = ClusterEvidence(cluster, (api_host,) if api_host else ())
 
     async def close(self) -> None:
         self.cordons.stop()
@@ -422,14 +411,8 @@ class Conformance:
     # --- a step ----------------------------------------------------------------------------------
 
     def _mark(self, name: str, deconfigured: list[str]) -> Step:
-        step = Step(name=name, started=dt.datetime.now(dt.UTC), members=[], deconfigured=deconfigured,
-                    boots={}, outages={}, violations=0, before=dict(self._targets), root_removals={})
-        if self._lab is not None:  # the lab's records, read from where they stand now
-            step.boots = {n.address: len(n.boots) for n in self.nodes}
-            step.outages = {n.address: len(n.outages) for n in self.nodes}
-            step.violations = len(self._lab.origins.violations())
-            step.root_removals = {n.address: len(n.machine.stores.machine_root.removed) for n in self.nodes}
-        return step
+        return Step(name=name, started=dt.datetime.now(dt.UTC), members=[], deconfigured=deconfigured,
+                    before=dict(self._targets), positions=self.evidence.positions())
 
     async def step(self, name: str, action: Callable[[], Awaitable[None]] | None = None,
                    deconfigure: Iterable[WindowsNode] = ()) -> list[CheckResult]:
@@ -485,14 +468,13 @@ class Conformance:
     def _expected_root(self, address: str) -> frozenset[str]:
         return self.baseline_roots[address] | frozenset(self._targets[address].bundle)
 
-    def _removed_while_kept(self, step: Step, address: str) -> frozenset[str]:
+    def _removed_while_kept(self, step: Step, address: str, host: HostRecord | None) -> frozenset[str]:
         """Root certificates removed from the node during the step although its target held them
-        before and after (lab evidence: the store's removal history). A node the scenario itself
-        changed out of band is left to the end state's check."""
-        if address in step.drifted or self._lab is None:
+        before and after (lab evidence: the store's removal history; none without it). A node the
+        scenario itself changed out of band is left to the end state's check."""
+        if address in step.drifted or host is None:
             return frozenset()
-        store = self.node(address).machine.stores.machine_root
-        removed = frozenset(store.removed[step.root_removals.get(address, len(store.removed)):])
+        removed = host.root_removed
         kept = self._expected_root(address) & (self.baseline_roots[address]
                                                | frozenset(step.before.get(address, UNCONFIGURED).bundle))
         return removed & kept
@@ -644,16 +626,13 @@ class Conformance:
         return verdict is None or verdict.ok
 
     def _anyone_down(self) -> bool:
-        """Whether a node is down (lab evidence; on a cluster a down node shows as unreachable)."""
-        if self._lab is None:
-            return False
-        return any(not n.is_listening for n in self.nodes if n.address not in self.offline | self.stuck)
+        """Whether a node is down (not counting those the scenario took down on purpose)."""
+        return self.evidence.anyone_down(self.offline | self.stuck)
 
     def _listening(self) -> set[str]:
-        """Nodes whose SSH is up (on a cluster: all of them; an unreachable one says so itself)."""
-        if self._lab is None:
-            return set(self._addresses)
-        return {n.address for n in self.nodes if n.is_listening}
+        """Nodes whose SSH is up (where not known: all of them; an unreachable one says so itself)."""
+        listening = self.evidence.listening()
+        return set(self._addresses) if listening is None else listening
 
     async def _stuck_reported(self, step: Step) -> bool:
         """Every node stuck in its reboot has a Warning Event about it (the step waits for that)."""
@@ -666,10 +645,11 @@ class Conformance:
     # --- checks ----------------------------------------------------------------------------------
 
     async def _verify(self, step: Step, problems: dict[str, str]) -> None:
-        """Observe every node, pull and fetch on every member (concurrently), read the proxies' and
-        origins' logs once, then judge each node."""
+        """Observe every node, pull and fetch on every member (concurrently), read the evidence
+        source once, then judge each node."""
         marks = self.evidence.marks()
         semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
+        destinations = self.evidence.destinations()
 
         async def gather(address: str) -> tuple[NodeState | NodeError, dict[str, PullResult]]:
             async with semaphore:
@@ -678,17 +658,10 @@ class Conformance:
                 except NodeError as exc:
                     return exc, {}
                 pulls = {}
-                if address in step.members and self.cluster is not None:
-                    for real in self.cluster.destinations():
-                        pulls[real.text] = await (self.probe.pull(address, real.text) if real.image
-                                                  else self.probe.fetch(address, real.text))
-                elif address in step.members:
-                    for image in (INTERNET_IMAGE, INTRANET_IMAGE):
-                        pulls[image] = await self.probe.pull(address, image)
-                    pulls[HTTP_URL] = await self.probe.fetch(address, HTTP_URL)
-                    for destination in self.lab.settings.destinations:
+                if address in step.members:
+                    for destination in destinations:
                         pulls[destination.text] = await (
-                            self.probe.pull(address, destination.text) if destination.image is not None
+                            self.probe.pull(address, destination.text) if destination.image
                             else self.probe.fetch(address, destination.text))
                 return state, pulls
 
@@ -698,8 +671,7 @@ class Conformance:
         evidence = self.evidence.read(step, marks)
         nodes = await self._node_objects()
         leaks = await self._credential_leaks(nodes)
-        # Outages the scenario caused (a node taken off the network) are not the reconciler's.
-        down, cordoned = self._unavailability(step, addresses + step.stuck) if self._lab is not None else (None, None)
+        hosts = evidence.hosts or {}
         if step.rekeyed or step.stuck:
             # One read of the Warning Events, from the earliest moment any of these is judged from.
             earliest = min([step.started] + [self.rekeyed[a][1] for a in step.rekeyed])
@@ -712,23 +684,19 @@ class Conformance:
             for address in step.rekeyed:  # judged from the moment its key changed (maybe an earlier step)
                 commands, since = self.rekeyed[address]
                 self._record(step, address, "host-key", checks.host_key_refused(
-                    self.node(address).ssh_commands - commands, about(address, since)))
+                    hosts[address].commands - commands, about(address, since)))
             for address in step.stuck:
                 self._record(step, address, "reported", checks.stuck_reported(
-                    self.node(address).is_listening, about(address, step.started)))
+                    hosts[address].listening, about(address, step.started)))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))
         trusted = await self._trusted_ca_verdict(step)
+        budget = self._disruption_budget(step, addresses + step.stuck, evidence, nodes)
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
             if address in step.members:
-                kept = None
-                if address in self.admin_cordoned:
-                    kept = bool(((nodes.get(address) or {}).get("spec") or {}).get("unschedulable"))
-                self._record(step, address, "disruption-budget", checks.disruption_budget(
-                    address, self.lab.max_unavailable, len(step.members), down, cordoned, kept)
-                    if down is not None and cordoned is not None else self._lab_only("disruption-budget"))
+                self._record(step, address, "disruption-budget", budget(address))
                 if trusted is not None:
                     self._record(step, address, "trusted-ca", trusted)
                 leaked = leaks.get(address, []) + leaks.get("", [])
@@ -755,13 +723,27 @@ class Conformance:
         status: Status = "skipped" if verdict.skipped else "passed" if verdict.ok else "failed"
         step.results.append(CheckResult(address, check, status, verdict.expected, verdict.observed, step.name))
 
-    def _unavailability(self, step: Step, addresses: list[str]) -> tuple[checks.Peak, checks.Peak]:
-        """The step's peaks: machines down (the lab's exact outage edges) and Nodes cordoned by the
-        reconciler (the watch's order; the administrator's cordons are not the reconciler's)."""
+    def _disruption_budget(self, step: Step, addresses: list[str], evidence: Evidence,
+                           nodes: dict[str, dict[str, Any]]) -> Callable[[str], checks.Verdict]:
+        """The step's peaks — machines down (the lab's exact outage edges) and Nodes cordoned by the
+        reconciler (the watch's order; the administrator's cordons are not the reconciler's) —
+        judged for each member. Without the outage edges or the budget: skipped."""
+        if evidence.hosts is None or evidence.budget is None:
+            return lambda address: self._lab_only("disruption-budget")
         now = dt.datetime.now(dt.UTC)
-        down = {a: [(o.down_at, o.up_at or now) for o in self.node(a).outages[step.outages[a]:]] for a in addresses}
-        cordoned = {a: self.cordons.intervals(a, step.started, now) for a in addresses if a not in self.admin_cordoned}
-        return checks.peak_unavailable(down), checks.peak_unavailable(cordoned)
+        down = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
+                                        for a in addresses if a in evidence.hosts})
+        cordoned = checks.peak_unavailable({a: self.cordons.intervals(a, step.started, now)
+                                            for a in addresses if a not in self.admin_cordoned})
+        budget, members = evidence.budget, len(step.members)
+
+        def verdict(address: str) -> checks.Verdict:
+            kept = None
+            if address in self.admin_cordoned:
+                kept = bool(((nodes.get(address) or {}).get("spec") or {}).get("unschedulable"))
+            return checks.disruption_budget(address, budget, members, down, cordoned, kept)
+
+        return verdict
 
     async def _credential_leaks(self, nodes: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """Where a proxy credential the scenario used shows up: by node address (its Node's
@@ -805,18 +787,19 @@ class Conformance:
         for secret in await listed(core.list_secret_for_all_namespaces):
             texts = [base64.b64decode(v).decode("utf-8", errors="ignore") for v in (secret.get("data") or {}).values()]
             look(f"Secret {secret['metadata'].get('namespace')}/{secret['metadata'].get('name')}", "\n".join(texts))
-        log = self._lab.state_dir / "reconciler.log" if self._lab is not None else None
-        if log is not None and log.exists():
-            look("the external reconciler's output (reconciler.log)", log.read_text(errors="replace"))
+        for where, text in self.evidence.readable_logs():
+            look(where, text)
         return found
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
                      state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence) -> None:
-        """Gather each check's evidence for one node and record the pure checks' verdicts."""
+        """Gather each check's evidence for one node and record the pure checks' verdicts; a check
+        whose evidence the source does not have is recorded ``skipped`` with the reason."""
         def record(check: str, verdict: checks.Verdict) -> None:
             self._record(step, address, check, verdict)
 
         target = self._targets[address]
+        host = evidence.hosts.get(address) if evidence.hosts is not None else None
         change = self._change(step, address)
         record("converged", checks.converged(problem, step.converged.get(address), self.converge_timeout))
         if isinstance(state, NodeError):
@@ -831,60 +814,65 @@ class Conformance:
         else:
             record("certificates", checks.certificates(self._expected_root(address), state.root, len(target.bundle),
                                                        {**others, **target.bundle}, others,
-                                                       self._removed_while_kept(step, address)))
+                                                       self._removed_while_kept(step, address, host)))
             if not target.configured:  # no proxy (any more): nothing of a reconciler's may stay behind
                 record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
         if address not in step.members:
             return  # a deconfigured instance: only its clean-up is judged
         record("services-restarted", checks.services_restarted(change, state.services, step.started))
-        if self._lab is None:
-            self._verify_cluster_node(address, node_object, pulls, evidence, record)
+        record("service-environment", checks.service_environment(host.service_environments, target.environment)
+               if host is not None else self._lab_only("service-environment"))
+        self._verify_traffic(address, target, pulls, evidence, record)
+        api_flows = None
+        if evidence.routes_observed and self.evidence.api_hosts:
+            api_flows = sum(1 for f in evidence.step_flows.get(address, []) if f.get("host") in self.evidence.api_hosts)
+        record("node-ready", checks.node_ready(node_object, api_flows,
+                                               self.evidence.api_hosts[0] if self.evidence.api_hosts
+                                               else "the API server", address in self.admin_cordoned))
+        record("firewall", checks.firewall(checks.firewall_bypasses(evidence.violations.get(address, []),
+                                                                    evidence.origin_routes, target.route))
+               if evidence.origin_routes is not None else self._lab_only("firewall"))
+        if host is None or evidence.hosts is None:
+            for check in ("reboots", "drained-while-down", "drained"):
+                record(check, self._lab_only(check))
             return
-        node = self.node(address)
-        record("service-environment", checks.service_environment(
-            {s: node.process_environment(s) for s in EGRESS_SERVICES}, target.environment))
-        for image, check in ((INTERNET_IMAGE, "pull-internet"), (INTRANET_IMAGE, "pull-intranet")):
-            host = image.split("/", 1)[0]
-            route = target.route(f"https://{host}/v2/")
-            record(check, checks.pull(image, route, self._firewalled(host),
-                                      self._pull_evidence(address, host, route, pulls[image], evidence),
-                                      proxy_down=self._proxy_down(route)))
-        route = target.route(HTTP_URL, "curl")
-        record("fetch-http", checks.fetch_http(
-            HTTP_URL, route, self._firewalled(INTERNET_HTTP_SITE),
-            self._pull_evidence(address, INTERNET_HTTP_SITE, route, pulls[HTTP_URL], evidence),
-            proxy_down=self._proxy_down(route)))
-        if self.lab.settings.destinations:
-            verdicts = []
-            for destination in self.lab.settings.destinations:
-                route = target.route(destination.route_url, destination.client)
-                seen = self._pull_evidence(address, destination.host, route, pulls[destination.text], evidence,
-                                           certificate=destination.image is not None)
-                verdicts.append(checks.destination(destination.text, destination.image is not None, route,
-                                                   self._firewalled(destination.host), seen,
-                                                   proxy_down=self._proxy_down(route)))
-            record("destinations", checks.all_of(verdicts))
-        plan = self.lab.control_plane.plan
-        api_flows = [f for f in evidence.step_flows.get(address, [])
-                     if f.get("host") in (plan.api_internal_host, plan.api_host)]
-        record("node-ready", checks.node_ready(node_object, len(api_flows), plan.api_internal_host,
-                                               address in self.admin_cordoned))
-        record("firewall", checks.firewall(self._bypasses(address, target, evidence)))
         # A node whose reboot for the step's first change was under way when a later one arrived
         # may take a second reboot for it; no other node may. "Under way": down before the later
         # change could reach the reconciler (its status published and watched: CHANGE_VISIBLE).
         # A "later" change is one written while some node was already down for the step's rollout
         # (a runtime add's two writes, bundle then proxy, before any reboot, are one change).
-        first_down = min((o.down_at for n in self.nodes for o in n.outages[step.outages[n.address]:]), default=None)
-        in_flight = checks.overtaken([o.down_at for o in node.outages[step.outages[address]:]], first_down,
+        first_down = min((o.down_at for h in evidence.hosts.values() for o in h.outages), default=None)
+        in_flight = checks.overtaken([o.down_at for o in host.outages], first_down,
                                      [t for t in self._changed_at if t >= step.started], CHANGE_VISIBLE)
-        record("reboots", checks.reboots(len(node.boots) - step.boots[address], change, in_flight))
-        record("drained-while-down", checks.drained(self._outages(step, address)))
+        record("reboots", checks.reboots(host.boots, change, in_flight))
+        record("drained-while-down", checks.drained(self._outages(address, host)))
         name = ((node_object or {}).get("metadata") or {}).get("name", "")
-        bypassed = [f"{d.pod}: {d.detail}" for d in self.lab.control_plane.server.disruptions.since(step.started)
-                    if d.outcome == "bypassed" and d.node == name]
-        record("drained", checks.evicted([o.pods_at_down for o in node.outages[step.outages[address]:]
-                                          if o.pods_at_down is not None], bypassed))
+        if evidence.budget_bypasses is None:
+            record("drained", self._lab_only("drained"))
+        else:
+            record("drained", checks.evicted([o.pods_at_down for o in host.outages if o.pods_at_down is not None],
+                                             evidence.budget_bypasses.get(name, [])))
+
+    def _verify_traffic(self, address: str, target: Expected, pulls: dict[str, PullResult], evidence: Evidence,
+                        record: Callable[[str, checks.Verdict], None]) -> None:
+        """Each destination's pull or fetch judged on the route its client takes, by the evidence
+        the source has of it; a customer's destinations (repro) as one check."""
+        customer = []
+        named = set()
+        for destination in self.evidence.destinations():
+            route = target.route(destination.route_url, destination.client)
+            seen = self.evidence.traffic(address, destination, route, pulls[destination.text], evidence)
+            verdict = checks.traffic(destination.text, destination.image, route, seen)
+            if destination.check == "destinations":
+                customer.append(verdict)
+            else:
+                named.add(destination.check)
+                record(destination.check, verdict)
+        for check, option in TRAFFIC_CHECKS.items():
+            if check not in named:
+                record(check, checks.Verdict.skip(CHECK_FAMILIES[check], f"no destination given ({option})"))
+        if customer:
+            record("destinations", checks.all_of(customer))
 
     def _verify_without_baseline(self, address: str, problem: str | None, state: NodeState,
                                  record: Callable[[str, checks.Verdict], None]) -> None:
@@ -899,86 +887,11 @@ class Conformance:
             self.unknown_baseline.discard(address)
             self.cluster.save_baselines({address: (state.root, state.files)})
 
-    def _verify_cluster_node(self, address: str, node_object: dict[str, Any] | None, pulls: dict[str, PullResult],
-                             evidence: Evidence, record: Callable[[str, checks.Verdict], None]) -> None:
-        """An existing cluster's member: traffic judged by the log of the proxy the run started, or
-        else by outcome only; the Node from the API; each check that needs the lab's evidence
-        skipped with its reason."""
-        assert self.cluster is not None
-        target = self._targets[address]
-        named = {d.check: d for d in self.cluster.destinations()}
-        for check in ("pull-internet", "pull-intranet", "fetch-http"):
-            destination = named.get(check)
-            if destination is None:
-                option = {"pull-internet": "--internet-image", "pull-intranet": "--intranet-image",
-                          "fetch-http": "--http-url"}[check]
-                record(check, checks.Verdict.skip(CHECK_FAMILIES[check], f"no destination given ({option})"))
-                continue
-            record(check, self._cluster_traffic(address, destination, target, pulls[destination.text], evidence))
-        api_flows = None
-        if evidence.routes_observed and self._api_host:
-            api_flows = sum(1 for f in evidence.step_flows.get(address, []) if f.get("host") == self._api_host)
-        record("node-ready", checks.node_ready(node_object, api_flows, self._api_host or "the API server",
-                                               address in self.admin_cordoned))
-        for check in LAB_ONLY:
-            if check != "disruption-budget":  # recorded with the step's members (``_verify``)
-                record(check, self._lab_only(check))
-
-    def _cluster_traffic(self, address: str, destination: ClusterDestination, target: Expected,
-                         result: PullResult, evidence: Evidence) -> checks.Verdict:
-        assert self.cluster is not None
-        route = target.route(destination.route_url, destination.client)
-        action = "pull" if destination.image else "fetch"
-        network_decides = destination.internet and route.proxy is None
-        if not evidence.routes_observed:
-            return checks.outcome_only(destination.text, action, route, checks.PullEvidence(result.ok, result.output),
-                                       network_decides=network_decides)
-        flows = tuple((True, f) for f in evidence.run_proxy_flows.get(address, []) if f.get("host") == destination.name)
-        seen = checks.PullEvidence(result.ok, result.output, flows)
-        return checks.at_run_proxy(destination.text, action, route, seen, self.cluster.is_run_proxy(route.proxy),
-                                   network_decides)
-
-    def _proxy_down(self, route: Route) -> bool:
-        """Whether the lab proxy ``route`` goes through is down (an outage the scenario made)."""
-        named = self.lab.proxy_server(route.proxy)
-        return named is not None and not named.running
-
-    def _pull_evidence(self, address: str, host: str, route: Route, result: PullResult,
-                       evidence: Evidence, certificate: bool = True) -> checks.PullEvidence:
-        """``certificate``: whether the client records the certificate it was shown (containerd's
-        pulls do; curl.exe's fetches do not)."""
-        named = self.lab.proxy_server(route.proxy) if route.proxy is not None else None
-        flows = tuple((named is not None and proxy is named, f)
-                      for proxy, f in evidence.pull_flows.get(address, []) if f["host"] == host)
-        refused = False
-        if self._firewalled(host):
-            refused = self.lab.origins.server(host).name in evidence.violations.get(address, [])
-        issuer = self.node(address).machine.pull_issuers.get(host) if certificate and host != INTERNET_HTTP_SITE \
-            else None
-        return checks.PullEvidence(result.ok, result.output, flows,
-                                   evidence.origin_sources.get(host, {}).get(address, 0), refused,
-                                   issuer=issuer, origin_issuer=self._origin_issuer)
-
-    def _firewalled(self, host: str) -> bool:
-        """Whether the egress firewall refuses a node's direct connection to ``host``."""
-        try:
-            return self.lab.egress_firewall and self.lab.origins.server(host).kind == "internet"
-        except KeyError:
-            return False
-
-    def _bypasses(self, address: str, target: Expected, evidence: Evidence) -> list[str]:
-        """Refused direct connections to destinations the cluster sends through a proxy. One the
-        cluster sends direct (no proxy yet, or in NO_PROXY) is the network's doing, judged by the
-        pull checks."""
-        urls = {s.name: (f"{s.scheme}://{s.hosts[0]}/", "go") for s in self.lab.origins.servers}
-        for d in self.lab.settings.destinations:  # a customer's: its own URL, its own client
-            urls[d.origin_name] = (d.route_url, d.client)
-        return [o for o in evidence.violations.get(address, [])
-                if o not in urls or target.route(*urls[o]).proxy is not None]
-
-    def _outages(self, step: Step, address: str) -> list[checks.OutageEvidence]:
+    def _outages(self, address: str, host: HostRecord) -> list[checks.OutageEvidence]:
+        """Each finished reboot with the cordon at its exact edges (the source's) and what the Node
+        watch saw in between (the judge's own)."""
         found = []
-        for outage in self.node(address).outages[step.outages[address]:]:
+        for outage in host.outages:
             if outage.up_at is None:
                 continue
             ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
@@ -991,4 +904,4 @@ def _node_name(nodes: dict[str, dict[str, Any]], address: str) -> str:
     return str(((nodes.get(address) or {}).get("metadata") or {}).get("name", address))
 
 
-__all__ = ["INTERNET_IMAGE", "INTRANET_IMAGE", "Conformance", "Step", "redact_url"]
+__all__ = ["Conformance", "Step"]

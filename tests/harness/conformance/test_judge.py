@@ -1,13 +1,25 @@
 """The judge's ClaimWatch: a node the reconciler reports done while the judge sees it off its
-target ends the step only once that has held, and never for a node that is down or unreachable.
+target ends the step only once that has held, and never for a node that is down or unreachable;
+and its seam: each check judged from the evidence it needs, or skipped saying what is missing.
 (The judge's step orchestration runs in every scenario and self-test.)"""
 
+import datetime as dt
 from pathlib import Path
 
 import asyncssh
 import pytest
 
+from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
+from proxyfleet.harness.conformance.evidence import (
+    LAB_ONLY,
+    TRAFFIC_CHECKS,
+    UNCONFIGURED,
+    Evidence,
+    HostRecord,
+    OutageRecord,
+    Step,
+)
 from proxyfleet.harness.conformance.judge import (
     NODE_CHANGE_SETTLE,
     PENDING_POLL,
@@ -16,6 +28,8 @@ from proxyfleet.harness.conformance.judge import (
     LabRequired,
     wake_spacing,
 )
+from proxyfleet.harness.conformance.probe import NodeState
+from proxyfleet.harness.conformance.results import CheckResult
 
 
 def test_a_claim_refuted_long_enough_is_definitive() -> None:
@@ -66,3 +80,72 @@ def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Pat
     with pytest.raises(LabRequired, match="needs the embedded lab"):
         _ = judge.lab
     assert judge._activity("10.0.0.5") != judge._activity("10.0.0.5")  # a real host: every look is new
+
+
+# --- each check judged from the evidence it needs, or skipped saying what is missing ------------
+
+ADDRESS = "10.0.0.5"
+PROXY = "http://proxy.corp.example:3128"
+READY_NODE = {"metadata": {"name": "win-0"}, "spec": {},
+              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _cluster_judge(tmp_path: Path) -> Conformance:
+    key = tmp_path / "id"
+    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:1}}]\n"
+                          "users: [{name: u, user: {token: t}}]\n"
+                          "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+    judge = Conformance(None, cluster=ClusterTarget(kubeconfig, key, PROXY))
+    judge.baseline_roots[ADDRESS] = frozenset({"AA"})
+    judge.baseline_files[ADDRESS] = frozenset()
+    return judge
+
+
+def _judged(judge: Conformance, evidence: Evidence, started: dt.datetime) -> dict[str, CheckResult]:
+    """One member judged after a step that changed nothing, from ``evidence``."""
+    step = Step("a step", started, members=[ADDRESS], deconfigured=[], before={ADDRESS: UNCONFIGURED})
+    judge._targets[ADDRESS] = UNCONFIGURED
+    state = NodeState(dict.fromkeys(PROXY_VARIABLES), frozenset({"AA"}), started - dt.timedelta(hours=1),
+                      dict.fromkeys(EGRESS_SERVICES, started - dt.timedelta(minutes=5)))
+    judge._verify_node(step, ADDRESS, None, READY_NODE, state, {}, evidence)
+    return {r.check: r for r in step.results}
+
+
+def test_without_host_records_every_lab_only_check_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    results = _judged(_cluster_judge(tmp_path), Evidence(routes_observed=False), dt.datetime.now(dt.UTC))
+    for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
+        assert results[check].status == "skipped", check
+        assert results[check].observed == LAB_ONLY[check]
+    for check, option in TRAFFIC_CHECKS.items():
+        assert results[check].status == "skipped" and option in results[check].observed
+    # what the API and the probes show is judged, never skipped
+    for check in ("converged", "registry-env", "certificates", "files", "services-restarted", "node-ready"):
+        assert results[check].status == "passed", (check, results[check])
+    assert "kubelet traffic not judged" in results["node-ready"].expected
+
+
+def test_with_host_records_the_same_checks_are_judged_and_can_fail(tmp_path: Path) -> None:
+    started = dt.datetime.now(dt.UTC)
+    judge = _cluster_judge(tmp_path)
+    quiet = HostRecord(service_environments={s: {"PATH": "C:\\Windows"} for s in EGRESS_SERVICES}, boots=0,
+                       outages=(), root_removed=frozenset(), commands=3, listening=True)
+    evidence = Evidence(routes_observed=False, hosts={ADDRESS: quiet}, origin_routes={}, budget_bypasses={}, budget=1)
+    passed = _judged(judge, evidence, started)
+    for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
+        assert passed[check].status == "passed", (check, passed[check])
+    # a node rebooted twice with nothing to change, while still holding a pod, and refused at the
+    # firewall on the way to an origin of unknown route
+    down = started + dt.timedelta(seconds=1)
+    restless = HostRecord(service_environments=dict.fromkeys(EGRESS_SERVICES), boots=2,
+                          outages=(OutageRecord(down, down + dt.timedelta(seconds=2), at_down=False, at_up=False,
+                                                pods_at_down=("default/web-1",)),),
+                          root_removed=frozenset(), commands=9, listening=True)
+    evidence = Evidence(routes_observed=False, hosts={ADDRESS: restless}, origin_routes={},
+                        violations={ADDRESS: ["somewhere"]}, budget_bypasses={"win-0": ["default/db-0: deleted"]},
+                        budget=1)
+    failed = _judged(judge, evidence, started)
+    for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
+        assert failed[check].status == "failed", (check, failed[check])
+    assert "default/web-1" in failed["drained"].observed and "default/db-0" in failed["drained"].observed

@@ -1,0 +1,166 @@
+"""The embedded lab as an evidence source: every proxy's flow log, every origin's access log and the
+egress firewall's refusals, grouped by the node they came from — and what no real host shows: the
+services' process environments, each reboot's exact edges, the Root stores' removal history, the
+API server's record of evictions (``Evidence.hosts``, ``budget_bypasses``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from cryptography import x509
+
+from proxyfleet.core.contract import EGRESS_SERVICES
+from proxyfleet.harness.conformance.checks import PullEvidence, TrafficEvidence
+from proxyfleet.harness.conformance.evidence import (
+    Evidence,
+    HostRecord,
+    OutageRecord,
+    ProbedDestination,
+    Step,
+)
+from proxyfleet.harness.conformance.expectations import Route
+from proxyfleet.harness.conformance.probe import PullResult
+from proxyfleet.harness.lab import Lab
+from proxyfleet.harness.lab.vendor import VendorProxy
+from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
+from proxyfleet.simulators.proxy.runner import ProxyServer
+from proxyfleet.simulators.windows.node import WindowsNode
+
+INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
+INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
+HTTP_URL = f"http://{INTERNET_HTTP_SITE}/"  # plain HTTP: the route HTTP_PROXY decides
+# The destinations of the lab's traffic checks.
+LAB_DESTINATIONS = (ProbedDestination("pull-internet", INTERNET_IMAGE, image=True, internet=True),
+                    ProbedDestination("pull-intranet", INTRANET_IMAGE, image=True, internet=False),
+                    ProbedDestination("fetch-http", HTTP_URL, image=False, internet=True))
+
+
+class LabEvidence:
+    """Reads the lab's logs and records: ``positions()`` as a step begins, ``marks()`` before its
+    pulls, ``read()`` after them."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        plan = lab.control_plane.plan
+        self.api_hosts: tuple[str, ...] = (plan.api_internal_host, plan.api_host)
+        # the lab's own and a customer's (repro --destination), each judged on its client's route
+        self._destinations = [*LAB_DESTINATIONS, *(
+            ProbedDestination("destinations", d.text, image=d.image is not None, internet=d.kind == "internet")
+            for d in lab.settings.destinations)]
+        self._hosts = tuple(dict.fromkeys(d.name for d in self._destinations))
+        # The issuer on the origins' certificates (the lab's public CA): what a node is shown
+        # through a tunnelling proxy; an intercepting one shows its own CA instead.
+        self._origin_issuer = x509.load_pem_x509_certificate(
+            lab.public_ca.cert_pem.bytes()).subject.rfc4514_string()
+
+    def destinations(self) -> list[ProbedDestination]:
+        return list(self._destinations)
+
+    def _proxies(self) -> list[ProxyServer | VendorProxy]:
+        return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
+
+    def _nodes(self) -> list[WindowsNode]:
+        return list(self.lab.fleet.nodes)
+
+    def positions(self) -> dict[str, int]:
+        found = {"violations": len(self.lab.origins.violations())}
+        for node in self._nodes():
+            found[f"boots:{node.address}"] = len(node.boots)
+            found[f"outages:{node.address}"] = len(node.outages)
+            found[f"removals:{node.address}"] = len(node.machine.stores.machine_root.removed)
+        return found
+
+    def activity(self, address: str) -> int | None:
+        """Commands run on the node (the probe's own included), boots and service starts."""
+        node = self.lab.fleet.node(address)
+        return node.ssh_commands + len(node.boots) + sum(s.start_count for s in node.machine.services.values())
+
+    def listening(self) -> set[str] | None:
+        return {n.address for n in self._nodes() if n.is_listening}
+
+    def anyone_down(self, excluded: set[str]) -> bool:
+        return any(not n.is_listening for n in self._nodes() if n.address not in excluded)
+
+    async def settle(self) -> None:
+        """Wait until a vendor proxy has logged the connections so far (Squid writes a tunnel's
+        line when it closes); the lab's own proxy logs as it goes."""
+        vendor = self.lab.vendor_proxy
+        if vendor is not None and vendor.running:
+            await vendor.settle()
+
+    def marks(self) -> dict[str, int]:
+        marks = {f"proxy:{id(p)}": len(p.flows()) for p in self._proxies()}
+        for host in self._hosts:
+            marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
+        return marks
+
+    def read(self, step: Step, marks: dict[str, int]) -> Evidence:
+        evidence = Evidence()
+        for proxy in self._proxies():
+            flows = proxy.flows()
+            for flow in flows[marks.get(f"proxy:{id(proxy)}", 0):]:
+                evidence.pull_flows.setdefault(str(flow["client"]), []).append((proxy, flow))
+            for flow in flows:
+                if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
+                    evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
+        for host in self._hosts:
+            seen = evidence.origin_sources.setdefault(host, {})
+            for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
+                seen[record.source] = seen.get(record.source, 0) + 1
+        for violation in self.lab.origins.violations()[step.positions.get("violations", 0):]:
+            evidence.violations.setdefault(violation.source, []).append(violation.origin)
+        evidence.hosts = {n.address: self._host_record(n, step.positions) for n in self._nodes()}
+        routes = {s.name: (f"{s.scheme}://{s.hosts[0]}/", "go") for s in self.lab.origins.servers}
+        for d in self.lab.settings.destinations:  # a customer's: its own URL, its own client
+            routes[d.origin_name] = (d.route_url, d.client)
+        evidence.origin_routes = routes
+        evidence.budget_bypasses = {}
+        for disruption in self.lab.control_plane.server.disruptions.since(step.started):
+            if disruption.outcome == "bypassed":
+                evidence.budget_bypasses.setdefault(disruption.node, []).append(
+                    f"{disruption.pod}: {disruption.detail}")
+        evidence.budget = self.lab.max_unavailable
+        return evidence
+
+    @staticmethod
+    def _host_record(node: WindowsNode, positions: dict[str, int]) -> HostRecord:
+        address = node.address
+        removed = node.machine.stores.machine_root.removed
+        return HostRecord(
+            service_environments={s: node.process_environment(s) for s in EGRESS_SERVICES},
+            boots=len(node.boots) - positions.get(f"boots:{address}", 0),
+            outages=tuple(OutageRecord(o.down_at, o.up_at, o.at_down, o.at_up, o.pods_at_down)
+                          for o in node.outages[positions.get(f"outages:{address}", 0):]),
+            root_removed=frozenset(removed[positions.get(f"removals:{address}", len(removed)):]),
+            commands=node.ssh_commands, listening=node.is_listening)
+
+    def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
+                evidence: Evidence) -> TrafficEvidence:
+        """The flows from the node to the destination's host (each marked whether the proxy the
+        route names logged it), the origin's direct requests from the node, the firewall's
+        refusal, and the certificate containerd was shown (curl.exe's fetches record none)."""
+        host = destination.name
+        named = self.lab.proxy_server(route.proxy) if route.proxy is not None else None
+        flows = tuple((named is not None and proxy is named, f)
+                      for proxy, f in evidence.pull_flows.get(address, []) if f["host"] == host)
+        firewalled = self._firewalled(host)
+        refused = firewalled and self.lab.origins.server(host).name in evidence.violations.get(address, [])
+        issuer = self.lab.fleet.node(address).machine.pull_issuers.get(host) if destination.image else None
+        seen = PullEvidence(result.ok, result.output, flows, evidence.origin_sources.get(host, {}).get(address, 0),
+                            refused, issuer=issuer, origin_issuer=self._origin_issuer)
+        return TrafficEvidence(seen, "lab", firewalled=firewalled,
+                               proxy_down=named is not None and not named.running)
+
+    def _firewalled(self, host: str) -> bool:
+        """Whether the egress firewall refuses a node's direct connection to ``host``."""
+        try:
+            return self.lab.egress_firewall and self.lab.origins.server(host).kind == "internet"
+        except KeyError:
+            return False
+
+    def readable_logs(self) -> list[tuple[str, str]]:
+        log = self.lab.state_dir / "reconciler.log"
+        if not log.exists():
+            return []
+        return [("the external reconciler's output (reconciler.log)", log.read_text(errors="replace"))]
+
