@@ -11,6 +11,7 @@ from proxyfleet.scenarios.actions import add_proxy, join
 @pytest.mark.workflow("runtime-add")
 async def test_proxy_added_at_runtime(conformance: Conformance) -> None:
     await join(conformance)
-    await conformance.step("an instance cordoned for maintenance", lambda: conformance.cordon(conformance.nodes[-1:]))
+    await conformance.step("an instance cordoned for maintenance",
+                           lambda: conformance.cordon(conformance.addresses[-1:]))
     await add_proxy(conformance)
     conformance.assert_passed()

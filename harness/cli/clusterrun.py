@@ -1,7 +1,8 @@
 """``proxyfleet conformance --kubeconfig …``: the workflows against an existing cluster, whose own
 reconciler is judged through the API and SSH. Nothing is started. The Proxy, the trusted CA
-ConfigMaps and ``windows-instances`` are saved first and put back at the end, also when the run
-fails or is stopped (Ctrl-C, SIGTERM); ``--dry-run`` prints the plan and touches nothing."""
+ConfigMaps, ``windows-instances`` and the Nodes' cordons are saved first and put back at the end,
+also when the run fails or is stopped (Ctrl-C, SIGTERM); ``--dry-run`` prints the plan and touches
+nothing."""
 
 from __future__ import annotations
 
@@ -184,10 +185,14 @@ def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxyS
     if run_proxy is not None:
         started = (f"{run_proxy.describe()}, resolving through {run_proxy.hosts_file or 'the system'}, "
                    "its CA published in the bundle; the cluster's own reconciler is judged")
+    cordon = (["cordoned:     runtime-add cordons one schedulable instance for maintenance (its cordon must "
+               "survive the proxy's rollout) and uncordons it afterwards"] if "runtime-add" in chosen else [])
     return [*target.describe(),
             f"workflows:    {', '.join(chosen)} (one at a time: they share the cluster)",
             f"saved first:  Proxy/cluster, openshift-config/{RUN_CA} and the Proxy's trusted CA ConfigMap, "
-            f"{target.namespace}/windows-instances; put back at the end (also on failure, Ctrl-C, SIGTERM)",
+            f"{target.namespace}/windows-instances, Node cordons; put back at the end (also on failure, Ctrl-C, "
+            "SIGTERM)",
+            *cordon,
             f"started:      {started}"]
 
 
@@ -208,14 +213,15 @@ def cluster_restored(target: ClusterTarget, scratch: Path, console: Console) -> 
     except (KubeconfigError, SnapshotError) as exc:
         raise click.ClickException(f"cannot save the cluster's objects before the run: {exc}") from None
     saved = snapshot.write(scratch / SNAPSHOT_FILE)
-    console.print(f"saved the cluster's Proxy, trusted CA ConfigMaps and windows-instances to {saved}")
+    console.print(f"saved the cluster's Proxy, trusted CA ConfigMaps, windows-instances and Node cordons to {saved}")
     try:
         yield
     finally:
         # A second SIGTERM must not cut the restore short.
         previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
-            done = asyncio.run(snapshot.restore(api))
+            # from the file: the scenarios note there the maintenance cordons they set
+            done = asyncio.run(ClusterSnapshot.read(saved).restore(api))
             console.print("put the cluster back: " + ("; ".join(done) if done else "nothing had changed"))
         except SnapshotError as exc:
             console.print(f"[red]could not put the cluster back: {exc}; the saved objects are in {saved}[/]")
@@ -227,4 +233,5 @@ def cluster_restored(target: ClusterTarget, scratch: Path, console: Console) -> 
 def write_target(target: ClusterTarget, scratch: Path) -> Path:
     """The scenario run's settings, owner-only (the proxy URL may carry credentials)."""
     target.baseline_file = scratch / "baselines.json"
+    target.snapshot_file = scratch / SNAPSHOT_FILE
     return write_private(scratch / "cluster-run.json", json.dumps(target.to_json()))

@@ -18,7 +18,7 @@ from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
 @click.option("--snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The cluster-snapshot.json the run printed it saved.")
 def restore(kubeconfig: Path, snapshot: Path) -> None:
-    """Put back the Proxy, trusted CA ConfigMaps and windows-instances a conformance run saved."""
+    """Put back the Proxy, trusted CA ConfigMaps, windows-instances and Node cordons a conformance run saved."""
     try:
         saved = ClusterSnapshot.read(snapshot)
         done = asyncio.run(saved.restore(api_client(kubeconfig)))

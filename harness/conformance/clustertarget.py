@@ -59,6 +59,9 @@ class ClusterTarget:
     # until it has logged every connection so far)
     proxy_access_log: Path | None = None
     proxy_listen: str = ""
+    # The run's saved cluster objects: a maintenance cordon the run sets is noted there first, so
+    # that the restore (also ``proxyfleet restore`` after a run killed outright) lifts it
+    snapshot_file: Path | None = None
 
     @property
     def https_url(self) -> str:
@@ -143,7 +146,8 @@ class ClusterTarget:
                 "baseline_file": str(self.baseline_file) if self.baseline_file else None,
                 "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None,
                 "proxy_access_log": str(self.proxy_access_log) if self.proxy_access_log else None,
-                "proxy_listen": self.proxy_listen}
+                "proxy_listen": self.proxy_listen,
+                "snapshot_file": str(self.snapshot_file) if self.snapshot_file else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterTarget:
@@ -162,7 +166,8 @@ class ClusterTarget:
                    baseline_file=Path(data["baseline_file"]) if data.get("baseline_file") else None,
                    proxy_flow_log=Path(data["proxy_flow_log"]) if data.get("proxy_flow_log") else None,
                    proxy_access_log=Path(data["proxy_access_log"]) if data.get("proxy_access_log") else None,
-                   proxy_listen=str(data.get("proxy_listen") or ""))
+                   proxy_listen=str(data.get("proxy_listen") or ""),
+                   snapshot_file=Path(data["snapshot_file"]) if data.get("snapshot_file") else None)
 
 
 def parse_instance(text: str) -> tuple[str, str]:

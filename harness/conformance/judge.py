@@ -65,6 +65,7 @@ from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResul
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
 from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
+from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,9 @@ class Conformance:
             self.evidence = ClusterEvidence(cluster)  # replaced in start(): the API host
         self.cordons = CordonTimeline(self.api)
         self.instances: list[str] = []
-        self.admin_cordoned: set[str] = set()  # nodes the administrator (the scenario) cordoned
+        # Nodes cordoned by an administrator: by the scenario, or already when the run began
+        self.admin_cordoned: set[str] = set()
+        self.run_cordoned: set[str] = set()  # those the scenario cordoned (an existing cluster's: to lift)
         self._drifted: set[str] = set()  # nodes changed out of band since the step began
         self.offline: set[str] = set()  # nodes the scenario took off the network
         self._changed_at: list[dt.datetime] = []  # when the scenario changed the cluster
@@ -225,6 +228,11 @@ class Conformance:
             self._user_ca = set(certificates_of(self._lab.user_ca_pem()))
         if self.cluster is not None:
             await self._cluster_baselines(self.cluster)
+            # A cordon already there when the run begins is an administrator's, and must survive
+            # the run like one the scenario sets.
+            nodes = await self._node_objects()
+            self.admin_cordoned = {a for a in self._addresses
+                                   if ((nodes.get(a) or {}).get("spec") or {}).get("unschedulable")}
         self.cordons.start()
 
     async def _cluster_baselines(self, cluster: ClusterTarget) -> None:
@@ -318,16 +326,29 @@ class Conformance:
         self.instances = [a for a in self.instances if a not in gone]
         await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances])
 
-    async def cordon(self, nodes: Iterable[WindowsNode], cordoned: bool = True) -> None:
+    async def cordon(self, addresses: Iterable[str], cordoned: bool = True) -> None:
         """Cordon (or uncordon) nodes as an administrator would (``kubectl cordon``); a reconciler
-        must leave that cordon in place."""
+        must leave that cordon in place. On an existing cluster the run's snapshot notes the cordon
+        first, so that the restore lifts it however the run ends."""
         by_address = await self._node_objects()
-        for node in nodes:
-            found = by_address.get(node.address)
+        for address in addresses:
+            found = by_address.get(address)
             if found is None:
-                raise AssertionError(f"{node.address} has no Node to cordon")
-            await admin.cordon(self.api, found["metadata"]["name"], cordoned)
-            (self.admin_cordoned.add if cordoned else self.admin_cordoned.discard)(node.address)
+                raise AssertionError(f"{address} has no Node to cordon")
+            name = found["metadata"]["name"]
+            snapshot = self.cluster.snapshot_file if self.cluster is not None else None
+            if cordoned and snapshot is not None:
+                await asyncio.to_thread(ClusterSnapshot.record_run_cordon, snapshot, name, True)
+            await admin.cordon(self.api, name, cordoned)
+            if not cordoned and snapshot is not None:
+                await asyncio.to_thread(ClusterSnapshot.record_run_cordon, snapshot, name, False)
+            (self.admin_cordoned.add if cordoned else self.admin_cordoned.discard)(address)
+            (self.run_cordoned.add if cordoned else self.run_cordoned.discard)(address)
+
+    async def lift_run_cordons(self) -> None:
+        """Uncordon what the scenario cordoned and left cordoned (a scenario that ended early)."""
+        if self.run_cordoned:
+            await self.cordon(sorted(self.run_cordoned), cordoned=False)
 
     async def on_host(self, node: WindowsNode, script: str) -> None:
         """Change a node out of band, as someone logged on to the host would (PowerShell over SSH,

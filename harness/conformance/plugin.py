@@ -252,9 +252,12 @@ async def cluster_conformance(request: pytest.FixtureRequest) -> AsyncIterator[C
         started = True
         yield judge
     finally:
-        if started:
-            _attach_result(request, workflow, judge)
-        await judge.close()
+        try:
+            if started:
+                _attach_result(request, workflow, judge)
+                await judge.lift_run_cordons()  # a scenario that ended before its own uncordon
+        finally:
+            await judge.close()
 
 
 def _attach_result(request: pytest.FixtureRequest, workflow: str, judge: Conformance, api_internal_host: str = "",

@@ -1,7 +1,11 @@
 """The cluster objects a conformance run changes, saved before it and put back after it: the
-Proxy's spec, the trusted CA ConfigMaps (the one the Proxy names and the ones the run writes) and
-``windows-instances``. A run against a real cluster must leave it as it found it, also when it
-fails or is stopped; an object that did not exist before is deleted again.
+Proxy's spec, the trusted CA ConfigMaps (the one the Proxy names and the ones the run writes),
+``windows-instances`` and the maintenance cordons the run sets on Nodes. A run against a real
+cluster must leave it as it found it, also when it fails or is stopped; an object that did not
+exist before is deleted again.
+
+A cordon is put back only where the run set it (``record_run_cordon``, written to the file before
+the cordon is): a Node cordoned now may be one the cluster's reconciler is rebooting.
 
 The snapshot can be kept in a file (``write``; owner-only, since a Proxy spec may carry proxy
 credentials) so a run killed outright can still be undone (``proxyfleet restore``).
@@ -38,10 +42,13 @@ async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 @dataclass
 class ClusterSnapshot:
-    """The Proxy's spec and the ConfigMaps as they were (None: the ConfigMap did not exist)."""
+    """The Proxy's spec and the ConfigMaps as they were (None: the ConfigMap did not exist), each
+    Node's cordon as it was, and the Nodes the run has cordoned since."""
 
     proxy_spec: dict[str, Any]
     configmaps: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+    node_cordons: dict[str, bool] = field(default_factory=dict)  # Node name -> unschedulable
+    run_cordons: list[str] = field(default_factory=list)
 
     @classmethod
     async def take(cls, api: client.ApiClient, trusted_ca_names: Iterable[str] = ()) -> ClusterSnapshot:
@@ -58,6 +65,11 @@ class ClusterSnapshot:
         core = client.CoreV1Api(api)
         for namespace, name in keys:
             snapshot.configmaps[(namespace, name)] = await _read_configmap(core, api, namespace, name)
+        try:
+            nodes = await _call(core.list_node)
+        except ApiException as exc:
+            raise SnapshotError(f"cannot list Nodes ({exc.status} {exc.reason})") from None
+        snapshot.node_cordons = {n.metadata.name: bool(n.spec and n.spec.unschedulable) for n in nodes.items}
         return snapshot
 
     async def restore(self, api: client.ApiClient) -> list[str]:
@@ -75,14 +87,31 @@ class ClusterSnapshot:
         core = client.CoreV1Api(api)
         for (namespace, name), saved in self.configmaps.items():
             done += await _restore_configmap(core, api, namespace, name, saved)
+        for name in self.run_cordons:
+            done += await _restore_cordon(core, name, self.node_cordons.get(name))
         return done
+
+    @classmethod
+    def record_run_cordon(cls, path: Path, node: str, cordoned: bool) -> None:
+        """Note in the snapshot file that the run cordons ``node`` (before it does), or that it
+        has uncordoned it again (after). A Node schedulable when the snapshot was taken is the
+        only kind the run cordons."""
+        snapshot = cls.read(path)
+        if cordoned and node not in snapshot.run_cordons:
+            if snapshot.node_cordons.get(node) is not False:
+                raise SnapshotError(f"Node {node} was not schedulable when the run began: not the run's to cordon")
+            snapshot.run_cordons.append(node)
+        elif not cordoned and node in snapshot.run_cordons:
+            snapshot.run_cordons.remove(node)
+        snapshot.write(path)
 
     # --- a file, for a run killed outright -------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "proxy_spec": self.proxy_spec,
                 "configmaps": [{"namespace": ns, "name": name, "saved": saved}
-                               for (ns, name), saved in self.configmaps.items()]}
+                               for (ns, name), saved in self.configmaps.items()],
+                "node_cordons": self.node_cordons, "run_cordons": self.run_cordons}
 
     def write(self, path: Path) -> Path:
         """Keep the snapshot in ``path``, readable by its owner only (a spec may hold credentials)."""
@@ -99,7 +128,9 @@ class ClusterSnapshot:
             raise SnapshotError(f"{path} is not a proxyfleet cluster snapshot ({FORMAT})")
         return cls(proxy_spec=dict(data.get("proxy_spec") or {}),
                    configmaps={(str(c["namespace"]), str(c["name"])): c.get("saved")
-                               for c in data.get("configmaps") or []})
+                               for c in data.get("configmaps") or []},
+                   node_cordons={str(n): bool(v) for n, v in (data.get("node_cordons") or {}).items()},
+                   run_cordons=[str(n) for n in data.get("run_cordons") or []])
 
 
 async def _read_configmap(core: client.CoreV1Api, api: client.ApiClient, namespace: str,
@@ -137,3 +168,19 @@ async def _restore_configmap(core: client.CoreV1Api, api: client.ApiClient, name
         if exc.status == 404 and saved is None:
             return []
         raise SnapshotError(f"cannot restore {where} ({exc.status} {exc.reason})") from None
+
+
+async def _restore_cordon(core: client.CoreV1Api, name: str, was_cordoned: bool | None) -> list[str]:
+    """Uncordon a Node the run cordoned, if it was schedulable before the run and is cordoned now."""
+    if was_cordoned is not False:
+        return []
+    try:
+        node = await _call(core.read_node, name)
+        if not (node.spec and node.spec.unschedulable):
+            return []
+        await _call(core.patch_node, name, {"spec": {"unschedulable": False}})
+    except ApiException as exc:
+        if exc.status == 404:
+            return []
+        raise SnapshotError(f"cannot uncordon Node {name} ({exc.status} {exc.reason})") from None
+    return [f"Node {name} uncordoned (the run's maintenance cordon)"]

@@ -134,12 +134,14 @@ def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
 
 # --- the lab as an existing cluster ------------------------------------------------------------------
 
-def _proxy_and_configmaps(api: client.ApiClient) -> tuple[dict[str, Any], set[str], dict[str, str]]:
+def _proxy_and_configmaps(api: client.ApiClient) -> tuple[dict[str, Any], set[str], dict[str, str], dict[str, bool]]:
+    """What a run changes: the Proxy's spec, openshift-config's ConfigMaps, windows-instances, cordons."""
     proxy = client.CustomObjectsApi(api).get_cluster_custom_object("config.openshift.io", "v1", "proxies", "cluster")
     core = client.CoreV1Api(api)
     names = {c.metadata.name for c in core.list_namespaced_config_map("openshift-config").items}
     instances = core.read_namespaced_config_map("windows-instances", NAMESPACE).data
-    return dict(proxy.get("spec") or {}), names, dict(instances)
+    cordons = {n.metadata.name: bool(n.spec.unschedulable) for n in core.list_node().items}
+    return dict(proxy.get("spec") or {}), names, dict(instances), cordons
 
 
 @pytest.mark.slow
@@ -150,6 +152,7 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
         dry = subprocess.run(lab.conformance_args("--dry-run"), capture_output=True, text=True, timeout=120)
         assert dry.returncode == 0, dry.stderr[-3000:]
         assert "saved first:" in dry.stdout and _proxy_and_configmaps(api) == before  # touched nothing
+        assert "cordoned:     runtime-add cordons one schedulable instance" in dry.stdout
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml")),
                              capture_output=True, text=True, timeout=600)
@@ -175,6 +178,13 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
     # traffic: a success proves no route without the proxy's log; the intranet pull must succeed
     pulls = [c for s in data["scenarios"] for c in s["checks"] if c["check"] == "pull-intranet"]
     assert pulls and all(c["status"] == "skipped" and c["observed"].startswith("pull succeeded") for c in pulls)
+    # the administrator's maintenance cordon survived the proxy's rollout, and its end changed nothing
+    steps = {c["step"] for s in data["scenarios"] for c in s["checks"] if s["workflow"] == "runtime-add"}
+    assert {"an instance cordoned for maintenance", "maintenance over: the instance uncordoned"} <= steps
+    kept = [c for s in data["scenarios"] for c in s["checks"]
+            if c["check"] == "node-ready" and c["step"] == "proxy added" and "cordoned by the administrator"
+            in c["expected"]]
+    assert len(kept) == 1 and kept[0]["status"] == "passed"
     junit = (tmp_path / "r.xml").read_text()
     assert '<skipped message="needs lab evidence: a service' in junit
     assert "skipped service-environment: needs lab evidence" in run.stderr.replace("\n", " ")
@@ -184,6 +194,8 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
 @pytest.mark.parametrize(("variant", "workflow", "caught_by"), [
     ("no-cert-removal", "remove", "certificates"),
     ("semicolon-noproxy", "runtime-add", "registry-env"),
+    # the real operator's bug: its reboot ends an administrator's cordon
+    ("uncordons-admin-cordon", "runtime-add", "node-ready"),
 ])
 def test_a_broken_operator_is_caught_from_outside(tmp_path: Path, variant: str, workflow: str,
                                                   caught_by: str) -> None:
@@ -202,7 +214,8 @@ def test_a_run_stopped_by_sigterm_puts_the_cluster_back(tmp_path: Path) -> None:
     with outside_lab(tmp_path) as lab:
         api = lab.api()
         before = _proxy_and_configmaps(api)
-        run = subprocess.Popen([*lab.conformance_args("--workflow", "change"), "--instance",
+        # runtime-add: the instance is cordoned for maintenance before the proxy's CA is published
+        run = subprocess.Popen([*lab.conformance_args("--workflow", "runtime-add"), "--instance",
                                 "127.10.0.1=Administrator"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
@@ -213,6 +226,7 @@ def test_a_run_stopped_by_sigterm_puts_the_cluster_back(tmp_path: Path) -> None:
                 time.sleep(0.2)
             changed = _proxy_and_configmaps(api)
             assert changed != before and list(changed[2]) == ["127.10.0.1"]
+            assert list(changed[3].values()).count(True) == 1  # the run's maintenance cordon
             run.send_signal(signal.SIGTERM)
             _, err = run.communicate(timeout=120)
         finally:

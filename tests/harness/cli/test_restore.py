@@ -1,5 +1,6 @@
 """``proxyfleet restore`` puts a cluster back from a run's saved snapshot (a run killed outright
-could not), from its own process, and names a file that is not a snapshot."""
+could not) — its maintenance cordon lifted too — from its own process, and names a file that is
+not a snapshot."""
 
 from __future__ import annotations
 
@@ -28,14 +29,20 @@ async def _restore(plane: ControlPlane, snapshot: Path) -> tuple[int, str, str]:
 async def test_restore_puts_back_what_a_killed_run_changed(plane: ControlPlane, api: client.ApiClient,
                                                            tmp_path: Path) -> None:
     await admin.set_instances(api, [("10.1.0.5", "Administrator"), ("10.1.0.6", "Administrator")])
+    core = client.CoreV1Api(api)
+    await asyncio.to_thread(core.create_node, client.V1Node(metadata=client.V1ObjectMeta(name="win-0001")))
     snapshot = (await ClusterSnapshot.take(api, ["proxyfleet-run-ca"])).write(tmp_path / "cluster-snapshot.json")
-    # what the run had done when it was killed
+    # what the run had done when it was killed: its maintenance cordon among it
+    ClusterSnapshot.record_run_cordon(snapshot, "win-0001", True)
+    await admin.cordon(api, "win-0001", True)
     await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nrun\n", name="proxyfleet-run-ca")
     await admin.set_proxy(api, http_proxy="http://proxy.corp.example:3128", trusted_ca="proxyfleet-run-ca")
     await admin.set_instances(api, [("10.1.0.5", "Administrator")])
     code, out, err = await _restore(plane, snapshot)
     assert code == 0, err
     assert "Proxy/cluster spec restored" in out and "proxyfleet-run-ca deleted" in out
+    assert "Node win-0001 uncordoned (the run's maintenance cordon)" in out
+    assert not (await asyncio.to_thread(core.read_node, "win-0001")).spec.unschedulable
     spec = (await asyncio.to_thread(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY))["spec"]
     assert not spec.get("httpProxy") and not spec.get("trustedCA", {}).get("name")
     assert await admin.instances(api) == {"10.1.0.5": "Administrator", "10.1.0.6": "Administrator"}

@@ -76,3 +76,30 @@ def test_a_file_that_is_not_a_snapshot_is_refused(tmp_path: Path) -> None:
         ClusterSnapshot.read(tmp_path / "other.json")
     with pytest.raises(SnapshotError, match="cannot read"):
         ClusterSnapshot.read(tmp_path / "missing.json")
+
+
+async def _cordoned(api: client.ApiClient, name: str) -> bool:
+    return bool((await call(client.CoreV1Api(api).read_node, name)).spec.unschedulable)
+
+
+async def test_only_the_runs_own_cordons_are_lifted(api: client.ApiClient, tmp_path: Path) -> None:
+    for name in ("win-a", "win-b", "win-c"):
+        await call(client.CoreV1Api(api).create_node, client.V1Node(metadata=client.V1ObjectMeta(name=name)))
+    await admin.cordon(api, "win-c", True)  # an administrator's maintenance, before the run
+    path = (await ClusterSnapshot.take(api)).write(tmp_path / "snapshot.json")
+    assert ClusterSnapshot.read(path).node_cordons == {"win-a": False, "win-b": False, "win-c": True}
+    # the run notes its cordon before setting it; the operator cordons another node for a reboot
+    ClusterSnapshot.record_run_cordon(path, "win-a", True)
+    await admin.cordon(api, "win-a", True)
+    await admin.cordon(api, "win-b", True)
+    with pytest.raises(SnapshotError, match="win-c was not schedulable when the run began"):
+        ClusterSnapshot.record_run_cordon(path, "win-c", True)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    done = await ClusterSnapshot.read(path).restore(api)
+    assert done == ["Node win-a uncordoned (the run's maintenance cordon)"]
+    assert [await _cordoned(api, n) for n in ("win-a", "win-b", "win-c")] == [False, True, True]
+    # a cordon the run lifted itself is no longer its to restore
+    ClusterSnapshot.record_run_cordon(path, "win-a", False)
+    await admin.cordon(api, "win-a", True)  # now someone else's
+    assert await ClusterSnapshot.read(path).restore(api) == []
+    assert await _cordoned(api, "win-a")
