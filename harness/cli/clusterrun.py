@@ -171,6 +171,7 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         internet_image=values.pop("internet_image"), intranet_image=values.pop("intranet_image"),
         http_url=values.pop("http_url"))
     try:
+        target.check_destinations()
         target.ssh_key()
         target.pinned_host_keys(list(instances))
     except ClusterTargetError as exc:

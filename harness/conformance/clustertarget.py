@@ -13,10 +13,11 @@ from typing import Any
 import asyncssh
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE
+from proxyfleet.core.imagereference import parse_image
 from proxyfleet.core.knownhosts import KnownHosts, KnownHostsError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.core.secretfiles import write_private
-from proxyfleet.harness.conformance.evidence import ProbedDestination
+from proxyfleet.harness.conformance.evidence import TRAFFIC_CHECKS, ProbedDestination
 
 # The trusted CA ConfigMap (in openshift-config) the run writes; saved and put back (deleted when
 # it did not exist) like every object the run changes.
@@ -84,6 +85,24 @@ class ClusterTarget:
         if self.http_url:
             found.append(ProbedDestination("fetch-http", self.http_url, False, True))
         return found
+
+    def check_destinations(self) -> None:
+        """Each destination is an image reference containerd can read, or an http(s) URL with a
+        host and no credentials (it would be on curl.exe's command line, and in the report)."""
+        for destination in self.destinations():
+            option = TRAFFIC_CHECKS[destination.check]
+            if destination.image:
+                try:
+                    parse_image(destination.text)
+                except ValueError as exc:
+                    raise ClusterTargetError(f"{option} {destination.text!r}: {exc}") from None
+                continue
+            parts = urllib.parse.urlsplit(destination.text)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ClusterTargetError(f"{option} {destination.text!r}: expected an http:// (or https://) URL")
+            if "@" in parts.netloc:
+                raise ClusterTargetError(f"{option}: a URL with credentials would be on curl.exe's command line; "
+                                         "give one that needs none")
 
     def ssh_key(self) -> asyncssh.SSHKey:
         try:

@@ -34,7 +34,10 @@ from proxyfleet.harness.conformance.results import CheckResult
 LAB_ONLY: dict[str, str] = {
     "service-environment": "needs lab evidence: a service's environment is not observable on Windows",
     "firewall": "needs lab evidence: the egress firewall's refusals are the lab network's record",
-    "reboots": "needs lab evidence: a host shows only its last boot time, not how many reboots a step took",
+    # A real host's System event log does record each boot (Kernel-General event 12); the probes
+    # read only its last boot time, which cannot count them.
+    "reboots": "needs lab evidence: the probes read a host's last boot time, which cannot tell how many reboots "
+               "a step took",
     "drained-while-down": "needs lab evidence: the exact moments each reboot went down and came back",
     "drained": "needs lab evidence: the pods on the node at the moment it went down",
     "disruption-budget": "needs lab evidence: the exact moments each reboot went down and came back",

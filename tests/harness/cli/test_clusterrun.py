@@ -76,6 +76,13 @@ def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str,
     ({"ssh_key": "key"}, {"url": "http://p:3128", "ca_file": "bad"}, "--proxy-ca .*bad.pem"),
     ({"ssh_key": "key", "instances": ("10.0.0.5",)}, {"url": "http://p:3128"}, "expected ADDRESS=USER"),
     ({"ssh_key": "kubeconfig"}, {"url": "http://p:3128"}, "cannot read a private key"),
+    ({"ssh_key": "key", "internet_image": "Quay.io/UPPER:x"}, {"url": "http://p:3128"},
+     "--internet-image 'Quay.io/UPPER:x': parse reference .*invalid reference format"),
+    ({"ssh_key": "key", "intranet_image": "registry.corp/app:1 2"}, {"url": "http://p:3128"}, "--intranet-image"),
+    ({"ssh_key": "key", "http_url": "ctldl.windowsupdate.com"}, {"url": "http://p:3128"},
+     "--http-url 'ctldl.windowsupdate.com': expected an http://"),
+    ({"ssh_key": "key", "http_url": "http://user:secret@site.example/"}, {"url": "http://p:3128"},
+     "--http-url: a URL with credentials would be on curl.exe's command line"),
 ])
 def test_bad_cluster_options_get_a_specific_error(files: dict[str, Path], given: dict[str, Any],
                                                   proxy: dict[str, Any], message: str) -> None:
