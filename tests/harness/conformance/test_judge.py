@@ -31,6 +31,21 @@ from proxyfleet.harness.conformance.judge import (
 from proxyfleet.harness.conformance.probe import NodeState
 from proxyfleet.harness.conformance.results import CheckResult
 
+ADDRESS = "10.0.0.5"
+PROXY = "http://proxy.corp.example:3128"
+READY_NODE = {"metadata": {"name": "win-0"}, "spec": {},
+              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _cluster_judge(tmp_path: Path) -> Conformance:
+    key = tmp_path / "id"
+    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:1}}]\n"
+                          "users: [{name: u, user: {token: t}}]\n"
+                          "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+    return Conformance(None, cluster=ClusterTarget(kubeconfig, key, PROXY))
+
 
 def test_a_claim_refuted_long_enough_is_definitive() -> None:
     watch = ClaimWatch(hold=0.0)
@@ -69,13 +84,7 @@ def test_wake_spacing_grows_with_the_fleet_and_never_passes_the_poll() -> None:
 def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="a lab or a cluster"):
         Conformance(None)
-    key = tmp_path / "id"
-    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:1}}]\n"
-                          "users: [{name: u, user: {token: t}}]\n"
-                          "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
-    judge = Conformance(None, cluster=ClusterTarget(kubeconfig, key, "http://p:3128"))
+    judge = _cluster_judge(tmp_path)
     assert not judge.on_lab and judge.addresses == []
     with pytest.raises(LabRequired, match="needs the embedded lab"):
         _ = judge.lab
@@ -84,27 +93,10 @@ def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Pat
 
 # --- each check judged from the evidence it needs, or skipped saying what is missing ------------
 
-ADDRESS = "10.0.0.5"
-PROXY = "http://proxy.corp.example:3128"
-READY_NODE = {"metadata": {"name": "win-0"}, "spec": {},
-              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-
-
-def _cluster_judge(tmp_path: Path) -> Conformance:
-    key = tmp_path / "id"
-    key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:1}}]\n"
-                          "users: [{name: u, user: {token: t}}]\n"
-                          "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
-    judge = Conformance(None, cluster=ClusterTarget(kubeconfig, key, PROXY))
-    judge.baseline_roots[ADDRESS] = frozenset({"AA"})
-    judge.baseline_files[ADDRESS] = frozenset()
-    return judge
-
-
 def _judged(judge: Conformance, evidence: Evidence, started: dt.datetime) -> dict[str, CheckResult]:
     """One member judged after a step that changed nothing, from ``evidence``."""
+    judge.baseline_roots[ADDRESS] = frozenset({"AA"})
+    judge.baseline_files[ADDRESS] = frozenset()
     step = Step("a step", started, members=[ADDRESS], deconfigured=[], before={ADDRESS: UNCONFIGURED})
     judge._targets[ADDRESS] = UNCONFIGURED
     state = NodeState(dict.fromkeys(PROXY_VARIABLES), frozenset({"AA"}), started - dt.timedelta(hours=1),
