@@ -29,7 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rollout": ("proxyfleet.harness.cli.rollout",
                 "Follow the rollout of the cluster's proxy settings to the Windows instances."),
     "restore": ("proxyfleet.harness.cli.restore",
-                "Put back the Proxy, trusted CA ConfigMaps and windows-instances a conformance run saved."),
+                "Put back the Proxy, trusted CA ConfigMaps, windows-instances and Node cordons a conformance run "
+                "saved."),
     "repro": ("proxyfleet.harness.cli.repro",
               "Reproduce a customer's proxy settings on the lab and explain every failing path."),
     "up": ("proxyfleet.harness.cli.up",

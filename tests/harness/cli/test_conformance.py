@@ -299,9 +299,17 @@ def test_a_destination_the_proxy_refuses_is_reported_for_that_destination(tmp_pa
     assert any("the proxy answered 403 (TCP_DENIED)" in o for o in observed(report, "fetch-http"))
 
 
+# Through a vendor's proxy, every variant whose catch the proxy could change. The faults workflow's
+# (a replaced host key, a node off the network, a reboot that never ends, a change during a reboot,
+# a proxy outage) are judged from Warning Events, command counts, reboots and the variables, none of
+# which a proxy's kind touches; the lab's own sweep (test_a_broken_reconciler_fails_with_the_right_
+# check_named) catches them, and leaving them out here saves over a minute a Python of CI's ninety.
+THROUGH_SQUID = sorted(v for v, (workflow, *_) in CATCHES.items() if workflow != "faults")
+
+
 @needs_squid
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(CATCHES))
+@pytest.mark.parametrize("variant", THROUGH_SQUID)
 def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: str) -> None:
     workflow, check, *count = CATCHES[variant]
     result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
