@@ -752,6 +752,8 @@ class Conformance:
         if evidence.hosts is None or evidence.budget is None:
             return lambda address: self._lab_only("disruption-budget")
         now = dt.datetime.now(dt.UTC)
+        # Outages the scenario caused (a node taken off the network: not in ``addresses``) are not
+        # the reconciler's.
         down = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
                                         for a in addresses if a in evidence.hosts})
         cordoned = checks.peak_unavailable({a: self.cordons.intervals(a, step.started, now)
