@@ -8,7 +8,8 @@ A scenario acts only as a cluster administrator would (``set_proxy``, ``set_trus
    the merged trusted bundle holds exactly the user CA);
 3. waits, with a deadline, until every node shows the cluster's settings over SSH, its egress
    services restarted if its proxy variables changed, its Node is Ready and schedulable — and that this
-   holds for a quiet period (so a no-op step gives a reconciler time to do something wrong);
+   holds for a quiet period (so a no-op step gives a reconciler time to do something wrong;
+   ``converging``);
 4. runs every check on every node and records a ``CheckResult`` (node, check, expected, observed).
 
 The judge reads the API and probes the nodes over SSH itself; everything else comes through one
@@ -22,7 +23,6 @@ reads a simulator.
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime as dt
 import itertools
 import logging
@@ -34,16 +34,16 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import APPLIED, OPERATOR_NAMESPACE, TRUSTED_CA
-from proxyfleet.core.informer import internal_ip
+from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.nodessh import NodeError
 from proxyfleet.core.noproxy import redact_url
-from proxyfleet.core.rollout import assess, read_snapshot
-from proxyfleet.harness.conformance import checks
+from proxyfleet.harness.conformance import checks, clusterobjects
 from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
+from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
+from proxyfleet.harness.conformance.converging import PROBE_CONCURRENCY, Looks, converge, revision_claims
 from proxyfleet.harness.conformance.cordons import CordonTimeline
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
@@ -63,67 +63,17 @@ from proxyfleet.harness.conformance.expectations import (
 from proxyfleet.harness.conformance.labevidence import LabEvidence
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
-from proxyfleet.harness.conformance.schedule import LookSchedule
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
-PROBE_CONCURRENCY = 64
-# How often a node still off its target is looked at again when no Node changes (a reconciler
-# finishing a node marks its Node, and that brings the next look forward): each look is a full
-# observation over SSH (registry, Root store, services), which costs the simulated fleet far more
-# than a real host.
-PENDING_POLL = 0.75
-# The longest a node off its target on machine state goes unlooked-at when nothing happens on it
-# (``LookSchedule``).
-QUIET_NODE_POLL = 3 * PENDING_POLL
-NODE_CHANGE_SETTLE = 0.05  # after a Node change wakes the judge (see ``_converge``)
-# Each pass lists every Node and probes the nodes with new activity, so in a big fleet (where some
-# node finishes every few milliseconds) passes woken by Node changes are spaced by the fleet's size.
-WAKE_SPACING_PER_NODE = 0.004
-# The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
-INSTALL_CONFIG = "kube-system/cluster-config-v1"
-
 
 # How long after the scenario writes a change a reconciler may still act on the previous one (the
 # proxy controller publishes status, the watch delivers it): a reboot that starts within it was
 # committed to before the change could be seen. Well under one reboot, so a reconciler that
 # applies stale settings after waiting for a reboot slot is still caught.
 CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
-# How long a node must stay off its target while its reconciler reports it done before the step
-# ends without waiting for the deadline (a correct reconciler writes that claim only after it has
-# verified the node, so a claim that holds this long is a definitive failure, not a race).
-CLAIM_HOLD = 2.0
-
-
-def wake_spacing(fleet_size: int) -> float:
-    """The least time between the starts of two convergence passes when Node changes wake the
-    judge: ``NODE_CHANGE_SETTLE`` for a small fleet, growing with its size, never past
-    ``PENDING_POLL`` (a wake never makes the judge look later than its poll would)."""
-    return min(PENDING_POLL, max(NODE_CHANGE_SETTLE, fleet_size * WAKE_SPACING_PER_NODE))
-
-
-class ClaimWatch:
-    """Nodes the reconciler reports done while the judge sees them off their target."""
-
-    def __init__(self, hold: float = CLAIM_HOLD) -> None:
-        self.hold = hold
-        self.since: dict[str, float] = {}
-
-    def update(self, problems: dict[str, str], claimed: set[str], up: set[str]) -> set[str]:
-        """Record one look; returns the nodes whose claim has been refuted for ``hold`` seconds.
-        An unreachable or down node refutes nothing (it may be mid-reboot)."""
-        now = time.monotonic()
-        wrong = {a for a, p in problems.items() if a in claimed and a in up and not p.startswith("unreachable")}
-        self.since = {a: self.since.get(a, now) for a in wrong}
-        return {a for a, t in self.since.items() if now - t >= self.hold}
-
-    def describe(self, address: str, problem: str) -> str:
-        if address not in self.since:
-            return problem
-        return (f"{problem}, while its Node reports the cluster's current settings applied "
-                f"({APPLIED}); the step ended without waiting for the deadline")
 
 
 class LabRequired(RuntimeError):
@@ -441,7 +391,7 @@ class Conformance:
         this step, for its clean-up). Returns the results (also kept in ``results``)."""
         removed = [n.address for n in deconfigure]
         step = self._mark(name, removed)
-        step.claims_before = await self._claims()
+        step.claims_before = await revision_claims(self.api)
         self.steps.append(step)
         if action is not None:
             await action()
@@ -501,13 +451,7 @@ class Conformance:
         return removed & kept
 
     async def _node_objects(self) -> dict[str, dict[str, Any]]:
-        """Node objects by InternalIP."""
-        found: dict[str, dict[str, Any]] = {}
-        for node in await admin.nodes(self.api):
-            address = internal_ip(node)
-            if address is not None:
-                found[address] = node
-        return found
+        return await clusterobjects.node_objects(self.api)
 
     def _state_problem(self, step: Step, address: str, state: NodeState) -> str | None:
         target = self._targets[address]
@@ -523,123 +467,38 @@ class Conformance:
 
     async def _converge(self, step: Step) -> dict[str, str]:
         """Wait until every node of the step holds its target (for ``quiet`` seconds); returns the
-        reason each node that never did was still off at the deadline."""
-        addresses = step.members + step.deconfigured
-        started = time.monotonic()
-        deadline = started + self.converge_timeout
-        semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
-        schedule = LookSchedule(QUIET_NODE_POLL)
-
-        async def look(address: str) -> str | None:
-            async with semaphore:
-                activity = self._activity(address)
-                try:
-                    state = await self.probe.observe(address)
-                except NodeError as exc:
-                    return f"unreachable ({exc})"
-                finally:
-                    schedule.looked(address, activity)
+        reason each node that never did was still off at the deadline (``converging``)."""
+        async def machine(address: str) -> str | None:
+            try:
+                state = await self.probe.observe(address)
+            except NodeError as exc:
+                return f"unreachable ({exc})"
             return self._state_problem(step, address, state)
 
-        async def probe(batch: list[str], known: dict[str, str] | None = None) -> dict[str, str]:
-            """Problems of the nodes in ``batch``; with ``known`` (their last problems), a node with
-            nothing new since its last look keeps its problem without a probe."""
-            unchanged = {a: p for a, p in (known or {}).items()
-                         if a in batch and not schedule.due(a, p, self._activity(a))}
-            batch = [a for a in batch if a not in unchanged]
-            results = await asyncio.gather(*(look(a) for a in batch))
-            nodes = await self._node_objects() if step.members and batch else {}
-            found: dict[str, str] = {}
-            for address, problem in zip(batch, results, strict=True):
-                if problem is None and address in step.members:
-                    problem = checks.node_problem(nodes.get(address), address in self.admin_cordoned)
-                if problem is None:
-                    step.converged.setdefault(address, time.monotonic() - started)
-                else:
-                    found[address] = problem
-                    step.converged.pop(address, None)
-            return {**unchanged, **found}
+        async def node(addresses: list[str]) -> dict[str, str | None]:
+            nodes = await self._node_objects()
+            return {a: checks.node_problem(nodes.get(a), a in self.admin_cordoned) for a in addresses}
 
-        # A node that looks converged is not probed again until all do; after the quiet period
-        # one pass over every node confirms it (a late change sends a node back to pending).
-        pending = list(addresses)
-        problems: dict[str, str] = {}
-        quiet_from = 0.0
-        claims = ClaimWatch()
-        next_claims = 0.0
-        spacing = wake_spacing(len(addresses))
-        while True:
-            self.cordons.nodes_changed.clear()  # a Node change during this pass wakes the next wait
-            pass_started = time.monotonic()
-            if pending:
-                problems = await probe(pending, problems)
-                pending = list(problems)
-                quiet_from = time.monotonic()
-                claimed: set[str] | None = None
-                if any(a in step.members for a in pending) and quiet_from >= next_claims:
-                    # Reading claims parses the trust bundle: at most once per poll period, however
-                    # often Node changes wake the judge.
-                    claimed, next_claims = await self._claimed(step), quiet_from + PENDING_POLL
-                if claimed is not None:
-                    refuted = claims.update(problems, claimed, self._listening())
-                    if pending and set(pending) <= refuted:
-                        # Every node still off its target is one the reconciler reports done:
-                        # waiting longer only waits for its next resync. End the step here.
-                        return {a: claims.describe(a, p) for a, p in problems.items()}
-            else:
-                problems = await probe(addresses)
-                if (not problems and not self._anyone_down() and await self._trusted_ca_ok(step)
-                        and await self._stuck_reported(step)):
-                    return {}
-                pending = list(problems)
-                quiet_from = time.monotonic()
-            now = time.monotonic()
-            if now > deadline:
-                return problems
-            if not pending:
-                await asyncio.sleep(max(0.05, quiet_from + self.quiet - now))  # the quiet period itself
-            elif await self.cordons.wait_for_node_change(min(PENDING_POLL, max(0.0, deadline - now))):
-                # A reconciler finishes a node with a few writes in a row (uncordon, state, annotations):
-                # look once they are all in, not after the first.
-                await asyncio.sleep(max(NODE_CHANGE_SETTLE, pass_started + spacing - time.monotonic()))
+        async def settled() -> bool:
+            return (not self._anyone_down() and await self._trusted_ca_ok(step)
+                    and await self._stuck_reported(step))
 
-    async def _claims(self) -> set[tuple[str, str]]:
-        """(address, revision) for every Node that claims (``proxyfleet.io/applied``) the cluster's
-        current revision; a reconciler that writes no such annotation claims nothing."""
-        try:
-            snapshot = await asyncio.to_thread(read_snapshot, self.api, OPERATOR_NAMESPACE)
-        except ApiException:
-            return set()
-        found = assess(snapshot)
-        if found.revision is None:
-            return set()
-        done = set(found.done)
-        return {(a, found.revision) for n in snapshot.nodes
-                if (n.get("metadata") or {}).get("name") in done and (a := internal_ip(n)) is not None}
+        looks = Looks(machine, node, self._activity, lambda: self._claimed(step), self._listening, settled)
+        return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
+                              self.quiet, self.converge_timeout)
 
     async def _claimed(self, step: Step) -> set[str]:
         """Members that claimed the current revision during this step. A claim older than the step
         (a node that drifted out of band since it was verified) is stale, not false: its repair
         waits for the reconciler's resync, so it never ends a step early."""
-        return {a for a, revision in await self._claims()
+        return {a for a, revision in await revision_claims(self.api)
                 if a in step.members and (a, revision) not in step.claims_before}
-
-    async def _trusted_ca(self) -> dict[str, Any] | None:
-        try:
-            found = await asyncio.to_thread(client.CoreV1Api(self.api).read_namespaced_config_map,
-                                            TRUSTED_CA, OPERATOR_NAMESPACE)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        configmap: dict[str, Any] = self.api.sanitize_for_serialization(found)  # type: ignore[no-untyped-call]
-        return configmap
 
     async def _trusted_ca_verdict(self, step: Step) -> checks.Verdict | None:
         """None when no member has a proxy (nothing to require, and nothing is read)."""
         if not step.expected.configured or not step.members:
             return None
-        return checks.trusted_ca(await self._trusted_ca(), frozenset(step.expected.bundle),
+        return checks.trusted_ca(await clusterobjects.trusted_ca_configmap(self.api), frozenset(step.expected.bundle),
                                  f"{OPERATOR_NAMESPACE}/{TRUSTED_CA}")
 
     async def _trusted_ca_ok(self, step: Step) -> bool:
@@ -661,7 +520,7 @@ class Conformance:
             return True
         nodes = await self._node_objects()
         warnings = await self._warning_events(step.started)
-        return all(warnings.get(_node_name(nodes, a)) for a in step.stuck)
+        return all(warnings.get(node_name(nodes, a)) for a in step.stuck)
 
     # --- checks ----------------------------------------------------------------------------------
 
@@ -700,7 +559,7 @@ class Conformance:
 
             def about(address: str, since: dt.datetime) -> list[str]:
                 since = since.replace(microsecond=0)  # Event timestamps have whole seconds
-                return [text for when, text in warnings.get(_node_name(nodes, address), []) if when >= since]
+                return [text for when, text in warnings.get(node_name(nodes, address), []) if when >= since]
 
             for address in step.rekeyed:  # judged from the moment its key changed (maybe an earlier step)
                 commands, since = self.rekeyed[address]
@@ -724,16 +583,7 @@ class Conformance:
                 self._record(step, address, "credentials", checks.credentials(leaked))
 
     async def _warning_events(self, since: dt.datetime) -> dict[str, list[tuple[dt.datetime, str]]]:
-        """Warning Events about Nodes written since ``since``: Node name -> (when, "reason: message")."""
-        events = await asyncio.to_thread(client.CoreV1Api(self.api).list_event_for_all_namespaces)
-        since = since.replace(microsecond=0)  # Event timestamps have whole seconds
-        found: dict[str, list[tuple[dt.datetime, str]]] = {}
-        for event in events.items:
-            involved = event.involved_object
-            when = event.last_timestamp or event.event_time or event.metadata.creation_timestamp
-            if event.type == "Warning" and involved is not None and involved.kind == "Node" and when and when >= since:
-                found.setdefault(str(involved.name), []).append((when, f"{event.reason}: {event.message}"))
-        return found
+        return await clusterobjects.warning_events(self.api, since)
 
     @staticmethod
     def _lab_only(check: str) -> checks.Verdict:
@@ -769,50 +619,8 @@ class Conformance:
         return verdict
 
     async def _credential_leaks(self, nodes: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-        """Where a proxy credential the scenario used shows up: by node address (its Node's
-        annotations and labels, Events about it) and under "" (anything else ordinary users read:
-        other Events, ConfigMaps and Secrets other than the install-config the Proxy came from,
-        the external reconciler's log)."""
-        secrets = set(self._secrets)
-        if not secrets:
-            return {}
-        forms = checks.credential_forms(secrets)
-        found: dict[str, list[str]] = {}
-
-        def look(where: str, text: str, address: str = "") -> None:
-            if checks.reveals(text, secrets, forms):
-                found.setdefault(address, []).append(where)
-
-        by_name = {}
-        for address, node in nodes.items():
-            metadata = node.get("metadata") or {}
-            by_name[metadata.get("name")] = address
-            for kind in ("annotations", "labels"):
-                for key, value in (metadata.get(kind) or {}).items():
-                    look(f"Node {metadata.get('name')} {kind[:-1]} {key}", f"{key}={value}", address)
-        core = client.CoreV1Api(self.api)
-
-        async def listed(function: Callable[[], Any]) -> list[dict[str, Any]]:
-            items: list[dict[str, Any]] = self.api.sanitize_for_serialization(  # type: ignore[no-untyped-call]
-                (await asyncio.to_thread(function)).items)
-            return items
-
-        for event in await listed(core.list_event_for_all_namespaces):
-            involved = event.get("involvedObject") or {}
-            address = by_name.get(involved.get("name"), "") if involved.get("kind") == "Node" else ""
-            look(f"Event {event['metadata'].get('namespace')}/{event.get('reason')}",
-                 "\n".join(str(event.get(k) or "") for k in ("reason", "message", "note", "action")), address)
-        for configmap in await listed(core.list_config_map_for_all_namespaces):
-            where = f"{configmap['metadata'].get('namespace')}/{configmap['metadata'].get('name')}"
-            if where != INSTALL_CONFIG:  # the Proxy's own input, as on a real cluster
-                values = [*(configmap.get("data") or {}).values(), *(configmap.get("binaryData") or {}).values()]
-                look(f"ConfigMap {where}", "\n".join(str(v) for v in values))
-        for secret in await listed(core.list_secret_for_all_namespaces):
-            texts = [base64.b64decode(v).decode("utf-8", errors="ignore") for v in (secret.get("data") or {}).values()]
-            look(f"Secret {secret['metadata'].get('namespace')}/{secret['metadata'].get('name')}", "\n".join(texts))
-        for where, text in self.evidence.readable_logs():
-            look(where, text)
-        return found
+        """Where a proxy credential the scenario used shows up (``clusterobjects.credential_leaks``)."""
+        return await clusterobjects.credential_leaks(self.api, nodes, self._secrets, self.evidence.readable_logs)
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
                      state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence) -> None:
@@ -920,11 +728,6 @@ class Conformance:
             ok, text = self.cordons.cordoned_through(address, outage.down_at, outage.up_at)
             found.append(checks.OutageEvidence(outage.at_down, outage.at_up, ok, text))
         return found
-
-
-def _node_name(nodes: dict[str, dict[str, Any]], address: str) -> str:
-    """The name of the Node at ``address`` (the address itself when it has none yet)."""
-    return str(((nodes.get(address) or {}).get("metadata") or {}).get("name", address))
 
 
 __all__ = ["Conformance", "Step"]

@@ -1,0 +1,193 @@
+"""Waiting for a step to converge: when the judge looks at each node again, and when it stops.
+
+The loop is the judge's policy alone; what one look is (an SSH probe of the machine, the Node's
+conditions, the reconciler's claims) comes from the judge through ``Looks``, so the policy is
+tested on its own with plain callables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from proxyfleet.core.contract import APPLIED, OPERATOR_NAMESPACE
+from proxyfleet.core.informer import internal_ip
+from proxyfleet.core.rollout import assess, read_snapshot
+from proxyfleet.harness.conformance.schedule import LookSchedule
+
+PROBE_CONCURRENCY = 64
+# How often a node still off its target is looked at again when no Node changes (a reconciler
+# finishing a node marks its Node, and that brings the next look forward): each look is a full
+# observation over SSH (registry, Root store, services), which costs the simulated fleet far more
+# than a real host.
+PENDING_POLL = 0.75
+# The longest a node off its target on machine state goes unlooked-at when nothing happens on it
+# (``LookSchedule``).
+QUIET_NODE_POLL = 3 * PENDING_POLL
+NODE_CHANGE_SETTLE = 0.05  # after a Node change wakes the judge (see ``converge``)
+# Each pass lists every Node and probes the nodes with new activity, so in a big fleet (where some
+# node finishes every few milliseconds) passes woken by Node changes are spaced by the fleet's size.
+WAKE_SPACING_PER_NODE = 0.004
+# How long a node must stay off its target while its reconciler reports it done before the step
+# ends without waiting for the deadline (a correct reconciler writes that claim only after it has
+# verified the node, so a claim that holds this long is a definitive failure, not a race).
+CLAIM_HOLD = 2.0
+
+
+def wake_spacing(fleet_size: int) -> float:
+    """The least time between the starts of two convergence passes when Node changes wake the
+    judge: ``NODE_CHANGE_SETTLE`` for a small fleet, growing with its size, never past
+    ``PENDING_POLL`` (a wake never makes the judge look later than its poll would)."""
+    return min(PENDING_POLL, max(NODE_CHANGE_SETTLE, fleet_size * WAKE_SPACING_PER_NODE))
+
+
+class ClaimWatch:
+    """Nodes the reconciler reports done while the judge sees them off their target."""
+
+    def __init__(self, hold: float = CLAIM_HOLD) -> None:
+        self.hold = hold
+        self.since: dict[str, float] = {}
+
+    def update(self, problems: dict[str, str], claimed: set[str], up: set[str]) -> set[str]:
+        """Record one look; returns the nodes whose claim has been refuted for ``hold`` seconds.
+        An unreachable or down node refutes nothing (it may be mid-reboot)."""
+        now = time.monotonic()
+        wrong = {a for a, p in problems.items() if a in claimed and a in up and not p.startswith("unreachable")}
+        self.since = {a: self.since.get(a, now) for a in wrong}
+        return {a for a, t in self.since.items() if now - t >= self.hold}
+
+    def describe(self, address: str, problem: str) -> str:
+        if address not in self.since:
+            return problem
+        return (f"{problem}, while its Node reports the cluster's current settings applied "
+                f"({APPLIED}); the step ended without waiting for the deadline")
+
+
+async def revision_claims(api: client.ApiClient) -> set[tuple[str, str]]:
+    """(address, revision) for every Node that claims (``proxyfleet.io/applied``) the cluster's
+    current revision; a reconciler that writes no such annotation claims nothing."""
+    try:
+        snapshot = await asyncio.to_thread(read_snapshot, api, OPERATOR_NAMESPACE)
+    except ApiException:
+        return set()
+    found = assess(snapshot)
+    if found.revision is None:
+        return set()
+    done = set(found.done)
+    return {(a, found.revision) for n in snapshot.nodes
+            if (n.get("metadata") or {}).get("name") in done and (a := internal_ip(n)) is not None}
+
+
+class NodeChanges(Protocol):
+    """Wakes the loop when a Node changes (``CordonTimeline``)."""
+
+    nodes_changed: asyncio.Event
+
+    async def wait_for_node_change(self, within: float) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Looks:
+    """What one step's wait asks of the judge.
+
+    ``machine``: the node's problem on its own machine state, or None (``"unreachable (…)"`` when
+    it cannot be read); ``node``: the problems of the Node objects of members whose machines are
+    right (one API read for them all); ``activity``: a count that grows with anything that could
+    change what ``machine`` shows; ``claimed``: members the reconciler reports done in this step;
+    ``listening``: nodes whose SSH is up; ``settled``: whatever else must hold before the step ends
+    (nobody down, the trusted CA ConfigMap right, stuck nodes reported)."""
+
+    machine: Callable[[str], Awaitable[str | None]]
+    node: Callable[[list[str]], Awaitable[dict[str, str | None]]]
+    activity: Callable[[str], int]
+    claimed: Callable[[], Awaitable[set[str]]]
+    listening: Callable[[], set[str]]
+    settled: Callable[[], Awaitable[bool]]
+
+
+async def converge(looks: Looks, members: list[str], others: list[str], changes: NodeChanges,
+                   converged: dict[str, float], quiet: float, within: float) -> dict[str, str]:
+    """Wait, at most ``within`` seconds, until every node (``members``, then ``others`` whose
+    Nodes are not judged) holds its target for ``quiet`` seconds; returns the reason each node that
+    never did was still off at the deadline, or sooner when every node still off is one the
+    reconciler reports done (``ClaimWatch``). ``converged`` gets, per node, the seconds it took."""
+    addresses = members + others
+    started = time.monotonic()
+    deadline = started + within
+    semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
+    schedule = LookSchedule(QUIET_NODE_POLL)
+
+    async def look(address: str) -> str | None:
+        async with semaphore:
+            activity = looks.activity(address)
+            try:
+                return await looks.machine(address)
+            finally:
+                schedule.looked(address, activity)
+
+    async def probe(batch: list[str], known: dict[str, str] | None = None) -> dict[str, str]:
+        """Problems of the nodes in ``batch``; with ``known`` (their last problems), a node with
+        nothing new since its last look keeps its problem without a probe."""
+        unchanged = {a: p for a, p in (known or {}).items()
+                     if a in batch and not schedule.due(a, p, looks.activity(a))}
+        batch = [a for a in batch if a not in unchanged]
+        results = dict(zip(batch, await asyncio.gather(*(look(a) for a in batch)), strict=True))
+        right = [a for a, problem in results.items() if problem is None and a in members]
+        if right:
+            results.update(await looks.node(right))
+        found: dict[str, str] = {}
+        for address, problem in results.items():
+            if problem is None:
+                converged.setdefault(address, time.monotonic() - started)
+            else:
+                found[address] = problem
+                converged.pop(address, None)
+        return {**unchanged, **found}
+
+    # A node that looks converged is not probed again until all do; after the quiet period one
+    # pass over every node confirms it (a late change sends a node back to pending).
+    pending = list(addresses)
+    problems: dict[str, str] = {}
+    quiet_from = 0.0
+    claims = ClaimWatch()
+    next_claims = 0.0
+    spacing = wake_spacing(len(addresses))
+    while True:
+        changes.nodes_changed.clear()  # a Node change during this pass wakes the next wait
+        pass_started = time.monotonic()
+        if pending:
+            problems = await probe(pending, problems)
+            pending = list(problems)
+            quiet_from = time.monotonic()
+            claimed: set[str] | None = None
+            if any(a in members for a in pending) and quiet_from >= next_claims:
+                # Reading claims parses the trust bundle: at most once per poll period, however
+                # often Node changes wake the judge.
+                claimed, next_claims = await looks.claimed(), quiet_from + PENDING_POLL
+            if claimed is not None:
+                refuted = claims.update(problems, claimed, looks.listening())
+                if pending and set(pending) <= refuted:
+                    # Every node still off its target is one the reconciler reports done: waiting
+                    # longer only waits for its next resync. End the step here.
+                    return {a: claims.describe(a, p) for a, p in problems.items()}
+        else:
+            problems = await probe(addresses)
+            if not problems and await looks.settled():
+                return {}
+            pending = list(problems)
+            quiet_from = time.monotonic()
+        now = time.monotonic()
+        if now > deadline:
+            return problems
+        if not pending:
+            await asyncio.sleep(max(0.05, quiet_from + quiet - now))  # the quiet period itself
+        elif await changes.wait_for_node_change(min(PENDING_POLL, max(0.0, deadline - now))):
+            # A reconciler finishes a node with a few writes in a row (uncordon, state,
+            # annotations): look once they are all in, not after the first.
+            await asyncio.sleep(max(NODE_CHANGE_SETTLE, pass_started + spacing - time.monotonic()))
