@@ -106,3 +106,20 @@ async def test_cluster_proxy_then_trusted_ca_removed(cluster_conformance: Confor
     await conformance.step("proxy removed", lambda: conformance.set_proxy("", trusted_ca=RUN_CA))
     await conformance.step("trustedCA removed", lambda: conformance.set_proxy("", trusted_ca=None))
     conformance.assert_passed()
+
+
+@pytest.mark.cluster
+@pytest.mark.workflow("drift")
+async def test_cluster_trusted_ca_configmap_restored(cluster_conformance: Conformance) -> None:
+    """The API half of the lab's drift: the operator's ``trusted-ca`` ConfigMap deleted, then its
+    injection label removed (what a clean-up script or a GitOps prune does); the operator must put
+    it back each time, and nodes keep their certificates meanwhile (WMCO's own e2e deletes it the
+    same way). The hosts' half is the lab's alone: its repair waits for the operator's periodic
+    resync, hours on a real cluster, not minutes. The CLI's restore brings the ConfigMap back
+    should the operator not."""
+    conformance = cluster_conformance
+    await _start_without_proxy(conformance)
+    await _add_proxy(conformance, _company_ca(2026))
+    await conformance.step("trusted-ca deleted", lambda: conformance.tamper_trusted_ca(delete=True))
+    await conformance.step("trusted-ca injection label removed", lambda: conformance.tamper_trusted_ca(delete=False))
+    conformance.assert_passed()

@@ -29,8 +29,9 @@ from proxyfleet.harness.lab.vendor import VendorProxyError, parse_listen
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 from proxyfleet.simulators.network import ClusterEndpoint
 
-# The workflows an existing cluster can run (the others need the lab: an install, faults, drift …).
-CLUSTER_WORKFLOWS = ("runtime-add", "change", "remove")
+# The workflows an existing cluster can run (the others need the lab: an install, faults …; drift
+# there is the API half only: the hosts' half waits for the operator's periodic resync).
+CLUSTER_WORKFLOWS = ("runtime-add", "change", "remove", "drift")
 SNAPSHOT_FILE = "cluster-snapshot.json"
 
 
@@ -188,12 +189,14 @@ def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxyS
                    "its CA published in the bundle; the cluster's own reconciler is judged")
     cordon = (["cordoned:     runtime-add cordons one schedulable instance for maintenance (its cordon must "
                "survive the proxy's rollout) and uncordons it afterwards"] if "runtime-add" in chosen else [])
+    drift = (["drift:        the operator's trusted-ca ConfigMap is deleted, then loses its injection label; "
+              "the operator must put it back (the run does at the end if it did not)"] if "drift" in chosen else [])
     return [*target.describe(),
             f"workflows:    {', '.join(chosen)} (one at a time: they share the cluster)",
             f"saved first:  Proxy/cluster, openshift-config/{RUN_CA} and the Proxy's trusted CA ConfigMap, "
-            f"{target.namespace}/windows-instances, Node cordons; put back at the end (also on failure, Ctrl-C, "
-            "SIGTERM)",
-            *cordon,
+            f"{target.namespace}/windows-instances, {target.namespace}/trusted-ca's labels, Node cordons; put back "
+            "at the end (also on failure, Ctrl-C, SIGTERM)",
+            *cordon, *drift,
             f"started:      {started}"]
 
 

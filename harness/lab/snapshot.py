@@ -1,8 +1,14 @@
 """The cluster objects a conformance run changes, saved before it and put back after it: the
 Proxy's spec, the trusted CA ConfigMaps (the one the Proxy names and the ones the run writes),
-``windows-instances`` and the maintenance cordons the run sets on Nodes. A run against a real
+``windows-instances``, the operator's ``trusted-ca`` ConfigMap's existence and labels (the drift
+workflow deletes it and removes its injection label) and the maintenance cordons the run sets on
+Nodes. A run against a real
 cluster must leave it as it found it, also when it fails or is stopped; an object that did not
 exist before is deleted again.
+
+The operator's ``trusted-ca`` is the operator's and the network operator's (which injects the
+bundle): it is only created again, with its labels and no data, or given back a label it lost —
+never deleted, and its data never overwritten.
 
 A cordon is put back only where the run set it (``record_run_cordon``, written to the file before
 the cordon is): a Node cordoned now may be one the cluster's reconciler is rebooting.
@@ -23,7 +29,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY
+from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY, TRUSTED_CA
 from proxyfleet.core.secretfiles import write_private
 
 FORMAT = "proxyfleet-cluster-snapshot/v1"
@@ -42,11 +48,13 @@ async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 @dataclass
 class ClusterSnapshot:
-    """The Proxy's spec and the ConfigMaps as they were (None: the ConfigMap did not exist), each
-    Node's cordon as it was, and the Nodes the run has cordoned since."""
+    """The Proxy's spec and the ConfigMaps as they were (None: the ConfigMap did not exist), the
+    operator's ``trusted-ca`` labels (None: it did not exist), each Node's cordon as it was, and
+    the Nodes the run has cordoned since."""
 
     proxy_spec: dict[str, Any]
     configmaps: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+    trusted_ca_labels: dict[str, str] | None = None
     node_cordons: dict[str, bool] = field(default_factory=dict)  # Node name -> unschedulable
     run_cordons: list[str] = field(default_factory=list)
 
@@ -65,6 +73,9 @@ class ClusterSnapshot:
         core = client.CoreV1Api(api)
         for namespace, name in keys:
             snapshot.configmaps[(namespace, name)] = await _read_configmap(core, api, namespace, name)
+        trusted_ca = await _read_configmap(core, api, OPERATOR_NAMESPACE, TRUSTED_CA)
+        if trusted_ca is not None:
+            snapshot.trusted_ca_labels = dict(trusted_ca["metadata"].get("labels") or {})
         try:
             nodes = await _call(core.list_node)
         except ApiException as exc:
@@ -87,6 +98,8 @@ class ClusterSnapshot:
         core = client.CoreV1Api(api)
         for (namespace, name), saved in self.configmaps.items():
             done += await _restore_configmap(core, api, namespace, name, saved)
+        if self.trusted_ca_labels is not None:
+            done += await _restore_trusted_ca(core, api, self.trusted_ca_labels)
         for name in self.run_cordons:
             done += await _restore_cordon(core, name, self.node_cordons.get(name))
         return done
@@ -111,6 +124,7 @@ class ClusterSnapshot:
         return {"format": FORMAT, "proxy_spec": self.proxy_spec,
                 "configmaps": [{"namespace": ns, "name": name, "saved": saved}
                                for (ns, name), saved in self.configmaps.items()],
+                "trusted_ca_labels": self.trusted_ca_labels,
                 "node_cordons": self.node_cordons, "run_cordons": self.run_cordons}
 
     def write(self, path: Path) -> Path:
@@ -129,6 +143,8 @@ class ClusterSnapshot:
         return cls(proxy_spec=dict(data.get("proxy_spec") or {}),
                    configmaps={(str(c["namespace"]), str(c["name"])): c.get("saved")
                                for c in data.get("configmaps") or []},
+                   trusted_ca_labels=({str(k): str(v) for k, v in data["trusted_ca_labels"].items()}
+                                      if isinstance(data.get("trusted_ca_labels"), dict) else None),
                    node_cordons={str(n): bool(v) for n, v in (data.get("node_cordons") or {}).items()},
                    run_cordons=[str(n) for n in data.get("run_cordons") or []])
 
@@ -168,6 +184,27 @@ async def _restore_configmap(core: client.CoreV1Api, api: client.ApiClient, name
         if exc.status == 404 and saved is None:
             return []
         raise SnapshotError(f"cannot restore {where} ({exc.status} {exc.reason})") from None
+
+
+async def _restore_trusted_ca(core: client.CoreV1Api, api: client.ApiClient, labels: dict[str, str]) -> list[str]:
+    """Create the operator's ``trusted-ca`` again (labels only: the bundle is injected) if the run
+    left it deleted, or give it back the labels it lost; its data is never touched."""
+    where = f"ConfigMap {OPERATOR_NAMESPACE}/{TRUSTED_CA}"
+    current = await _read_configmap(core, api, OPERATOR_NAMESPACE, TRUSTED_CA)
+    try:
+        if current is None:
+            await _call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
+                        {"metadata": {"name": TRUSTED_CA, "namespace": OPERATOR_NAMESPACE, "labels": labels}})
+            return [f"{where} created again with its labels (the bundle is injected)"]
+        lost = {k: v for k, v in labels.items() if (current["metadata"].get("labels") or {}).get(k) != v}
+        if not lost:
+            return []
+        await _call(core.patch_namespaced_config_map, TRUSTED_CA, OPERATOR_NAMESPACE, {"metadata": {"labels": lost}})
+    except ApiException as exc:
+        if exc.status == 409:  # the operator re-created it meanwhile: it is back
+            return []
+        raise SnapshotError(f"cannot restore {where} ({exc.status} {exc.reason})") from None
+    return [f"{where} labels restored: {', '.join(sorted(lost))}"]
 
 
 async def _restore_cordon(core: client.CoreV1Api, name: str, was_cordoned: bool | None) -> list[str]:

@@ -111,6 +111,7 @@ def test_credentials_come_from_the_file_percent_encoded_and_stay_out_of_the_plan
     assert "pull-internet:skipped(nodestinationgiven)" in text.replace(" ", "")
     assert "registry.corp.example/agent:1" in text
     assert "workflows:    remove" in text
+    assert "drift:" not in text and "cordoned:" not in text  # neither workflow chosen
     assert _with_credentials("https://p.example:443/", None, "--proxy-url") == "https://p.example:443"
 
 
@@ -134,9 +135,9 @@ def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(file
 
 
 def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
-    check_workflows(("runtime-add", "change", "remove"))
-    with pytest.raises(click.UsageError, match="--workflow faults, drift: needs the embedded lab"):
-        check_workflows(("faults", "remove", "drift"))
+    check_workflows(("runtime-add", "change", "remove", "drift"))
+    with pytest.raises(click.UsageError, match="--workflow faults, install-time: needs the embedded lab"):
+        check_workflows(("faults", "remove", "install-time"))
 
 
 # --- the lab as an existing cluster ------------------------------------------------------------------
@@ -160,6 +161,7 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
         assert dry.returncode == 0, dry.stderr[-3000:]
         assert "saved first:" in dry.stdout and _proxy_and_configmaps(api) == before  # touched nothing
         assert "cordoned:     runtime-add cordons one schedulable instance" in dry.stdout
+        assert "drift:        the operator's trusted-ca ConfigMap is deleted" in dry.stdout
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml")),
                              capture_output=True, text=True, timeout=600)
@@ -167,7 +169,7 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
         assert _proxy_and_configmaps(api) == before
         api.close()
     data = json.loads(report.read_text())
-    assert sorted(s["workflow"] for s in data["scenarios"]) == ["change", "remove", "runtime-add"]
+    assert sorted(s["workflow"] for s in data["scenarios"]) == ["change", "drift", "remove", "runtime-add"]
     statuses: dict[str, set[str]] = {}
     for scenario in data["scenarios"]:
         for check in scenario["checks"]:
@@ -203,6 +205,7 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
     ("semicolon-noproxy", "runtime-add", "registry-env"),
     # the real operator's bug: its reboot ends an administrator's cordon
     ("uncordons-admin-cordon", "runtime-add", "node-ready"),
+    ("no-trusted-ca-restore", "drift", "trusted-ca"),
 ])
 def test_a_broken_operator_is_caught_from_outside(tmp_path: Path, variant: str, workflow: str,
                                                   caught_by: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY
+from proxyfleet.core.contract import INJECT_LABEL, INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY, TRUSTED_CA
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
 
@@ -68,6 +68,43 @@ async def test_a_deleted_configmap_is_created_again(api: client.ApiClient) -> No
                                            "deleted it)"]
     assert (await call(client.CoreV1Api(api).read_namespaced_config_map, INSTANCES, OPERATOR_NAMESPACE)).data == {
         "10.1.0.5": "username=Administrator"}
+
+
+async def _trusted_ca(api: client.ApiClient) -> client.V1ConfigMap | None:
+    try:
+        found: client.V1ConfigMap = await call(client.CoreV1Api(api).read_namespaced_config_map, TRUSTED_CA,
+                                               OPERATOR_NAMESPACE)
+    except client.exceptions.ApiException as exc:
+        assert exc.status == 404
+        return None
+    return found
+
+
+async def test_the_operators_trusted_ca_gets_back_its_existence_and_labels_and_is_never_deleted(
+        api: client.ApiClient, tmp_path: Path) -> None:
+    core = client.CoreV1Api(api)
+    assert (await ClusterSnapshot.take(api)).trusted_ca_labels is None  # no operator made one: nothing to restore
+    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
+               {"metadata": {"name": TRUSTED_CA, "labels": {INJECT_LABEL: "true", "app": "wmco"}}})
+    path = (await ClusterSnapshot.take(api)).write(tmp_path / "snapshot.json")
+    # the drift workflow removes its injection label (a broken operator never puts it back)
+    await admin.tamper_trusted_ca(api, OPERATOR_NAMESPACE, delete=False)
+    assert await ClusterSnapshot.read(path).restore(api) == [
+        f"ConfigMap {OPERATOR_NAMESPACE}/{TRUSTED_CA} labels restored: {INJECT_LABEL}"]
+    restored = await _trusted_ca(api)
+    assert restored is not None and restored.metadata.labels == {INJECT_LABEL: "true", "app": "wmco"}
+    # deleted, and a broken operator never creates it again: the run does, labels only
+    await admin.tamper_trusted_ca(api, OPERATOR_NAMESPACE, delete=True)
+    assert await ClusterSnapshot.read(path).restore(api) == [
+        f"ConfigMap {OPERATOR_NAMESPACE}/{TRUSTED_CA} created again with its labels (the bundle is injected)"]
+    restored = await _trusted_ca(api)
+    assert restored is not None and restored.metadata.labels == {INJECT_LABEL: "true", "app": "wmco"}
+    assert await ClusterSnapshot.read(path).restore(api) == []  # idempotent
+    # one that did not exist when the run began is never deleted: it is the operator's
+    await call(core.delete_namespaced_config_map, TRUSTED_CA, OPERATOR_NAMESPACE)
+    empty = await ClusterSnapshot.take(api)
+    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE, {"metadata": {"name": TRUSTED_CA}})
+    assert await empty.restore(api) == [] and await _trusted_ca(api) is not None
 
 
 def test_a_file_that_is_not_a_snapshot_is_refused(tmp_path: Path) -> None:
