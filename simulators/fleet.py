@@ -13,6 +13,7 @@ import ipaddress
 import json
 import logging
 import os
+import random
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,11 +88,35 @@ def _load_or_create_key(path: Path) -> asyncssh.SSHKey:
     return key
 
 
-def _free_port(address: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((address, 0))
-        port: int = probe.getsockname()[1]
-        return port
+# Linux's default ephemeral range, where /proc does not say (IANA's is 49152-65535).
+DEFAULT_EPHEMERAL = (32768, 60999)
+LOWEST_PORT = 20000  # below: ports other services on the machine are known by
+
+
+def ephemeral_ports(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections."""
+    try:
+        low, high = (int(part) for part in path.read_text().split())
+    except (OSError, ValueError):
+        return DEFAULT_EPHEMERAL
+    return low, high
+
+
+def _free_port(address: str, chooser: random.Random | None = None) -> int:
+    """A free port for every node's sshd, outside the ephemeral range, as sshd's 22 is. The nodes'
+    own outgoing connections (kubelet, pulls) leave from their addresses with ephemeral ports: one
+    could hold the SSH port of a node while it reboots, and its sshd could not listen again."""
+    low, high = ephemeral_ports()
+    candidates = [p for p in range(LOWEST_PORT, 65536) if not low <= p <= high]
+    chooser = chooser or random.Random()
+    for port in chooser.sample(candidates, min(64, len(candidates))):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((address, port))
+            except OSError:
+                continue
+            return port
+    raise FleetError(f"no free port outside the ephemeral range {low}-{high} on {address}")
 
 
 class Fleet:

@@ -11,6 +11,7 @@ import asyncio
 import collections
 import contextlib
 import datetime as dt
+import errno
 import json
 import logging
 import os
@@ -32,6 +33,7 @@ from proxyfleet.simulators.windows.shell import run_exec, run_interactive
 from proxyfleet.simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
 
 log = logging.getLogger(__name__)
+SSHD_RECOVERY_SECONDS = 0.5  # how soon a failed sshd is started again after a boot
 COMMAND_LINES_KEPT = 200
 
 
@@ -226,6 +228,11 @@ class WindowsNode:
         self._exit_status_lost = self.loses_exit_status()
         self._reboot = asyncio.get_running_loop().create_task(
             self._reboot_cycle(), name=f"reboot {self.name}")
+        self._reboot.add_done_callback(self._reboot_ended)
+
+    def _reboot_ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: the reboot failed, the machine is left without sshd: %r", self.name, task.exception())
 
     def loses_exit_status(self) -> bool:
         """Whether this Restart-Computer's session is cut before its exit status is sent."""
@@ -241,11 +248,26 @@ class WindowsNode:
             await asyncio.Event().wait()  # never boots again (until the fleet stops it)
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
-        await self._listen()
+        await self._listen_after_boot()
         loop = asyncio.get_running_loop()
         step = self.config.service_stage_seconds
         self._stage_timers = [loop.call_later(stage * step, self.machine.start_stage, stage)
                               for stage in range(1, LAST_STAGE + 1)]
+
+    async def _listen_after_boot(self) -> None:
+        """sshd starting after a boot. While its port is taken (by an outgoing connection of the
+        machine's own, when the port is in the ephemeral range) it fails and is started again, as
+        Windows' service recovery does, instead of leaving the machine up and unreachable."""
+        while True:
+            try:
+                await self._listen()
+                return
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                log.warning("%s: sshd cannot listen on %s:%s (%s); starting it again in %.1f s",
+                            self.name, self.address, self.port, exc.strerror, SSHD_RECOVERY_SECONDS)
+                await asyncio.sleep(SSHD_RECOVERY_SECONDS)
 
     def _cancel_stages(self) -> None:
         for timer in self._stage_timers:

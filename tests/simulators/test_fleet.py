@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import stat
@@ -13,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.simulators.fleet import Fleet, FleetError, FleetSettings
+from proxyfleet.simulators.fleet import (
+    DEFAULT_EPHEMERAL,
+    LOWEST_PORT,
+    Fleet,
+    FleetError,
+    FleetSettings,
+    _free_port,
+    ephemeral_ports,
+)
 from tests.support import run_on, wait_until
 
 
@@ -89,3 +98,21 @@ async def test_fleet_command_runs_until_sigterm_and_cleans_up(tmp_path: Path) ->
     assert all(port_is_free(n["address"], n["port"]) for n in manifest["nodes"])
     with pytest.raises(ProcessLookupError):
         os.kill(process.pid, 0)
+
+
+def test_the_ssh_port_is_outside_the_ephemeral_range(tmp_path: Path) -> None:
+    # sshd's 22 is below it: the nodes' own outgoing connections never take it while they reboot.
+    (tmp_path / "range").write_text("32768\t60999\n")
+    assert ephemeral_ports(tmp_path / "range") == (32768, 60999)
+    assert ephemeral_ports(tmp_path / "missing") == DEFAULT_EPHEMERAL
+    low, high = ephemeral_ports()
+    for seed in range(20):
+        port = _free_port("127.0.0.1", random.Random(seed))
+        assert not low <= port <= high and port >= LOWEST_PORT
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+            taken.bind(("127.0.0.1", port))  # it was free
+
+
+async def test_a_fleet_listens_outside_the_ephemeral_range(fleet: Fleet) -> None:
+    low, high = ephemeral_ports()
+    assert not low <= fleet.port <= high

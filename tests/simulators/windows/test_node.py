@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import socket
 
 import asyncssh
 import pytest
@@ -60,6 +61,26 @@ async def test_a_rebooting_node_refuses_connections(fleet: Fleet) -> None:
     await wait_until(lambda: node.is_listening, what="the node to come back")
     after = await run_on(fleet, node, "(Get-CimInstance Win32_OperatingSystem).LastBootUpTime.ToString('o')")
     assert after.stdout != before.stdout
+
+
+async def test_sshd_is_started_again_while_an_outgoing_connection_holds_its_port(
+        fleet: Fleet, caplog: pytest.LogCaptureFixture) -> None:
+    # The machine's own outgoing connections leave from its address with ephemeral ports: one may
+    # take the SSH port while the node is down. sshd then fails at boot and is started again (as
+    # Windows' service recovery does) instead of leaving the machine up and unreachable for good.
+    node = fleet.nodes[1]
+    first_boot = node.boots[-1].boot_id
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # no SO_REUSEADDR: sshd cannot bind
+    node.down_listeners.append(lambda _node: holder.bind((node.address, node.port)))
+    try:
+        await run_on(fleet, node, "Restart-Computer -Force")
+        await wait_until(lambda: node.boots[-1].boot_id != first_boot
+                         and "sshd cannot listen" in caplog.text, what="sshd failing at boot")
+        assert not node.is_listening
+    finally:
+        holder.close()  # the connection ends
+    await wait_until(lambda: node.is_listening, what="sshd started again")
+    assert (await run_on(fleet, node, "$env:COMPUTERNAME")).exit_status == 0
 
 
 async def test_a_reboot_cuts_sessions_that_stay_open(fleet: Fleet) -> None:
