@@ -248,16 +248,17 @@ class WindowsNode:
             await asyncio.Event().wait()  # never boots again (until the fleet stops it)
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
-        await self._listen_after_boot()
+        await self._listen_again()
         loop = asyncio.get_running_loop()
         step = self.config.service_stage_seconds
         self._stage_timers = [loop.call_later(stage * step, self.machine.start_stage, stage)
                               for stage in range(1, LAST_STAGE + 1)]
 
-    async def _listen_after_boot(self) -> None:
-        """sshd starting after a boot. While its port is taken (by an outgoing connection of the
-        machine's own, when the port is in the ephemeral range) it fails and is started again, as
-        Windows' service recovery does, instead of leaving the machine up and unreachable."""
+    async def _listen_again(self) -> None:
+        """sshd starting again after it stopped (a boot, a new host key, the end of an outage).
+        While its port is taken (by an outgoing connection of the machine's own, when the port is
+        in the ephemeral range) it fails and is started again, as Windows' service recovery does,
+        instead of leaving the machine up and unreachable."""
         while True:
             try:
                 await self._listen()
@@ -283,7 +284,7 @@ class WindowsNode:
         sessions are cut; no outage is recorded: the machine stays up)."""
         self.config.host_key = asyncssh.generate_private_key("ssh-ed25519")
         await self._stop_listening()
-        await self._listen()
+        await self._listen_again()
 
     async def go_offline(self) -> None:
         """Drop off the network (an outage, not a reboot): connections cut, new ones refused."""
@@ -291,7 +292,7 @@ class WindowsNode:
 
     async def come_online(self) -> None:
         """End an outage started by ``go_offline``."""
-        await self._listen()
+        await self._listen_again()
 
     def _keeps_exit_status(self) -> bool:
         restarting = self._reboot is not None and not self._reboot.done()

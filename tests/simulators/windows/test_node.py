@@ -83,6 +83,23 @@ async def test_sshd_is_started_again_while_an_outgoing_connection_holds_its_port
     assert (await run_on(fleet, node, "$env:COMPUTERNAME")).exit_status == 0
 
 
+async def test_an_outage_ends_with_sshd_started_again_while_its_port_is_held(
+        fleet: Fleet, caplog: pytest.LogCaptureFixture) -> None:
+    node = fleet.nodes[1]
+    await node.go_offline()
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind((node.address, node.port))
+    try:
+        back = asyncio.get_running_loop().create_task(node.come_online(), name="come online")
+        await wait_until(lambda: "sshd cannot listen" in caplog.text, what="sshd failing at the outage's end")
+        assert not node.is_listening and not back.done()
+    finally:
+        holder.close()
+    await asyncio.wait_for(back, 30)
+    assert node.is_listening
+    assert (await run_on(fleet, node, "$env:COMPUTERNAME")).exit_status == 0
+
+
 async def test_a_reboot_cuts_sessions_that_stay_open(fleet: Fleet) -> None:
     # An idle client (a judge's probe, kubectl exec, a human) must not hold the machine up: since
     # Python 3.12.1 a listener's wait_closed() waits for every accepted connection, and a node
