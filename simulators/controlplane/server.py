@@ -399,9 +399,10 @@ class APIServer:
                 if remaining <= 0:
                     break
                 try:
-                    event = await asyncio.wait_for(watcher.queue.get(),
-                                                   min(remaining, self.bookmark_interval))
+                    event = await watcher.next(min(remaining, self.bookmark_interval))
                 except TimeoutError:
+                    # Nothing is pending for this watch (``next``), so every event up to the
+                    # store's version has been sent: the version a bookmark may claim.
                     if bookmarks:
                         bookmark = {"type": "BOOKMARK", "object": {
                             "kind": route.resource_type.kind,

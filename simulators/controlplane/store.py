@@ -75,6 +75,19 @@ class Watcher:
             return
         self.queue.put_nowait({"type": kind, "object": event.new})
 
+    async def next(self, within: float) -> dict[str, Any] | None:
+        """The next event (None once closed); ``TimeoutError`` only if none is pending after
+        ``within`` seconds. A caller's own timeout around ``queue.get()`` can fire with an event
+        already queued (the put and the timeout in one loop iteration, 3.12+): a bookmark sent then
+        would claim a version whose event the client never got, and a watch resumed from it would
+        lose that event for good. So the wait and that check live here together."""
+        try:
+            return await asyncio.wait_for(self.queue.get(), within)
+        except TimeoutError:
+            if self.queue.empty():
+                raise
+            return self.queue.get_nowait()
+
     def close(self) -> None:
         if not self.closed:
             self.closed = True
