@@ -349,6 +349,9 @@ def leftover_files(found: frozenset[str], baseline: frozenset[str]) -> Verdict:
                    + (" …" if len(left) > 4 else ""))
 
 
+NODE_NOT_READY = "Node not Ready"
+
+
 def node_problem(node: Mapping[str, Any] | None, admin_cordoned: bool = False) -> str | None:
     """Why a Node object is not Ready and schedulable (None: it is). A Node the administrator
     cordoned must stay cordoned instead."""
@@ -357,7 +360,7 @@ def node_problem(node: Mapping[str, Any] | None, admin_cordoned: bool = False) -
     conditions = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
     ready = conditions.get("Ready") or {}
     if ready.get("status") != "True":
-        return f"Node not Ready ({ready.get('reason', 'no Ready condition')})"
+        return f"{NODE_NOT_READY} ({ready.get('reason', 'no Ready condition')})"
     cordoned = bool((node.get("spec") or {}).get("unschedulable"))
     if cordoned and not admin_cordoned:
         return "Node cordoned"
@@ -446,13 +449,23 @@ def firewall(bypasses: list[str]) -> Verdict:
                    "none" if not bypasses else f"{len(bypasses)} refused: " + ", ".join(sorted(set(bypasses))))
 
 
-def overtaken(downs: list[dt.datetime], first_down: dt.datetime | None, changes: list[dt.datetime],
-              visible: dt.timedelta) -> bool:
-    """Whether a node's reboot was under way when a later change arrived: some change was written
-    after the step's first node went down (``first_down``; writes before any reboot are one change),
-    and this node went down (``downs``) before that change could be seen (written + ``visible``)."""
-    later = [t for t in changes if first_down is not None and t > first_down]
-    return bool(later) and any(down < later[-1] + visible for down in downs)
+@dataclass(frozen=True)
+class Change:
+    """One write of the cluster's proxy settings: when it was issued, and when a watch saw it
+    (published and delivered)."""
+
+    issued: dt.datetime
+    seen: dt.datetime
+
+
+def overtaken(restarts: list[dt.datetime], first_restart: dt.datetime | None, changes: list[Change],
+              margin: dt.timedelta) -> bool:
+    """Whether a node's reboot was under way when a later change arrived: some change was issued
+    after the step's first restart was asked for (``first_restart``; writes before any reboot are
+    one change), and this node's restart was asked for (``restarts``) before that change could be
+    acted on (seen + ``margin``)."""
+    later = [c for c in changes if first_restart is not None and c.issued > first_restart]
+    return bool(later) and any(restart < later[-1].seen + margin for restart in restarts)
 
 
 def reboots(count: int, kind: ChangeKind, overtaken: bool = False) -> Verdict:

@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from proxyfleet.core.contract import APPLIED, OPERATOR_NAMESPACE
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.rollout import assess, read_snapshot
+from proxyfleet.harness.conformance.checks import NODE_NOT_READY
 from proxyfleet.harness.conformance.schedule import LookSchedule
 
 PROBE_CONCURRENCY = 64
@@ -56,9 +57,12 @@ class ClaimWatch:
 
     def update(self, problems: dict[str, str], claimed: set[str], up: set[str]) -> set[str]:
         """Record one look; returns the nodes whose claim has been refuted for ``hold`` seconds.
-        An unreachable or down node refutes nothing (it may be mid-reboot)."""
+        An unreachable or down node refutes nothing (it may be mid-reboot), nor does a Node that
+        is not Ready: its kubelet's heartbeat is not the reconciler's claim, and on a loaded
+        machine one comes late (a kubelet the reconciler broke is still judged at the deadline)."""
         now = time.monotonic()
-        wrong = {a for a, p in problems.items() if a in claimed and a in up and not p.startswith("unreachable")}
+        wrong = {a for a, p in problems.items() if a in claimed and a in up
+                 and not p.startswith(("unreachable", NODE_NOT_READY))}
         self.since = {a: self.since.get(a, now) for a in wrong}
         return {a for a, t in self.since.items() if now - t >= self.hold}
 

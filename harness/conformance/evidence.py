@@ -95,6 +95,12 @@ class OutageRecord:
     at_down: bool | None = None
     at_up: bool | None = None
     pods_at_down: tuple[str, ...] | None = None
+    requested_at: dt.datetime | None = None  # when its restart was asked for (None: not a restart)
+
+    @property
+    def asked_at(self) -> dt.datetime:
+        """When this reboot was committed to: its restart request, else its going down."""
+        return self.requested_at or self.down_at
 
 
 @dataclass(frozen=True)

@@ -63,16 +63,17 @@ from proxyfleet.harness.conformance.expectations import (
 from proxyfleet.harness.conformance.labevidence import LabEvidence
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
+from proxyfleet.harness.conformance.sightings import ChangeSightings
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
 
-# How long after the scenario writes a change a reconciler may still act on the previous one (the
-# proxy controller publishes status, the watch delivers it): a reboot that starts within it was
-# committed to before the change could be seen. Well under one reboot, so a reconciler that
-# applies stale settings after waiting for a reboot slot is still caught.
+# How long after a change was seen on a watch (``ChangeSightings``) a reconciler may still act on
+# the previous one (its own watch delivers it, it reads it before asking for the restart): a
+# restart asked for within it was committed to before the change could be seen. Well under one
+# reboot, so a reconciler that applies stale settings after waiting for a reboot slot is still caught.
 CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
 
 
@@ -107,13 +108,15 @@ class Conformance:
             self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
             self.evidence = ClusterEvidence(cluster)  # replaced in start(): the API host
         self.cordons = CordonTimeline(self.api)
+        self.sightings = ChangeSightings(self.api)
         self.instances: list[str] = []
         # Nodes cordoned by an administrator: by the scenario, or already when the run began
         self.admin_cordoned: set[str] = set()
         self.run_cordoned: set[str] = set()  # those the scenario cordoned (an existing cluster's: to lift)
         self._drifted: set[str] = set()  # nodes changed out of band since the step began
         self.offline: set[str] = set()  # nodes the scenario took off the network
-        self._changed_at: list[dt.datetime] = []  # when the scenario changed the cluster
+        # The scenario's writes of the cluster's proxy settings: (issued, returned)
+        self._writes: list[tuple[dt.datetime, dt.datetime]] = []
         # Nodes whose SSH host key the scenario replaced -> their command count at that moment:
         # a reconciler must refuse them (and say so), not follow the new key.
         self.rekeyed: dict[str, tuple[int, dt.datetime]] = {}
@@ -184,6 +187,7 @@ class Conformance:
             self.admin_cordoned = {a for a in self._addresses
                                    if ((nodes.get(a) or {}).get("spec") or {}).get("unschedulable")}
         self.cordons.start()
+        self.sightings.start()
 
     async def _cluster_baselines(self, cluster: ClusterTarget) -> None:
         """On a cluster without a proxy what the nodes hold now is their own, and is kept for the
@@ -228,6 +232,7 @@ class Conformance:
 
     async def close(self) -> None:
         self.cordons.stop()
+        self.sightings.stop()
         await self.probe.close()
 
     async def _observe_retrying(self, address: str, within: float = 30.0) -> NodeState:
@@ -360,8 +365,9 @@ class Conformance:
         bundle = b"".join(pems)
         self._old_user_ca |= self._user_ca
         self._user_ca = set(certificates_of(bundle))
+        issued = dt.datetime.now(dt.UTC)
         await admin.set_trusted_ca(self.api, bundle.decode(), name)
-        self._changed_at.append(dt.datetime.now(dt.UTC))
+        self._writes.append((issued, dt.datetime.now(dt.UTC)))
 
     async def set_proxy(self, url: str = "", no_proxy: str = "", trusted_ca: str | None = "corp-ca",
                         https_url: str | None = None) -> None:
@@ -370,9 +376,10 @@ class Conformance:
         (``Lab.set_egress_firewall``)."""
         https = url if https_url is None else https_url
         self._secrets |= checks.url_secrets(url) | checks.url_secrets(https)
+        issued = dt.datetime.now(dt.UTC)
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
                               trusted_ca=trusted_ca or None)
-        self._changed_at.append(dt.datetime.now(dt.UTC))
+        self._writes.append((issued, dt.datetime.now(dt.UTC)))
         configured = bool(url or https)
         if not configured:
             self._old_user_ca |= self._user_ca
@@ -668,13 +675,13 @@ class Conformance:
                 record(check, self._lab_only(check))
             return
         # A node whose reboot for the step's first change was under way when a later one arrived
-        # may take a second reboot for it; no other node may. "Under way": down before the later
-        # change could reach the reconciler (its status published and watched: CHANGE_VISIBLE).
-        # A "later" change is one written while some node was already down for the step's rollout
-        # (a runtime add's two writes, bundle then proxy, before any reboot, are one change).
-        first_down = min((o.down_at for h in evidence.hosts.values() for o in h.outages), default=None)
-        in_flight = checks.overtaken([o.down_at for o in host.outages], first_down,
-                                     [t for t in self._changed_at if t >= step.started], CHANGE_VISIBLE)
+        # may take a second reboot for it; no other node may. "Under way": its restart asked for
+        # before the later change could reach the reconciler (seen on a watch, plus CHANGE_VISIBLE).
+        # A "later" change is one written once some node's restart was asked for in the step's
+        # rollout (a runtime add's two writes, bundle then proxy, before any reboot, are one change).
+        first = min((o.asked_at for h in evidence.hosts.values() for o in h.outages), default=None)
+        in_flight = checks.overtaken([o.asked_at for o in host.outages], first, self._changes(step.started),
+                                     CHANGE_VISIBLE)
         record("reboots", checks.reboots(host.boots, change, in_flight))
         record("drained-while-down", checks.drained(self._outages(address, host)))
         name = ((node_object or {}).get("metadata") or {}).get("name", "")
@@ -683,6 +690,15 @@ class Conformance:
         else:
             record("drained", checks.evicted([o.pods_at_down for o in host.outages if o.pods_at_down is not None],
                                              evidence.budget_bypasses.get(name, [])))
+
+    def _changes(self, since: dt.datetime) -> list[checks.Change]:
+        """The scenario's writes since ``since``: when each was issued and when it was seen."""
+        changes = []
+        for index, (issued, returned) in enumerate(self._writes):
+            if returned >= since:
+                following = self._writes[index + 1][0] if index + 1 < len(self._writes) else None
+                changes.append(checks.Change(issued, self.sightings.visible_at(issued, returned, following)))
+        return changes
 
     def _verify_traffic(self, address: str, target: Expected, pulls: dict[str, PullResult], evidence: Evidence,
                         record: Callable[[str, checks.Verdict], None]) -> None:

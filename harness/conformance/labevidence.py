@@ -129,7 +129,7 @@ class LabEvidence:
         return HostRecord(
             service_environments={s: node.process_environment(s) for s in EGRESS_SERVICES},
             boots=len(node.boots) - positions.get(f"boots:{address}", 0),
-            outages=tuple(OutageRecord(o.down_at, o.up_at, o.at_down, o.at_up, o.pods_at_down)
+            outages=tuple(OutageRecord(o.down_at, o.up_at, o.at_down, o.at_up, o.pods_at_down, o.requested_at)
                           for o in node.outages[positions.get(f"outages:{address}", 0):]),
             root_removed=frozenset(removed[positions.get(f"removals:{address}", len(removed)):]),
             commands=node.ssh_commands, listening=node.is_listening)

@@ -75,6 +75,9 @@ class Outage:
     # The pods a drain should have moved that were still bound to the node as it went down
     # (None: not observed).
     pods_at_down: tuple[str, ...] | None = None
+    # When the restart that caused it was asked for (None: not a restart, say an outage): what the
+    # reconciler knew then is what it could apply, while going down takes the machine's own time.
+    requested_at: dt.datetime | None = None
 
 
 class WindowsNode:
@@ -94,6 +97,10 @@ class WindowsNode:
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
         self.connections: set[asyncssh.SSHServerConnection] = set()
         self.outages: list[Outage] = []
+        # False from the moment sshd stops: a connection the old listener had accepted but not yet
+        # handed to sshd is cut when it arrives (see NodeSSHServer), or the listener's
+        # wait_closed() would wait for it for as long as its client keeps it open.
+        self.serving = False
         # Called with the node as it goes down and comes back; the result is kept on the Outage.
         self.outage_observer: Callable[[WindowsNode], Any] | None = None
         self.pods_observer: Callable[[WindowsNode], tuple[str, ...]] | None = None
@@ -157,6 +164,7 @@ class WindowsNode:
         await self._listen()
 
     async def _listen(self) -> None:
+        self.serving = True
         self._acceptor = await asyncssh.listen(
             host=self.address, port=self.port, reuse_address=True,
             server_factory=lambda: NodeSSHServer(self),
@@ -177,6 +185,7 @@ class WindowsNode:
         The connections are aborted *before* waiting for the listener: since Python 3.12.1
         ``Server.wait_closed()`` waits until every connection it accepted has closed, so waiting
         first would block for as long as any client keeps its session open."""
+        self.serving = False
         acceptor, self._acceptor = self._acceptor, None
         if acceptor is not None:
             acceptor.close()
@@ -186,9 +195,9 @@ class WindowsNode:
         if acceptor is not None:
             await acceptor.wait_closed()
 
-    async def _go_down(self) -> None:
+    async def _go_down(self, requested_at: dt.datetime | None = None) -> None:
         await self._stop_listening()
-        outage = Outage(self.machine.now(), at_down=self._observe_edge())
+        outage = Outage(self.machine.now(), at_down=self._observe_edge(), requested_at=requested_at)
         if self.pods_observer is not None:
             with contextlib.suppress(Exception):  # evidence only: never let it break a reboot
                 outage.pods_at_down = self.pods_observer(self)
@@ -227,7 +236,7 @@ class WindowsNode:
             return
         self._exit_status_lost = self.loses_exit_status()
         self._reboot = asyncio.get_running_loop().create_task(
-            self._reboot_cycle(), name=f"reboot {self.name}")
+            self._reboot_cycle(self.machine.now()), name=f"reboot {self.name}")
         self._reboot.add_done_callback(self._reboot_ended)
 
     def _reboot_ended(self, task: asyncio.Task[None]) -> None:
@@ -238,9 +247,9 @@ class WindowsNode:
         """Whether this Restart-Computer's session is cut before its exit status is sent."""
         return self._exit_status_dice.random() < self.config.lost_exit_status_rate
 
-    async def _reboot_cycle(self) -> None:
+    async def _reboot_cycle(self, requested_at: dt.datetime) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
-        await self._go_down()
+        await self._go_down(requested_at)
         self._cancel_stages()
         self.machine.shutdown()
         if self._hang_next_reboot:

@@ -3,6 +3,7 @@ configured user, PowerShell for exec and shell requests, SFTP over the ``C:`` dr
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,11 @@ class NodeSSHServer(asyncssh.SSHServer):
 
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self.connection = conn
+        if not self.node.serving:
+            # Accepted by a listener that has closed since (asyncio hands a connection to its
+            # protocol one loop turn after accepting it): the machine is going down, so is this.
+            asyncio.get_running_loop().call_soon(conn.abort)
+            return
         self.node.connections.add(conn)
         self.node.ssh_connections += 1
 

@@ -359,13 +359,20 @@ def test_a_customer_destination_is_judged_by_its_clients_route() -> None:
 
 def test_a_reboot_is_overtaken_only_by_a_change_written_during_the_rollout() -> None:
     second = dt.timedelta(seconds=1)
-    at = [T0 + dt.timedelta(seconds=s) for s in range(10)]
-    # a runtime add writes the bundle and the proxy before any node goes down: one change
-    assert not checks.overtaken([at[2]], at[2], [at[0], at[1]], second)
-    # a second change while node A (down at 2 s) reboots: A may reboot again
-    assert checks.overtaken([at[2]], at[2], [at[0], at[3]], second)
-    # node B went down 4 s after that change: it had seen it, one reboot only
-    assert not checks.overtaken([at[7]], at[2], [at[0], at[3]], second)
+    at = [T0 + dt.timedelta(seconds=s) for s in range(12)]
+
+    def change(issued: int, seen: int | None = None) -> checks.Change:
+        return checks.Change(at[issued], at[issued if seen is None else seen])
+
+    # a runtime add writes the bundle and the proxy before any restart is asked for: one change
+    assert not checks.overtaken([at[2]], at[2], [change(0), change(1)], second)
+    # a second change while node A (restart asked for at 2 s) reboots: A may reboot again
+    assert checks.overtaken([at[2]], at[2], [change(0), change(3)], second)
+    # node B's restart was asked for 4 s after that change was seen: it had seen it, one reboot only
+    assert not checks.overtaken([at[7]], at[2], [change(0), change(3)], second)
+    # ... unless the change reached the watches late (a loaded machine): B asked before it could see it
+    assert checks.overtaken([at[7]], at[2], [change(0), change(3, seen=7)], second)
+    assert not checks.overtaken([at[9]], at[2], [change(0), change(3, seen=7)], second)
 
 
 def test_without_route_evidence_a_failure_fails_and_a_success_is_only_skipped() -> None:

@@ -38,6 +38,13 @@ def test_down_or_unreachable_nodes_refute_nothing() -> None:
     assert watch.update({"a": "unreachable (connection refused)"}, claimed={"a"}, up={"a"}) == set()
 
 
+def test_a_node_not_ready_refutes_nothing() -> None:
+    # A late kubelet heartbeat (a loaded machine) once ended a correct run's first step early.
+    watch = ClaimWatch(hold=0.0)
+    assert watch.update({"a": "Node not Ready (NodeStatusUnknown)"}, claimed={"a"}, up={"a"}) == set()
+    assert watch.update({"a": "Node cordoned"}, claimed={"a"}, up={"a"}) == {"a"}
+
+
 def test_a_claim_that_stops_being_refuted_starts_over() -> None:
     watch = ClaimWatch(hold=3600.0)
     watch.update({"a": "registry-env"}, claimed={"a"}, up={"a"})
