@@ -40,6 +40,14 @@ from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 from proxyfleet.simulators.origins.destinations import parse_destination
 
 PROPERTY = "proxyfleet"
+# How long a step's nodes must look right before it ends. On an existing cluster the judge sees
+# only the machines' registry, Root store and service start times and the Nodes: an operator
+# finishes a node with a few more writes after its services are up (verifying them, lifting its
+# cordon, its own bookkeeping), and a step that ended between them let the next step's action
+# hide what they did (an administrator's cordon lifted after the judge had looked). The lab's
+# judge sees the cordon timeline and every reboot's edges, so half a second is enough there.
+LAB_QUIET = 0.5
+CLUSTER_QUIET = 5.0
 ENDING = pytest.StashKey[Ending]()
 
 
@@ -224,7 +232,7 @@ async def conformance(request: pytest.FixtureRequest, proxyfleet_lab: Lab) -> As
     marker = request.node.get_closest_marker("workflow")
     workflow = str(marker.args[0]) if marker and marker.args else "custom"
     judge = Conformance(proxyfleet_lab, scenario=request.node.name,
-                        converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"), quiet=0.5)
+                        converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"), quiet=LAB_QUIET)
     await judge.start()
     try:
         yield judge
@@ -245,7 +253,8 @@ async def cluster_conformance(request: pytest.FixtureRequest) -> AsyncIterator[C
     workflow = str(marker.args[0]) if marker and marker.args else "custom"
     target = ClusterTarget.from_json(json.loads(await asyncio.to_thread(path.read_text)))
     judge = Conformance(None, scenario=request.node.name, cluster=target,
-                        converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"), quiet=1.0)
+                        converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"),
+                        quiet=CLUSTER_QUIET)
     started = False
     try:
         await judge.start()
