@@ -580,8 +580,10 @@ class Conformance:
                                             "off the network for this step (the scenario's doing)", step.name))
         trusted = await self._trusted_ca_verdict(step)
         budget = self._disruption_budget(step, addresses + step.stuck, evidence, nodes)
+        overtaken = self._overtaken(step, evidence)
         for address, (state, pulls) in zip(addresses, observed, strict=True):
-            self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence)
+            self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence,
+                              overtaken)
             if address in step.members:
                 self._record(step, address, "disruption-budget", budget(address))
                 if trusted is not None:
@@ -630,7 +632,8 @@ class Conformance:
         return await clusterobjects.credential_leaks(self.api, nodes, self._secrets, self.evidence.readable_logs)
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
-                     state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence) -> None:
+                     state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence,
+                     overtaken: Callable[[HostRecord], bool]) -> None:
         """Gather each check's evidence for one node and record the pure checks' verdicts; a check
         whose evidence the source does not have is recorded ``skipped`` with the reason."""
         def record(check: str, verdict: checks.Verdict) -> None:
@@ -674,15 +677,7 @@ class Conformance:
             for check in ("reboots", "drained-while-down", "drained"):
                 record(check, self._lab_only(check))
             return
-        # A node whose reboot for the step's first change was under way when a later one arrived
-        # may take a second reboot for it; no other node may. "Under way": its restart asked for
-        # before the later change could reach the reconciler (seen on a watch, plus CHANGE_VISIBLE).
-        # A "later" change is one written once some node's restart was asked for in the step's
-        # rollout (a runtime add's two writes, bundle then proxy, before any reboot, are one change).
-        first = min((o.asked_at for h in evidence.hosts.values() for o in h.outages), default=None)
-        in_flight = checks.overtaken([o.asked_at for o in host.outages], first, self._changes(step.started),
-                                     CHANGE_VISIBLE)
-        record("reboots", checks.reboots(host.boots, change, in_flight))
+        record("reboots", checks.reboots(host.boots, change, overtaken(host)))
         record("drained-while-down", checks.drained(self._outages(address, host)))
         name = ((node_object or {}).get("metadata") or {}).get("name", "")
         if evidence.budget_bypasses is None:
@@ -690,6 +685,17 @@ class Conformance:
         else:
             record("drained", checks.evicted([o.pods_at_down for o in host.outages if o.pods_at_down is not None],
                                              evidence.budget_bypasses.get(name, [])))
+
+    def _overtaken(self, step: Step, evidence: Evidence) -> Callable[[HostRecord], bool]:
+        """Whether a host's reboot for the step's first change was under way when a later one
+        arrived: it may take a second reboot for it; no other node may. "Under way": its restart
+        asked for before the later change could reach the reconciler (seen on a watch, plus
+        CHANGE_VISIBLE). A "later" change is one written once some node's restart was asked for in
+        the step's rollout (a runtime add's two writes, bundle then proxy, before any reboot, are
+        one change). The step's first restart and its changes are found once, not per node."""
+        first = min((o.asked_at for h in (evidence.hosts or {}).values() for o in h.outages), default=None)
+        changes = self._changes(step.started)
+        return lambda host: checks.overtaken([o.asked_at for o in host.outages], first, changes, CHANGE_VISIBLE)
 
     def _changes(self, since: dt.datetime) -> list[checks.Change]:
         """The scenario's writes since ``since``: when each was issued and when it was seen."""

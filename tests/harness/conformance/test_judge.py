@@ -59,7 +59,7 @@ def _judged(judge: Conformance, evidence: Evidence, started: dt.datetime) -> dic
     judge._targets[ADDRESS] = UNCONFIGURED
     state = NodeState(dict.fromkeys(PROXY_VARIABLES), frozenset({"AA"}), started - dt.timedelta(hours=1),
                       dict.fromkeys(EGRESS_SERVICES, started - dt.timedelta(minutes=5)))
-    judge._verify_node(step, ADDRESS, None, READY_NODE, state, {}, evidence)
+    judge._verify_node(step, ADDRESS, None, READY_NODE, state, {}, evidence, judge._overtaken(step, evidence))
     return {r.check: r for r in step.results}
 
 

@@ -11,7 +11,7 @@ import datetime as dt
 from kubernetes import client
 
 from proxyfleet.core.contract import INJECT_LABEL, OPERATOR_NAMESPACE, TRUSTED_CA
-from proxyfleet.harness.conformance.sightings import ChangeSightings
+from proxyfleet.harness.conformance.sightings import ChangeSightings, first_seen
 from proxyfleet.harness.lab import admin
 from tests.support import wait_until
 
@@ -47,10 +47,9 @@ async def test_a_published_status_and_a_new_bundle_are_sightings_a_label_is_not(
 
 
 def test_a_write_is_seen_at_its_first_sighting_and_never_before_it_returned() -> None:
-    sightings = ChangeSightings(api=None)  # type: ignore[arg-type]
-    sightings.times = [at(1.5), at(6), at(9)]
-    assert sightings.visible_at(at(1), at(1.2), at(5)) == at(1.5)
-    assert sightings.visible_at(at(1), at(2), at(5)) == at(2)  # the watch was quicker than the reply
+    times = [at(1.5), at(6), at(9)]
+    assert first_seen(times, at(1), at(1.2), at(5)) == at(1.5)
+    assert first_seen(times, at(1), at(2), at(5)) == at(2)  # the watch was quicker than the reply
     # nothing a reconciler acts on changed: the next write's sighting is not this one's
-    assert sightings.visible_at(at(3), at(3.1), at(5)) == at(3.1)
-    assert sightings.visible_at(at(5), at(5.1), None) == at(6)
+    assert first_seen(times, at(3), at(3.1), at(5)) == at(3.1)
+    assert first_seen(times, at(5), at(5.1), None) == at(6)
