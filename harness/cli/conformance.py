@@ -83,7 +83,11 @@ class Collector:
         if report.failed:
             state["status"] = "failed"
             if not state["error"]:
-                state["error"] = str(report.longreprtext)[-4000:]
+                # What was raised, first (the summary table shows it), then where, from the end of
+                # the traceback; its last line is only the raising line's location.
+                crash = getattr(report.longrepr, "reprcrash", None)
+                headline = f"{crash.message}\n\n" if crash is not None else ""
+                state["error"] = headline + str(report.longreprtext)[-4000:]
         elif report.skipped and state["status"] == "passed":
             state["status"] = "skipped"
             longrepr = report.longrepr
@@ -123,8 +127,8 @@ def summary_table(run: ConformanceRun) -> Table:
         failures = scenario.failures()
         first = sorted({f.check for f in failures})
         colour = {"passed": "green", "failed": "red", "skipped": "yellow"}[scenario.status]
-        last_error_line = scenario.error.strip().splitlines()[-1][:120] if scenario.error.strip() else ""
-        detail = ", ".join(first) if first else last_error_line
+        error_line = scenario.error.strip().splitlines()[0][:160] if scenario.error.strip() else ""
+        detail = ", ".join(first) if first else error_line
         skipped = sum(1 for c in scenario.checks if c.status == "skipped")
         judged = len(scenario.checks) - skipped
         table.add_row(scenario.workflow, scenario.name, f"[{colour}]{scenario.status}[/]",

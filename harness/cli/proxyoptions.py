@@ -11,14 +11,14 @@ import click
 
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 
-EXAMPLE = "squid -N -f {config_dir}/squid.conf"
+EXAMPLE = "squid -N -n {instance} -f {config_dir}/squid.conf"
 
 
 def proxy_options(function: Any) -> Any:
     """Add the bring-your-own-proxy options to a command (they arrive as keyword arguments)."""
     for option in reversed([
         click.option("--proxy-command", help=f"Start this proxy instead of the lab's mitmdump (e.g. '{EXAMPLE}'); "
-                                             "{config_dir}, {listen_host}, {listen_port}, {hosts_file}, "
+                                             "{config_dir}, {instance}, {listen_host}, {listen_port}, {hosts_file}, "
                                              "{egress_address}, {public_ca_file} (and with --proxy-tls-port "
                                              "{tls_port}, {tls_cert_file}, {tls_key_file}) are filled in."),
         click.option("--proxy-image", help="Run the proxy in a container of this local image (host network, the "

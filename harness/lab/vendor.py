@@ -7,7 +7,10 @@ addresses (``{hosts_file}``), the address and port to listen on (``{listen_host}
 ``{listen_port}``), the address to leave from (``{egress_address}``; the origins' egress
 firewall accepts only that one) and the lab's public root CA (``{public_ca_file}``: what the
 origins' certificates chain to, the lab's "internet", for a proxy that verifies them when it
-intercepts). It is judged without instrumentation: by the origins' access
+intercepts), and a name of its own (``{instance}``: letters and digits, different for every proxy
+the lab starts) for what a proxy names machine-wide after itself — Squid names its shared memory
+segments after its service name, and two Squids with the same name starting at once can make one
+of them exit (``squid -n {instance}``). It is judged without instrumentation: by the origins' access
 logs, the certificates the nodes were shown, and its own access log when it writes one in
 Squid's native format.
 
@@ -27,6 +30,7 @@ import contextlib
 import ipaddress
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import tempfile
@@ -45,8 +49,6 @@ from proxyfleet.harness.lab.vendorcontainer import ContainerError, ProxyContaine
 from proxyfleet.simulators.network import Endpoint
 
 STOP_GRACE = 10.0
-PLACEHOLDERS = ("config_dir", "listen_host", "listen_port", "hosts_file", "egress_address", "public_ca_file",
-                "tls_port", "tls_cert_file", "tls_key_file")
 DEFAULT_ACCESS_LOG = "{config_dir}/access.log"
 # /proc/net/tcp socket states that still belong to a live client connection (its access-log line,
 # written when the connection ends, may not be there yet).
@@ -153,6 +155,14 @@ async def wait_until_closed(endpoints: list[Endpoint], deadline_seconds: float =
     return True
 
 
+def _tail(path: Path, size: int = 2000) -> str:
+    """The last ``size`` characters of a text file ("" if it cannot be read)."""
+    try:
+        return path.read_text(errors="replace")[-size:].strip()
+    except OSError:
+        return ""
+
+
 def fill(text: str, values: dict[str, str]) -> str:
     """``text`` with the known ``{placeholders}`` replaced; other braces are left alone (a
     vendor's configuration may use them for its own syntax)."""
@@ -192,6 +202,9 @@ class VendorProxy:
         self._container: ProxyContainer | None = None
         self._output_path = self.directory / "proxy.log"
         self.started_seconds: float | None = None
+        # {instance}: unique on this machine (the lab's and other runs' proxies alike), alphanumeric
+        # because Squid's -n accepts nothing else.
+        self.instance = f"proxyfleet{secrets.token_hex(6)}"
         if settings.url is not None:
             parts = urlsplit(settings.url)
             if parts.scheme != "http" or not parts.hostname:
@@ -242,7 +255,7 @@ class VendorProxy:
 
     def values(self) -> dict[str, str]:
         assert self.config_dir is not None
-        return {"config_dir": str(self.config_dir), "listen_host": self._listen.address,
+        return {"config_dir": str(self.config_dir), "instance": self.instance, "listen_host": self._listen.address,
                 "listen_port": str(self._listen.port), "hosts_file": str(self.config_dir / "hosts"),
                 "egress_address": self.settings.egress_address,
                 "public_ca_file": str(self.config_dir / "public-ca.crt"),
@@ -395,13 +408,16 @@ class VendorProxy:
         return f"{uid}:{gid}"
 
     def _output_tail(self) -> str:
+        """The end of what the proxy printed and of each log it keeps in ``{config_dir}`` (Squid
+        says why it stopped in its cache.log, not on its output), redacted."""
         if self._container is not None:
             return redact_text(self._container.logs()[-2000:]) or "(no output)"
-        try:
-            text = self._output_path.read_text(errors="replace")[-2000:]
-        except OSError:
-            text = ""
-        return redact_text(text) or "(no output)"
+        parts = [_tail(self._output_path)]
+        if self.config_dir is not None:
+            access_log = self.access_log_path
+            parts += [f"{path.name}:\n{text}" for path in sorted(self.config_dir.glob("*.log"))
+                      if path != access_log and (text := _tail(path))]
+        return redact_text("\n".join(part for part in parts if part)) or "(no output)"
 
     async def _wait_listening(self, deadline: float) -> None:
         while True:

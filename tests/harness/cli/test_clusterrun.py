@@ -127,7 +127,7 @@ def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(file
     assert named is not None and named[0].proxy_url == "http://proxy.corp.example:3128"
     # a vendor's, started by the run: its interception CA goes with it (published by the run)
     vendor = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
-                         ProxyOptions(listen="10.0.0.9:3130", command="squid -N -f {config_dir}/squid.conf",
+                         ProxyOptions(listen="10.0.0.9:3130", command="squid -N -n {instance} -f {config_dir}/squid.conf",
                                       ca_file=files["ca"], user="proxy"))
     assert vendor is not None and vendor[1] is not None
     assert vendor[1].vendor and vendor[1].vendor_ca_pem == files["ca"].read_bytes() and vendor[0].proxy_ca_pems == []
@@ -295,11 +295,11 @@ def test_a_vendors_proxy_the_run_starts_is_judged_by_its_access_log(tmp_path: Pa
     user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []  # Squid will not run as root
     if how == "image":
         image = ["--proxy-image", request.getfixturevalue("squid_image")]  # skips, saying why, without one
-        command = "squid -N -f {config_dir}/squid.conf"
+        command = "squid -N -n {instance} -f {config_dir}/squid.conf"
     else:
         if SQUID is None:
             pytest.skip("needs Squid (apt-get install squid-openssl)")
-        image, command = [], f"{SQUID} -N -f {{config_dir}}/squid.conf"
+        image, command = [], f"{SQUID} -N -n {{instance}} -f {{config_dir}}/squid.conf"
     vendor = ["--proxy-command", command, "--proxy-config", str(EXAMPLES / "squid.conf"), *user, *image]
     with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
         lab.vendor = vendor

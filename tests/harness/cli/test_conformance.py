@@ -12,6 +12,7 @@ import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -170,7 +171,7 @@ def squid(tmp_path: Path, mode: str, password: str = "s3cret", config: Path | No
     user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []  # Squid will not run as root
     name = {"tunnel": "squid.conf", "https": "squid-https.conf", "ssl-bump": "squid-ssl-bump.conf",
             "basic-auth": "squid-basic-auth.conf"}[mode]
-    command = f"{'squid' if image else SQUID} -N -f {{config_dir}}/{name}"
+    command = f"{'squid' if image else SQUID} -N -n {{instance}} -f {{config_dir}}/{name}"
     options = ["--proxy-config", str(config or EXAMPLES / name), *user, *(["--proxy-image", image] if image else [])]
     if mode == "https":
         options += ["--proxy-tls-port", "3129"]
@@ -200,10 +201,15 @@ def observed(report: dict[str, object], check: str) -> list[str]:
             if c["check"] == check]
 
 
+def errors(report: dict[str, Any]) -> str:
+    """What broke scenarios outside their checks (a lab that did not start: why, in full)."""
+    return "".join(f"\n{s['name']}: {s['error'][-3000:]}" for s in report["scenarios"] if s.get("error"))
+
+
 def _runs_through(tmp_path: Path, mode: str, route: str, image: str | None) -> None:
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
                                  "--keep", str(tmp_path / "labs"), *squid(tmp_path, mode, image=image))
-    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.returncode == 0, result.stderr[-4000:] + errors(report)
     assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
     # Judged from Squid's own log, the origins' logs and the certificate each node was shown:
     assert f"through the proxy, {route}" in observed(report, "pull-internet")
@@ -336,7 +342,7 @@ async def test_a_proxy_already_running_is_used_by_url(tmp_path: Path) -> None:
     (tmp_path / "tls-ca.pem").write_bytes(vendor_ca.cert_pem.bytes())
     running = VendorProxy(VendorProxySettings(
         state_dir=tmp_path / "vendor", listen=Endpoint("127.21.0.1", 3128), egress_address=egress,
-        hosts_text=hosts_text, command=f"{SQUID} -N -f {{config_dir}}/squid-https.conf",
+        hosts_text=hosts_text, command=f"{SQUID} -N -n {{instance}} -f {{config_dir}}/squid-https.conf",
         config_files=[EXAMPLES / "squid-https.conf"], user="proxy" if os.geteuid() == 0 else None,
         tls_port=3129, tls_key_pem=leaf.private_key_pem.bytes(),
         tls_cert_pem=b"".join(blob.bytes() for blob in leaf.cert_chain_pems)))

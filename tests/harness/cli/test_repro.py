@@ -83,7 +83,7 @@ def test_repro_runs_the_customer_case_through_a_proxy_like_theirs(inputs: Path) 
     config = Path(__file__).parents[3] / "examples" / "squid" / "squid.conf"
     user = ["--proxy-user", "proxy"] if os.geteuid() == 0 else []
     result = proxyfleet("repro", "--proxy", "ok.yaml", "--nodes", "2", "--json", "r.json",
-                        "--proxy-command", f"{SQUID} -N -f {{config_dir}}/squid.conf", "--proxy-config", str(config),
+                        "--proxy-command", f"{SQUID} -N -n {{instance}} -f {{config_dir}}/squid.conf", "--proxy-config", str(config),
                         *user, cwd=inputs)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "customer proxy → your proxy: proxy.acme.example:8080" in result.stderr

@@ -7,9 +7,10 @@ import json
 from typing import Any
 
 import pytest
+from rich.console import Console
 from rich.progress import Progress
 
-from proxyfleet.harness.cli.conformance import Collector
+from proxyfleet.harness.cli.conformance import Collector, summary_table
 from proxyfleet.harness.conformance.plugin import PROPERTY
 from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
 
@@ -77,3 +78,20 @@ def test_a_scenario_whose_lab_never_started_is_reported() -> None:
     run = collect(report("x::t", "setup", "failed", "OSError: no free port"), report("x::t", "teardown", "passed"))
     [found] = run.scenarios
     assert found.status == "failed" and found.ending == "error" and "no free port" in found.error
+
+
+def test_the_summary_names_what_a_broken_scenario_raised_not_where() -> None:
+    def start_lab() -> None:
+        raise RuntimeError("the proxy exited during start-up; its output:\ncache.log:\nFATAL: shm_open")
+    try:
+        start_lab()
+    except RuntimeError as exc:
+        longrepr = pytest.ExceptionInfo.from_exception(exc).getrepr()
+    failed = pytest.TestReport("x::t", ("scenarios/x.py", 1, "x::t"), {}, "failed", longrepr, "setup")
+    run = collect(failed, report("x::t", "teardown", "passed"))
+    [found] = run.scenarios
+    assert found.error.startswith("RuntimeError: the proxy exited during start-up")
+    assert "FATAL: shm_open" in found.error and "start_lab()" in found.error  # and the traceback after it
+    console = Console(width=300, record=True)
+    console.print(summary_table(run))
+    assert "RuntimeError: the proxy exited during start-up; its output:" in console.export_text()

@@ -109,7 +109,7 @@ def test_open_connections_reads_established_and_close_wait_sockets() -> None:
 def _settings(tmp_path: Path, config: str = "squid.conf", **overrides: object) -> VendorProxySettings:
     values: dict[str, object] = {
         "state_dir": tmp_path / "state", "listen": Endpoint(LISTEN, 3128), "egress_address": EGRESS,
-        "hosts_text": f"{ORIGIN} origin.example\n", "command": f"{SQUID} -N -f {{config_dir}}/{config}",
+        "hosts_text": f"{ORIGIN} origin.example\n", "command": f"{SQUID} -N -n {{instance}} -f {{config_dir}}/{config}",
         "config_files": [EXAMPLES / config], "user": PROXY_USER}
     values.update(overrides)
     return VendorProxySettings(**values)  # type: ignore[arg-type]
@@ -125,6 +125,28 @@ async def test_a_proxy_that_exits_at_start_up_is_reported_with_its_output(tmp_pa
     assert not proxy.running
     assert stat.S_IMODE((tmp_path / "state" / "proxy.log").stat().st_mode) == 0o600
     assert proxy.config_dir is None  # a proxy that did not start leaves no configuration behind
+
+
+async def test_a_proxy_that_says_why_in_its_own_log_is_reported_with_that_log(tmp_path: Path) -> None:
+    # Squid prints nothing when it dies at start-up: the reason is in its cache.log
+    script = tmp_path / "proxy.sh"
+    script.write_text("#!/bin/sh\necho 'FATAL: no shared memory' > \"$1/cache.log\"\n: > \"$1/access.log\"\nexit 1\n")
+    script.chmod(0o755)
+    proxy = VendorProxy(_settings(tmp_path, command=f"{script} {{config_dir}}", config_files=[], user=None))
+    with pytest.raises(VendorProxyError, match=r"(?s)exited during start-up.*cache\.log:\nFATAL: no shared memory") as raised:
+        await proxy.start()
+    assert "access.log" not in str(raised.value)  # the access log says nothing about starting
+
+
+def test_every_proxy_gets_a_name_of_its_own_for_machine_wide_resources(tmp_path: Path) -> None:
+    first, second = (VendorProxy(_settings(tmp_path, user=None)) for _ in range(2))
+    assert first.instance != second.instance
+    assert first.instance.isalnum() and first.instance.isascii()  # Squid's -n takes nothing else
+    first._prepare()
+    try:
+        assert f" -n {first.instance} " in " ".join(first._argv())
+    finally:
+        first.remove()
 
 
 async def test_a_failed_start_deletes_the_configuration_directory_it_made(tmp_path: Path,
@@ -288,6 +310,37 @@ async def test_a_proxy_that_reads_only_etc_hosts_gets_the_lab_names_in_its_own_n
     finally:
         await proxy.stop()
         proxy.remove()
+
+
+@needs_squid
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/shm").is_dir(),
+                    reason="needs root (Squid then runs as `proxy`, who cannot remove root's files) and /dev/shm")
+async def test_squids_started_side_by_side_name_their_shared_memory_apart(tmp_path: Path) -> None:
+    """Squid names its shared memory segments after its service name, and exits at start-up when
+    it cannot make them its own: with ``-n {instance}`` two Squids never meet there."""
+    proxies = [VendorProxy(_settings(tmp_path / str(i), listen=Endpoint(LISTEN, 3128 + i))) for i in range(2)]
+    try:
+        for proxy in proxies:
+            await proxy.start()
+        for proxy in proxies:
+            assert Path(f"/dev/shm/{proxy.instance}-cf__metadata.shm").exists()
+    finally:
+        for proxy in proxies:
+            await proxy.stop()
+            proxy.remove()
+    # A segment another user holds under its name: Squid cannot replace it, says so in its
+    # cache.log, and the error quotes it.
+    blocked = VendorProxy(_settings(tmp_path / "blocked"))
+    taken = Path(f"/dev/shm/{blocked.instance}-cf__metadata.shm")
+    taken.write_bytes(b"")
+    try:
+        with pytest.raises(VendorProxyError, match=rf"(?s)exited during start-up.*cache\.log:.*FATAL: "
+                                                   rf"Ipc::Mem::Segment::create failed to shm_open\(/{blocked.instance}-"):
+            await blocked.start()
+    finally:
+        taken.unlink()
+    assert not list(Path("/dev/shm").glob(f"{proxies[0].instance}-*")) + list(Path("/dev/shm").glob(
+        f"{proxies[1].instance}-*"))  # a Squid that stops removes its own
 
 
 def test_etc_hosts_wrapping_mounts_first_then_drops_privileges() -> None:

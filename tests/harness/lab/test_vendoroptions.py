@@ -17,7 +17,7 @@ def test_the_options_travel_as_paths_and_are_read_on_the_other_side(tmp_path: Pa
     auth.write_text("vendor:pa$$ word:with colon\n")
     ca = tmp_path / "ca.pem"
     ca.write_bytes(trustme.CA().cert_pem.bytes())
-    options = ProxyOptions(command="squid -N -f {config_dir}/squid.conf", listen="127.0.0.9:3128",
+    options = ProxyOptions(command="squid -N -n {instance} -f {config_dir}/squid.conf", listen="127.0.0.9:3128",
                            ca_file=ca, auth_file=auth, config=(tmp_path,), user="proxy")
     written = options.write(tmp_path / "options.json").read_text()
     assert "pa$$" not in written  # the credentials stay in their file
