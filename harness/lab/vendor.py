@@ -410,9 +410,7 @@ class VendorProxy:
     def _output_tail(self) -> str:
         """The end of what the proxy printed and of each log it keeps in ``{config_dir}`` (Squid
         says why it stopped in its cache.log, not on its output), redacted."""
-        if self._container is not None:
-            return redact_text(self._container.logs()[-2000:]) or "(no output)"
-        parts = [_tail(self._output_path)]
+        parts = [self._container.logs()[-2000:].strip() if self._container is not None else _tail(self._output_path)]
         if self.config_dir is not None:
             access_log = self.access_log_path
             parts += [f"{path.name}:\n{text}" for path in sorted(self.config_dir.glob("*.log"))
