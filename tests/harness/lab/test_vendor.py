@@ -339,8 +339,8 @@ async def test_squids_started_side_by_side_name_their_shared_memory_apart(tmp_pa
             await blocked.start()
     finally:
         taken.unlink()
-    assert not list(Path("/dev/shm").glob(f"{proxies[0].instance}-*")) + list(Path("/dev/shm").glob(
-        f"{proxies[1].instance}-*"))  # a Squid that stops removes its own
+    # a Squid that stops removes its own
+    assert not [path for proxy in proxies for path in Path("/dev/shm").glob(f"{proxy.instance}-*")]
 
 
 def test_etc_hosts_wrapping_mounts_first_then_drops_privileges() -> None:
