@@ -1,13 +1,15 @@
 """Reading a node the way an administrator would: over SSH, one PowerShell round trip for its
 proxy variables, Root store, boot time and egress services, and ``crictl pull`` and ``curl.exe``
-for real traffic.
+for real traffic (``trafficcommands``: the destination travels as data).
 
-Connections are kept per node and reopened after a reboot; the host key is pinned on first contact.
+Connections are kept per node and reopened after a reboot; the host key is pinned on first contact
+(and handed to ``on_pin``, so that a run's later probes hold the node to it).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import asyncssh
@@ -22,6 +24,7 @@ from proxyfleet.core.nodessh import (
     read_variables_script,
     services_script,
 )
+from proxyfleet.harness.conformance.trafficcommands import fetch_command, pull_command
 
 
 @dataclass(frozen=True)
@@ -73,15 +76,18 @@ class NodeProbe:
 
     def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator",
                  usernames: dict[str, str] | None = None, host_keys: dict[str, str] | None = None,
-                 strict_host_keys: bool = False) -> None:
+                 strict_host_keys: bool = False, on_pin: Callable[[str, str], None] | None = None) -> None:
         """``usernames``: per-address SSH users (else ``username``); ``host_keys``: keys known
-        beforehand (a known_hosts file); ``strict_host_keys``: refuse an address without one
-        instead of pinning its key on first contact."""
+        beforehand (a known_hosts file, or pins an earlier probe of the run made); a node presenting
+        another is refused (``HostKeyMismatch``); ``strict_host_keys``: refuse an address without
+        one instead of pinning its key on first contact; ``on_pin(address, key)``: told each pin
+        made on first contact."""
         self.client_key = client_key
         self.port = port
         self.username = username
         self.usernames = dict(usernames or {})
         self.strict_host_keys = strict_host_keys
+        self.on_pin = on_pin
         self._connections: dict[str, NodeConnection] = {}
         self._host_keys: dict[str, str] = dict(host_keys or {})
 
@@ -99,13 +105,20 @@ class NodeProbe:
         """One PowerShell round trip (the probe's own by default); its JSON output, parsed."""
         connection = self._connection(address)
         try:
-            result = await connection.script(script or probe_script(), limit=20)
+            return await connection.script(script or probe_script(), limit=20)
         except NodeError:
             self._connections.pop(address, None)
             raise
+        finally:
+            self._pin(address, connection)
+
+    def _pin(self, address: str, connection: NodeConnection) -> None:
+        """Pin the key a first contact was shown (once its handshake is done, whatever the command
+        then did: a later connection must show the same)."""
         if connection.host_key and address not in self._host_keys:
             self._host_keys[address] = connection.host_key
-        return result
+            if self.on_pin is not None:
+                self.on_pin(address, connection.host_key)
 
     async def observe(self, address: str) -> NodeState:
         """One round trip; raises ``NodeError`` when the node cannot be read (e.g. rebooting)."""
@@ -121,20 +134,29 @@ class NodeProbe:
         return NodeState(environment, frozenset(str(t).upper() for t in root), boot, services, files)
 
     async def pull(self, address: str, image: str) -> PullResult:
-        """``crictl pull`` on the node: containerd's own environment decides the route."""
-        return await self._traffic(address, f"crictl pull {image}", 60)
+        """``crictl pull`` on the node: containerd's own environment decides the route. Raises
+        ``ProbeTargetError`` (before contacting the node) for a reference it cannot carry."""
+        return await self._traffic(address, pull_command(image), 60)
 
     async def fetch(self, address: str, url: str) -> PullResult:
         """``curl.exe`` on the node in a new SSH session, whose environment is the machine's (and
-        the user's) as it is now: what the real operator's e2e checks with ``curl.exe -v``."""
-        return await self._traffic(address, f"curl.exe -sS -f {url}", 30)
+        the user's) as it is now: what the real operator's e2e checks with ``curl.exe -v``. Raises
+        ``ProbeTargetError`` (before contacting the node) for a URL it cannot carry."""
+        return await self._traffic(address, fetch_command(url), 30)
 
     async def _traffic(self, address: str, command: str, limit: float) -> PullResult:
+        """``ok``: the program's own exit status was 0 (the command exits with it)."""
         try:
-            result = await self._connection(address).run(command, limit=limit)
+            connection = self._connection(address)
+        except NodeError as exc:
+            return PullResult(False, str(exc))
+        try:
+            result = await connection.run(command, limit=limit)
         except NodeError as exc:
             self._connections.pop(address, None)
             return PullResult(False, str(exc))
+        finally:
+            self._pin(address, connection)
         text = (str(result.stdout or "") + str(result.stderr or "")).strip()
         return PullResult(result.exit_status == 0, text)
 

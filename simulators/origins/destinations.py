@@ -5,6 +5,9 @@ An internet destination sits behind the egress firewall (only the proxy may reac
 intranet one answers any node directly, exactly like the lab's standard origins. What such an
 origin serves is the lab's: any path of a URL answers 200, an image is a small one built for it.
 Not modelled: what the customer's real server answers (redirects, authentication, large layers).
+
+A destination is refused unless a node's probe can carry it as one plain word
+(``core.probetargets``): a URL of RFC 3986 characters only, an image reference containerd reads.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from proxyfleet.core.imagereference import ImageReference, parse_image
+from proxyfleet.core.imagereference import ImageReference
+from proxyfleet.core.probetargets import ProbeTargetError, check_image, check_url
 from proxyfleet.simulators.origins.registry import Image, Registry, build_image
 
 KINDS = ("internet", "intranet")
@@ -77,7 +81,7 @@ def parse_destination(text: str, kind: str) -> Destination:
     if "://" in text:
         return _url(text, kind)
     try:
-        image = parse_image(text)
+        image = check_image(text)
     except ValueError:
         raise DestinationError(f"destination {text!r} is neither a URL (https://host/path) nor an image "
                                "reference (registry.acme.example/team/app:1.0)") from None
@@ -97,7 +101,10 @@ def parse_destination(text: str, kind: str) -> Destination:
 
 
 def _url(text: str, kind: str) -> Destination:
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:  # an unbalanced "[" or "]"
+        raise DestinationError(f"destination {text!r}: not a URL ({exc})") from None
     if parts.scheme not in ("http", "https"):
         raise DestinationError(f"destination {text!r}: only http:// and https:// URLs are fetched")
     if parts.username is not None or parts.password is not None:
@@ -107,6 +114,10 @@ def _url(text: str, kind: str) -> Destination:
     except ValueError:
         raise DestinationError(f"destination {text!r}: the port is not a number from 1 to 65535") from None
     host = _host(parts.hostname or "", text)
+    try:
+        check_url(text)  # what a node's probe carries, as one word on every command line
+    except ProbeTargetError as exc:
+        raise DestinationError(f"destination {text!r}: {exc}") from None
     return Destination(text=text, kind=kind, scheme=parts.scheme, host=host,
                        port=port or (443 if parts.scheme == "https" else 80))
 

@@ -205,7 +205,9 @@ async def crictl(interpreter: Interpreter, name: str, args: list[str],
         return NativeResult("\n".join(lines) + "\n", "", 0)
     if command != "pull":
         return NativeResult("", f"No help topic for '{command}'\n", 3)
-    images = [a for a in rest if not a.startswith("-")]
+    # Go's flag parsing (urfave/cli): "--" ends the options, every word after it is an operand.
+    end = rest.index("--") if "--" in rest else len(rest)
+    images = [a for a in rest[:end] if not a.startswith("-")] + rest[end + 1:]
     if len(images) != 1:
         return NativeResult("", f'time="{_crictl_time(machine)}" level=fatal msg="image name '
                                 'cannot be empty"\n', 1)
@@ -249,6 +251,9 @@ def parse_curl_arguments(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     i = 0
     while i < len(args):
         arg = args[i]
+        if arg == "--":  # curl's end of options: every argument after it is a URL
+            urls.extend(args[i + 1:])
+            break
         if arg.startswith("--") and len(arg) > 2:
             name = arg[2:]
             if name in _LONG_FLAGS:

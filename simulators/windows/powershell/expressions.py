@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from proxyfleet.core.powershell import DOUBLE_QUOTES, SINGLE_QUOTES
 from proxyfleet.simulators.windows.powershell import syntax as ast
 from proxyfleet.simulators.windows.powershell.lexing import (
     BACKTICK_ESCAPES,
-    DOUBLE_QUOTES,
     NEWLINES,
-    SINGLE_QUOTES,
     SPACES,
     is_dash,
     is_name_char,

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
+from proxyfleet.core.powershell import DOUBLE_QUOTES, SINGLE_QUOTES
+
 # PowerShell treats these typographic characters exactly like their ASCII counterparts.
 # That matters for injection safety: a value quoted by doubling only ASCII "'" can be
 # broken out of with U+2019.
 DASHES = "-\u2013\u2014\u2015"
-SINGLE_QUOTES = "'\u2018\u2019\u201a\u201b"
-DOUBLE_QUOTES = '"\u201c\u201d\u201e'
 QUOTES = SINGLE_QUOTES + DOUBLE_QUOTES
 NEWLINES = "\r\n"
 SPACES = " \t\f\v\u00a0\ufeff"

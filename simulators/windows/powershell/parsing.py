@@ -10,13 +10,12 @@ from __future__ import annotations
 import functools
 import re
 
+from proxyfleet.core.powershell import DOUBLE_QUOTES, SINGLE_QUOTES
 from proxyfleet.simulators.windows.powershell import syntax as ast
 from proxyfleet.simulators.windows.powershell.expressions import ExpressionParser, _merge_text
 from proxyfleet.simulators.windows.powershell.lexing import (
-    DOUBLE_QUOTES,
     GENERIC_TERMINATORS,
     NEWLINES,
-    SINGLE_QUOTES,
     is_dash,
     scan_number,
     scan_variable_name,

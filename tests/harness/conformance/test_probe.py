@@ -1,15 +1,25 @@
 """The judge's node probe over real SSH: one round trip reads a node's proxy variables, Root store,
-boot, services and the reconciler's files; traffic runs the node's own clients; an unreachable node
-is an error for observation and a failed result for traffic."""
+boot, services and the reconciler's files; traffic runs the node's own clients, the destination as
+data and the verdict theirs, on either default shell; an unreachable node is an error for
+observation and a failed result for traffic; a key pinned on first contact binds the node."""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import AsyncIterator
+from pathlib import Path
 
+import pytest
+import trustme
+
+from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.contract import EGRESS_SERVICES
-from proxyfleet.core.nodessh import NodeError
+from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
+from proxyfleet.core.probetargets import ProbeTargetError
+from proxyfleet.harness.conformance.labevidence import INTERNET_IMAGE, INTRANET_IMAGE
 from proxyfleet.harness.conformance.probe import NodeProbe
-from proxyfleet.simulators.fleet import Fleet
+from proxyfleet.simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork
+from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTRANET_SITE, start_origins
 from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT
 
 
@@ -63,5 +73,78 @@ async def test_known_host_keys_are_strict_and_each_address_has_its_own_user(flee
         pull = await unlisted.pull(first.address, "quay.io/a:1")
         assert not pull.ok and "not in the known hosts file" in pull.output
         assert first.ssh_commands == 1  # only the listed, pinned probe ran anything
+    finally:
+        await probe.close()
+
+
+async def test_a_first_contact_is_pinned_whatever_it_ran_and_then_binds_the_node(fleet: Fleet) -> None:
+    assert fleet.client_key is not None
+    node = fleet.nodes[0]
+    pins: dict[str, str] = {}
+    probe = NodeProbe(fleet.client_key, fleet.port, on_pin=pins.__setitem__)
+    try:
+        assert not (await probe.fetch(node.address, "https://quay.io/")).ok  # no network here: curl fails
+        original = node.host_key_openssh
+        assert pins == {node.address: original}  # the handshake was made: its key is pinned
+        await node.replace_host_key()
+        await probe.close()  # its connection went with the old sshd; the pins stay
+        with pytest.raises(HostKeyMismatch, match="not the one pinned on first contact"):
+            await probe.observe(node.address)
+        assert pins == {node.address: original}  # refused, not pinned afresh
+    finally:
+        await probe.close()
+
+
+# --- traffic: the destination travels as data, the verdict is the program's ---------------------
+
+@pytest.fixture(params=["cmd", "powershell"])
+async def origins_fleet(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Fleet]:
+    """One node (OpenSSH's default shell: cmd.exe as Windows ships, or PowerShell) on a network with
+    the lab's standard origins and no proxy: intranet ones answer it, internet ones refuse it."""
+    network = LabNetwork()
+    public_ca = trustme.CA(organization_name="proxyfleet public roots")
+    origins = await start_origins(network, public_ca, network.allocate(PROXY_NETWORK))
+    settings = FleetSettings(nodes=1, state_dir=tmp_path / "fleet", lab_network=network,
+                             default_shell=request.param,
+                             public_roots=[Certificate.from_pem(public_ca.cert_pem.bytes())])
+    try:
+        async with Fleet(settings) as fleet:
+            yield fleet
+    finally:
+        await origins.stop()
+
+
+async def test_the_verdict_is_the_programs_and_a_url_runs_nothing_else(origins_fleet: Fleet) -> None:
+    """The reproduction of issue 31: on a cmd.exe node, ``&`` in a URL ran a second command (here
+    ``hostname``, which prints the node's name), whose exit status became the verdict."""
+    assert origins_fleet.client_key is not None
+    node = origins_fleet.nodes[0]
+    probe = NodeProbe(origins_fleet.client_key, origins_fleet.port)
+    try:
+        fetched = await probe.fetch(node.address, f"https://{INTRANET_SITE}/?a=1&hostname")
+        assert fetched.ok, fetched.output
+        pulled = await probe.pull(node.address, INTRANET_IMAGE)
+        assert pulled.ok and "Image is up to date for sha256:" in pulled.output
+        refused = await probe.fetch(node.address, f"http://{INTERNET_HTTP_SITE}/?a=1&hostname")
+        assert not refused.ok and refused.output.startswith("curl: (56)")  # the firewall: curl failed
+        direct = await probe.pull(node.address, INTERNET_IMAGE)
+        assert not direct.ok and "level=fatal" in direct.output
+        name = node.machine.settings.hostname.upper()
+        assert name not in fetched.output + refused.output
+    finally:
+        await probe.close()
+
+
+async def test_a_url_a_probe_cannot_carry_is_refused_before_the_node_is_contacted(cmd_fleet: Fleet) -> None:
+    assert cmd_fleet.client_key is not None
+    node = cmd_fleet.nodes[0]
+    node.machine.filesystem.mkdir("C:\\k")
+    probe = NodeProbe(cmd_fleet.client_key, cmd_fleet.port)
+    try:
+        with pytest.raises(ProbeTargetError, match="is not a URL character"):
+            await probe.fetch(node.address, "http://site.example/?a=1&echo x>C:\\k\\f.txt")
+        with pytest.raises(ProbeTargetError, match="invalid reference format"):
+            await probe.pull(node.address, "quay.io/a:1&echo")
+        assert node.ssh_commands == 0 and not node.machine.filesystem.exists("C:\\k\\f.txt")
     finally:
         await probe.close()

@@ -39,6 +39,13 @@ def test_a_url_is_fetched_and_an_image_is_pulled() -> None:
     ("https://bad_name.acme.example/", "is not a host name"),
     ("Registry.Acme.example/UPPER:1", "neither a URL"),
     ("registry.acme.example/app@sha256:" + "a" * 64, "not a digest"),
+    # what a node's probe could not carry as one plain word (core.probetargets)
+    ("https://x.acme.example/?a=1&echo x>C:\\k\\f.txt", "' ' .* is not a URL character"),
+    ('https://x.acme.example/"quoted"', "is not a URL character"),
+    ("https://x.acme.example/\x00", "is not a URL character"),
+    ("https://x.acme.example/[1-3]", "only around an IPv6 address"),
+    ("https://[fd00::1/", "not a URL"),
+    ("-registry.acme.example/app:1", "neither a URL"),
 ])
 def test_what_the_lab_cannot_serve_is_refused_saying_why(text: str, message: str) -> None:
     with pytest.raises(DestinationError, match=message) as error:

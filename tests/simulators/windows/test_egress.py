@@ -1,12 +1,14 @@
 """The node's own clients' parsing (their traffic is tested end to end in test_traffic): image
-references as containerd resolves them, curl.exe's options with curl's own usage errors, and
---write-out templates."""
+references as containerd resolves them, curl.exe's options with curl's own usage errors, ``--``
+ending curl's and crictl's options, and --write-out templates."""
 
 from __future__ import annotations
 
 import pytest
 
 from proxyfleet.simulators.windows.egress import CurlUsage, _write_out, parse_curl_arguments
+from proxyfleet.simulators.windows.machine import WindowsMachine
+from tests.support import ps
 
 
 def test_curl_options_short_long_and_bundled() -> None:
@@ -25,6 +27,18 @@ def test_curl_options_short_long_and_bundled() -> None:
 def test_curl_usage_errors_in_curls_words(args: list[str], message: str) -> None:
     with pytest.raises(CurlUsage, match=message):
         parse_curl_arguments(args)
+
+
+def test_double_dash_ends_curls_options_and_crictls() -> None:
+    options, urls = parse_curl_arguments(["-sS", "--", "-x", "http://a.example/"])
+    assert urls == ["-x", "http://a.example/"] and "proxy" not in options  # curl: every later word is a URL
+
+
+async def test_crictl_takes_every_word_after_double_dash_as_an_image(machine: WindowsMachine) -> None:
+    operand = await ps(machine, "crictl.exe pull -- --creds")
+    assert "parse reference '--creds': invalid reference format" in operand.stderr  # Go's flag parsing
+    pulled = await ps(machine, "crictl.exe pull -- quay.io/a:1")
+    assert "lookup quay.io: no such host" in pulled.stderr
 
 
 def test_write_out_fills_known_variables_and_escapes() -> None:
