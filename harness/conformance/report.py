@@ -14,13 +14,17 @@ JSON schema (``--json``)::
                     "flows": {"<proxy> <kind> <host> <status>": {"count": int}},
                     "violations": [{"time", "origin", "source", "source_port"}]}]}
 
-Every text is redacted again on the way out: no proxy credentials in any report.
+Every text is redacted again on the way out: no proxy credentials in any report. Nodes print
+what they like, so JUnit and HTML show every character that is not text (controls, NUL,
+surrogates, U+FFFE/U+FFFF) as a visible escape (``\x1b``), never raw: XML 1.0 cannot hold
+them at all and HTML parsers drop or replace them. (JSON escapes them itself.)
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,23 @@ def _clean(value: Any) -> Any:
     if isinstance(value, list):
         return [_clean(v) for v in value]
     return value
+
+
+# Characters outside XML 1.0's Char production, and the C1 controls and DEL it allows but that
+# are no text either: what ``printable`` escapes.
+_NOT_TEXT = re.compile(r"[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not text written as its escape, visibly (ESC as the
+    four characters ``\\x1b``, a lone surrogate as ``\\ud800``), so that any XML or HTML parser
+    reads what the node printed."""
+    return _NOT_TEXT.sub(_escape, text)
 
 
 def write_json(run: ConformanceRun, path: Path) -> None:
@@ -65,11 +86,11 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
             case = ET.Element("testcase", classname=classname, name=f"{scenario.name} [scenario]",
                               time=f"{scenario.duration_s:.3f}")
             if scenario.status == "skipped":
-                ET.SubElement(case, "skipped", message=redact_text(scenario.error or "skipped"))
+                ET.SubElement(case, "skipped", message=scenario.error or "skipped")
                 skipped += 1
             elif scenario.status == "failed":
                 ET.SubElement(case, "failure", message="the scenario failed outside its checks").text = \
-                    redact_text(scenario.error or "no checks were recorded")
+                    scenario.error or "no checks were recorded"
                 failures += 1
             cases.append(case)
         for family in _families(scenario):
@@ -79,11 +100,11 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
             if bad:
                 failures += 1
                 failure = ET.SubElement(case, "failure",
-                                        message=redact_text(f"{len(bad)} of {len(checks)} {family} check(s) failed"))
-                failure.text = "\n".join(redact_text(c.describe()) for c in bad)
+                                        message=f"{len(bad)} of {len(checks)} {family} check(s) failed")
+                failure.text = "\n".join(c.describe() for c in bad)
             elif checks and all(c.status == "skipped" for c in checks):
                 skipped += 1
-                ET.SubElement(case, "skipped", message=redact_text("; ".join(skip_reasons(checks))))
+                ET.SubElement(case, "skipped", message="; ".join(skip_reasons(checks)))
             cases.append(case)
     suite = ET.Element("testsuite", name="proxyfleet conformance", tests=str(len(cases)), failures=str(failures),
                        errors="0", skipped=str(skipped), time=f"{run.duration_s:.3f}")
@@ -93,6 +114,10 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
     suite.extend(cases)
     root = ET.Element("testsuites", name="proxyfleet")
     root.append(suite)
+    for element in root.iter():  # the one place values go in: redacted, then made printable
+        element.attrib = {name: printable(redact_text(value)) for name, value in element.attrib.items()}
+        if element.text:
+            element.text = printable(redact_text(element.text))
     ET.indent(root)
     path.write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
 
@@ -109,7 +134,8 @@ td.cell{text-align:center;font-weight:bold}.small{font-size:.85em;color:#555}
 
 
 def _e(value: object) -> str:
-    return html.escape(redact_text(str(value)))
+    """The one way a value goes into the page: redacted, printable, escaped."""
+    return html.escape(printable(redact_text(str(value))))
 
 
 def _matrix(scenario: ScenarioResult) -> str:

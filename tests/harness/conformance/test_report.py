@@ -1,7 +1,10 @@
 """The reports: the documented JSON schema, one JUnit testcase per scenario x check family, an
-HTML page with the matrix, timeline, flows and violations — and never a proxy credential."""
+HTML page with the matrix, timeline, flows and violations — never a proxy credential, and whatever
+characters nodes printed shown as escapes (XML and HTML stay parseable)."""
 
 import json
+import re
+import xml.dom.minidom
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -101,3 +104,37 @@ def test_html_lists_skipped_checks_with_why() -> None:
     assert "needs lab evidence: a service&#x27;s environment is not observable on Windows" in page
     assert '<td class="cell skip"' in page and "2 of 2" in page
     assert "Skipped checks" not in render_html(_run())
+
+
+def _noisy_run() -> ConformanceRun:
+    """A node that printed control characters (an ANSI colour, NUL, a vertical tab) and worse."""
+    noisy = "curl: \x00\x1b[31m\x0bfailed\x7f \ud800 \ufffe"
+    scenario = ScenarioResult("test_noisy\x1b", "runtime-add", "failed", [
+        CheckResult("10.0.0.5", "fetch-http", "failed", "succeeds", noisy, "step\x01"),
+        CheckResult("10.0.0.5", "pull-intranet", "skipped", "x", f"{noisy} {SECRET}", "step\x01"),
+    ], duration_s=1.0, error=None)
+    return ConformanceRun(nodes=1, variant="correct\x08", scenarios=[scenario], duration_s=1.0)
+
+
+def test_junit_parses_whatever_nodes_printed_showing_the_characters_as_escapes(tmp_path: Path) -> None:
+    path = tmp_path / "r.xml"
+    write_junit(_noisy_run(), path)
+    root = ET.parse(path).getroot()  # ElementTree (expat)
+    xml.dom.minidom.parse(str(path))  # and the DOM's build over it: both refuse any ill-formed byte
+    text = path.read_bytes().decode("utf-8")
+    # nothing outside XML 1.0's Char production, written raw or as a character reference
+    assert not re.search(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]", text)
+    assert set(re.findall(r"&#(\d+);", text)) <= {"9", "10", "13"} and "&#x" not in text
+    failure = next(root.iter("failure"))
+    assert "curl: \\x00\\x1b[31m\\x0bfailed\\x7f \\ud800 \\ufffe" in (failure.text or "")
+    skipped = next(root.iter("skipped"))
+    assert (skipped.get("message") or "").startswith("curl: \\x00\\x1b[31m")
+    assert "pa$(x)" not in text and "***:***@proxy2.corp.internal" in text  # redacted first, then escaped
+    assert "test_noisy\\x1b [fetch-http]" in [c.get("name") for c in root.iter("testcase")]
+
+
+def test_html_shows_the_same_escapes_and_no_raw_control_character() -> None:
+    page = render_html(_noisy_run())
+    assert "curl: \\x00\\x1b[31m\\x0bfailed\\x7f \\ud800 \\ufffe" in page
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]", page)
+    page.encode("utf-8")  # a lone surrogate would not even write
