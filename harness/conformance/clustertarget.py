@@ -13,9 +13,9 @@ from typing import Any
 import asyncssh
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE
-from proxyfleet.core.imagereference import parse_image
 from proxyfleet.core.knownhosts import KnownHosts, KnownHostsError
 from proxyfleet.core.noproxy import redact_url
+from proxyfleet.core.probetargets import ProbeTargetError, check_image, check_url
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.conformance.evidence import TRAFFIC_CHECKS, ProbedDestination
 
@@ -63,6 +63,9 @@ class ClusterTarget:
     # The run's saved cluster objects: a maintenance cordon the run sets is noted there first, so
     # that the restore (also ``proxyfleet restore`` after a run killed outright) lifts it
     snapshot_file: Path | None = None
+    # Where the run keeps the SSH host keys it pinned on first contact (no --ssh-known-hosts), so
+    # that its later scenarios hold each node to the key its first one saw
+    host_keys_file: Path | None = None
 
     @property
     def https_url(self) -> str:
@@ -87,22 +90,20 @@ class ClusterTarget:
         return found
 
     def check_destinations(self) -> None:
-        """Each destination is an image reference containerd can read, or an http(s) URL with a
-        host and no credentials (it would be on curl.exe's command line, and in the report)."""
+        """Each destination is one a node's probe can carry (``probetargets``): an image reference
+        containerd can read, or an http(s) URL of RFC 3986 characters with a host and no
+        credentials (it would be on curl.exe's command line, and in the report)."""
         for destination in self.destinations():
             option = TRAFFIC_CHECKS[destination.check]
-            if destination.image:
-                try:
-                    parse_image(destination.text)
-                except ValueError as exc:
-                    raise ClusterTargetError(f"{option} {destination.text!r}: {exc}") from None
-                continue
-            parts = urllib.parse.urlsplit(destination.text)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ClusterTargetError(f"{option} {destination.text!r}: expected an http:// (or https://) URL")
-            if "@" in parts.netloc:
-                raise ClusterTargetError(f"{option}: a URL with credentials would be on curl.exe's command line; "
-                                         "give one that needs none")
+            try:
+                if destination.image:
+                    check_image(destination.text)
+                else:
+                    check_url(destination.text)
+            except ProbeTargetError as exc:
+                # a URL that may hold credentials is not repeated
+                shown = "" if not destination.image and "@" in destination.text else f" {destination.text!r}"
+                raise ClusterTargetError(f"{option}{shown}: {exc}") from None
 
     def ssh_key(self) -> asyncssh.SSHKey:
         try:
@@ -120,6 +121,28 @@ class ClusterTarget:
         except KnownHostsError as exc:
             raise ClusterTargetError(f"--ssh-known-hosts {self.known_hosts}: {exc}") from None
         return {address: keys[0] for address in addresses if (keys := known.keys(address, self.ssh_port))}
+
+    def host_key_pins(self, addresses: list[str]) -> dict[str, str]:
+        """The keys the nodes must present: ``--ssh-known-hosts``' (strict: no other address is
+        contacted, so nothing is pinned and the run's file is not read), else those an earlier
+        scenario of the run pinned on first contact (``save_host_key``)."""
+        if self.known_hosts is not None:
+            return self.pinned_host_keys(addresses)
+        return self._saved_host_keys()
+
+    def _saved_host_keys(self) -> dict[str, str]:
+        if self.host_keys_file is None or not self.host_keys_file.exists():
+            return {}
+        return {str(a): str(k) for a, k in json.loads(self.host_keys_file.read_text()).items()}
+
+    def save_host_key(self, address: str, key: str) -> None:
+        """Add a key pinned on first contact to the run's file (owner-only); a node's first pin is
+        kept (a later scenario is refused another key, so never writes one)."""
+        if self.host_keys_file is None or self.known_hosts is not None:
+            return
+        known = self._saved_host_keys()
+        known.setdefault(address, key)
+        write_private(self.host_keys_file, json.dumps(known, indent=1, sort_keys=True))
 
     def read_baselines(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
         """Each node's own Root thumbprints and files, as an earlier scenario of the run saw them."""
@@ -143,7 +166,7 @@ class ClusterTarget:
                  "instances:    " + (", ".join(f"{u}@{a}" for a, u in self.instances.items())
                                      or f"the cluster's {self.namespace}/windows-instances"),
                  f"ssh:          key {self.ssh_key_path}, port {self.ssh_port}, host keys "
-                 + (f"from {self.known_hosts}" if self.known_hosts else "pinned on first contact"),
+                 + (f"from {self.known_hosts}" if self.known_hosts else "pinned on first contact, for the whole run"),
                  f"proxy:        httpProxy {redact_url(self.proxy_url)}, httpsProxy {redact_url(self.https_url)}, "
                  f"{len(self.proxy_ca_pems)} CA certificate(s)"
                  + (f"; the change workflow switches to {redact_url(self.second_proxy_url)}"
@@ -166,7 +189,8 @@ class ClusterTarget:
                 "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None,
                 "proxy_access_log": str(self.proxy_access_log) if self.proxy_access_log else None,
                 "proxy_listen": self.proxy_listen,
-                "snapshot_file": str(self.snapshot_file) if self.snapshot_file else None}
+                "snapshot_file": str(self.snapshot_file) if self.snapshot_file else None,
+                "host_keys_file": str(self.host_keys_file) if self.host_keys_file else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterTarget:
@@ -186,7 +210,8 @@ class ClusterTarget:
                    proxy_flow_log=Path(data["proxy_flow_log"]) if data.get("proxy_flow_log") else None,
                    proxy_access_log=Path(data["proxy_access_log"]) if data.get("proxy_access_log") else None,
                    proxy_listen=str(data.get("proxy_listen") or ""),
-                   snapshot_file=Path(data["snapshot_file"]) if data.get("snapshot_file") else None)
+                   snapshot_file=Path(data["snapshot_file"]) if data.get("snapshot_file") else None,
+                   host_keys_file=Path(data["host_keys_file"]) if data.get("host_keys_file") else None)
 
 
 def parse_instance(text: str) -> tuple[str, str]:

@@ -36,7 +36,7 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
-from proxyfleet.core.nodessh import NodeError
+from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.harness.conformance import checks, clusterobjects
 from proxyfleet.harness.conformance.checks import env_text
@@ -220,9 +220,11 @@ class Conformance:
         self._addresses = list(users)
         self.instances = list(users)
         await self.probe.close()
+        # Keys pinned by the run's earlier scenarios bind this one: a node showing another since
+        # (someone in the middle, a reinstalled host) is refused, never pinned afresh.
         self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port, usernames=users,
-                               host_keys=cluster.pinned_host_keys(self._addresses),
-                               strict_host_keys=cluster.known_hosts is not None)
+                               host_keys=cluster.host_key_pins(self._addresses),
+                               strict_host_keys=cluster.known_hosts is not None, on_pin=cluster.save_host_key)
         try:
             url = await asyncio.to_thread(internal_api_url, self.api)
             api_host = urllib.parse.urlsplit(url).hostname or ""
@@ -240,6 +242,8 @@ class Conformance:
         while True:
             try:
                 return await self.probe.observe(address)
+            except HostKeyMismatch:
+                raise  # no reboot brings the pinned key back: asking again only delays the report
             except NodeError:
                 if time.monotonic() > deadline:
                     raise

@@ -1,6 +1,7 @@
 """An existing cluster's run settings: the destinations each traffic check uses (and which are the
-network's to allow), a JSON round trip the scenario run reads, strict host keys from a known_hosts
-file, the baselines a run keeps for its later scenarios — and credentials never in the plan."""
+network's to allow) and those a node's probe cannot carry, a JSON round trip the scenario run reads,
+strict host keys from a known_hosts file, the baselines and the host keys pinned on first contact a
+run keeps for its later scenarios — and credentials never in the plan."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_each_named_destination_feeds_its_check(tmp_path: Path) -> None:
 
 def test_the_settings_survive_json_and_the_plan_shows_no_credential(tmp_path: Path) -> None:
     target = _target(tmp_path, proxy_ca_pems=[b"-----BEGIN CERTIFICATE-----\n"], instances={"10.0.0.5": "admin"},
-                     second_proxy_url="http://svc:S3cr3t@proxy2.corp.example:8080", baseline_file=tmp_path / "b.json")
+                     second_proxy_url="http://svc:S3cr3t@proxy2.corp.example:8080", baseline_file=tmp_path / "b.json",
+                     host_keys_file=tmp_path / "host-keys.json")
     assert ClusterTarget.from_json(target.to_json()) == target
     plan = "\n".join(target.describe())
     assert "S3cr3t" not in plan and "svc" not in plan
@@ -80,3 +82,39 @@ def test_baselines_are_kept_once_per_node_in_an_owner_only_file(tmp_path: Path) 
     assert target.read_baselines() == {"10.0.0.5": (frozenset({"AA"}), frozenset({"C:\\k\\x"})),
                                        "10.0.0.6": (frozenset(), frozenset())}
     assert stat.S_IMODE((tmp_path / "baselines.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(("given", "start"), [
+    ({"http_url": "http://site.example/?a=1&echo x>C:\\k\\f.txt"},
+     "--http-url 'http://site.example/?a=1&echo x>C:\\\\k\\\\f.txt': ' ' (position 30) is not a URL character"),
+    ({"http_url": "http://site.example/\x1b[31m"}, "--http-url 'http://site.example/\\x1b[31m': '\\x1b' (position 21)"),
+    ({"http_url": "http://user:secret@site.example/"}, "--http-url: a URL with credentials"),
+    ({"internet_image": "quay.io/a:1\n"}, "--internet-image 'quay.io/a:1\\n': parse reference"),
+    ({"intranet_image": "-x.example/a:1"}, "--intranet-image '-x.example/a:1': parse reference"),
+])
+def test_a_destination_a_probe_cannot_carry_is_refused_naming_its_option(tmp_path: Path, given: dict[str, str],
+                                                                       start: str) -> None:
+    with pytest.raises(ClusterTargetError) as refused:
+        _target(tmp_path, **given).check_destinations()
+    assert str(refused.value).startswith(start), str(refused.value)
+    assert "\n" not in str(refused.value) and "secret" not in str(refused.value)
+    _target(tmp_path, http_url="http://site.example/?a=1&b='2'", internet_image="quay.io/a:1").check_destinations()
+
+
+def test_host_keys_pinned_on_first_contact_are_kept_for_the_run_owner_only(tmp_path: Path) -> None:
+    target = _target(tmp_path, host_keys_file=tmp_path / "host-keys.json")
+    assert target.host_key_pins(["10.0.0.5"]) == {}
+    target.save_host_key("10.0.0.5", "ssh-ed25519 AAAA-first")
+    target.save_host_key("10.0.0.5", "ssh-ed25519 AAAA-other")  # a node's first pin is kept
+    target.save_host_key("10.0.0.6", "ssh-ed25519 BBBB")
+    again = ClusterTarget.from_json(target.to_json())  # the next scenario's view of the run
+    assert again.host_key_pins(["10.0.0.5"]) == {"10.0.0.5": "ssh-ed25519 AAAA-first", "10.0.0.6": "ssh-ed25519 BBBB"}
+    assert stat.S_IMODE((tmp_path / "host-keys.json").stat().st_mode) == 0o600
+    # --ssh-known-hosts stays strict: only its keys, and nothing is pinned beside them
+    known = tmp_path / "known_hosts"
+    key = asyncssh.generate_private_key("ssh-ed25519").export_public_key("openssh").decode().strip()
+    known.write_text(f"10.0.0.7 {key}\n")
+    strict = _target(tmp_path, host_keys_file=tmp_path / "host-keys.json", known_hosts=known)
+    assert strict.host_key_pins(["10.0.0.5", "10.0.0.7"]) == {"10.0.0.7": key}
+    strict.save_host_key("10.0.0.8", "ssh-ed25519 CCCC")
+    assert "10.0.0.8" not in target.host_key_pins([])

@@ -3,12 +3,15 @@ missing. (Its wait for convergence is test_converging's; its step orchestration 
 scenario and self-test.)"""
 
 import datetime as dt
+import os
+import stat
 from pathlib import Path
 
 import asyncssh
 import pytest
 
 from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from proxyfleet.core.nodessh import HostKeyMismatch
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
@@ -22,6 +25,8 @@ from proxyfleet.harness.conformance.evidence import (
 from proxyfleet.harness.conformance.judge import Conformance, LabRequired
 from proxyfleet.harness.conformance.probe import NodeState
 from proxyfleet.harness.conformance.results import CheckResult
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
+from proxyfleet.simulators.fleet import Fleet
 
 ADDRESS = "10.0.0.5"
 PROXY = "http://proxy.corp.example:3128"
@@ -99,3 +104,32 @@ def test_with_host_records_the_same_checks_are_judged_and_can_fail(tmp_path: Pat
     for check in ("service-environment", "firewall", "reboots", "drained-while-down", "drained"):
         assert failed[check].status == "failed", (check, failed[check])
     assert "default/web-1" in failed["drained"].observed and "default/db-0" in failed["drained"].observed
+
+
+# --- host keys pinned on first contact bind the run's later scenarios ---------------------------
+
+async def test_a_key_pinned_in_one_scenario_binds_the_next_and_a_changed_one_is_refused(
+        tmp_path: Path, plane: ControlPlane, fleet: Fleet) -> None:
+    node = fleet.nodes[0]
+    target = ClusterTarget(plane.kubeconfig_path, fleet.client_key_path, PROXY, ssh_port=fleet.port,
+                           instances={node.address: "Administrator"}, host_keys_file=tmp_path / "host-keys.json")
+    first = Conformance(None, cluster=target)
+    try:
+        await first.start()  # first contact: the node's key is pinned for the run
+    finally:
+        await first.close()
+    original = node.host_key_openssh
+    assert target.host_key_pins([node.address]) == {node.address: original}
+    assert stat.S_IMODE(os.stat(tmp_path / "host-keys.json").st_mode) == 0o600
+    await node.replace_host_key()  # someone in the middle, or a reinstalled host, between two scenarios
+    commands = node.ssh_commands
+    second = Conformance(None, cluster=ClusterTarget.from_json(target.to_json()))  # as the next scenario reads it
+    try:
+        with pytest.raises(HostKeyMismatch, match=f"the SSH host key of {node.address} is not the one pinned"):
+            await second.start()
+        pull = await second.probe.pull(node.address, "quay.io/a:1")
+        assert not pull.ok and "is not the one pinned" in pull.output
+    finally:
+        await second.close()
+    assert node.ssh_commands == commands  # nothing ran on the host that showed the other key
+    assert target.host_key_pins([node.address]) == {node.address: original}  # the first pin stays
