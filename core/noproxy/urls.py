@@ -5,10 +5,13 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 DEFAULT_PORTS = {"http": "80", "https": "443", "socks5": "1080", "ws": "80", "wss": "443"}
 _HOST_CHARS = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=%:\[\]-]*$")
+# RFC 3986 lets userinfo carry sub-delims as written: credentials like ``o'brien:pa$(x)`` (code
+# in PowerShell, which a reconciler must carry byte for byte) stay as they are.
+USERINFO_SAFE = "!$&'()*+,;="
 
 
 class URLError(ValueError):
@@ -68,3 +71,17 @@ def parse_target(url: str) -> Target:
     if port and not 0 < int(port) < 65536:
         raise URLError(f"invalid URL {url!r}: port {port} out of range")
     return Target(parts.scheme.lower(), host, port, bracketed)
+
+
+def with_userinfo(url: str, auth: str) -> str:
+    """``url`` (``scheme://host:port``, no credentials of its own) with ``auth`` as its userinfo:
+    ``user:password`` split at the first ``:``, each part percent-encoded (UTF-8) except RFC 3986's
+    unreserved characters and sub-delims, so ``:`` in the user and ``@ / ? # %``, spaces and the
+    rest in either can neither end the authority early nor be read as something else."""
+    scheme, separator, rest = url.partition("://")
+    if not separator or "@" in rest.split("/", 1)[0]:
+        # (the URL is not quoted: what it holds before an "@" may be a password)
+        raise URLError("credentials go into a URL of the form scheme://host:port, without any of its own")
+    user, colon, password = auth.partition(":")
+    userinfo = quote(user, safe=USERINFO_SAFE) + (colon + quote(password, safe=USERINFO_SAFE) if colon else "")
+    return f"{scheme}://{userinfo}@{rest}"

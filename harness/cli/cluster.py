@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.harness.cli.running import wait_for_stop_signal
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.install import InstallConfigError
@@ -40,6 +41,10 @@ async def _run(settings: ControlPlaneSettings) -> None:
               help="How long a silent kubelet keeps its node Ready.")
 def cluster(state_dir: Path, install_config: Path | None, port: int, node_grace_seconds: float) -> None:
     """Run the embedded Kubernetes/OpenShift control plane and write DIR/kubeconfig."""
+    try:
+        private_directory(state_dir)  # the kubeconfig's credentials go there: ours alone, or refused
+    except NotPrivateError as exc:
+        raise click.ClickException(f"--state-dir {exc}") from None
     network = LabNetwork()
     public_ca = new_public_ca()
     write_certificate(public_ca, state_dir / "public-ca.crt")

@@ -12,6 +12,7 @@ import click
 from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url, loopback_address, read_access
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.cli.running import wait_for_stop_signal
 from proxyfleet.simulators.controlplane.authorization import NodeTokens
@@ -90,6 +91,7 @@ def fleet(nodes: int, state_dir: Path, port: int, network: str, reboot_seconds: 
     """Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."""
     lab_network = LabNetwork()
     try:
+        private_directory(state_dir)  # node keys go there: ours alone, or refused
         kubelet = kubelet_settings(kubeconfig, lab_network, heartbeat_seconds) if kubeconfig else None
         settings = FleetSettings(
             nodes=nodes, state_dir=state_dir, port=port, network=network,
@@ -97,6 +99,8 @@ def fleet(nodes: int, state_dir: Path, port: int, network: str, reboot_seconds: 
             restart_reads_current_environment=restart_reads_current_environment, default_shell=default_shell,
             service_stage_seconds=service_stage_seconds, lost_exit_status_rate=lost_exit_status_rate)
         asyncio.run(_run(settings))
+    except NotPrivateError as exc:
+        raise click.ClickException(f"--state-dir {exc}") from None
     except (FleetError, KubeconfigError) as exc:
         raise click.ClickException(str(exc)) from exc
     except ApiException as exc:

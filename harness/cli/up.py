@@ -10,6 +10,7 @@ from typing import Any
 import click
 import yaml
 
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli.inputs import CustomerProxy, InputError, read_install_config
 from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
@@ -21,6 +22,7 @@ from proxyfleet.harness.lab import (
     PROXY_HOST,
     PROXY_PORT,
     Lab,
+    LabError,
     LabSettings,
     admin,
     customer_settings,
@@ -61,6 +63,8 @@ def describe(lab: Lab) -> list[str]:
     if vendor is not None and vendor.config_dir is not None:
         lines.append(f"proxy files: {vendor.config_dir} (hosts file: {vendor.config_dir / 'hosts'}; access log "
                      f"{vendor.access_log_path}; its output in {vendor.directory / 'proxy.log'})")
+        if vendor.skipped:
+            lines.append(f"  not copied (links and non-regular files are left out): {'; '.join(vendor.skipped)}")
     if lab.proxy2 is not None:
         lines.append(f"proxy 2:     http://***:***@{PROXY2_HOST}:{PROXY2_PORT} (credentials in {lab.state_dir}/"
                      "proxy2-url.txt)")
@@ -115,8 +119,11 @@ def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconcil
         config_text = read_install_config(install_config) if install_config else None
     except InputError as exc:
         raise BadInput(str(exc)) from None
-    if state_dir is not None and state_dir.exists() and not state_dir.is_dir():
-        raise BadInput(f"--state-dir {state_dir}: exists and is not a directory")
+    if state_dir is not None:
+        try:
+            private_directory(state_dir)  # keys and logs go there: ours alone, or refused
+        except NotPrivateError as exc:
+            raise BadInput(f"--state-dir {exc}") from None
     targets: list[tuple[str, int, str | None]] = []
     if config_text:
         proxy = (yaml.safe_load(config_text) or {}).get("proxy") or {}
@@ -126,4 +133,7 @@ def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconcil
                            reconciler=None if reconciler == "none" else reconciler,
                            reboot_duration=1.0, shutdown_delay=0.3, heartbeat=2.0, node_grace=40.0,
                            vendor_proxy=vendor, **customer_settings(config_text, targets))
-    asyncio.run(_run(settings))
+    try:
+        asyncio.run(_run(settings))
+    except LabError as exc:  # the lab cannot start as asked (a proxy that exits, say): no traceback
+        raise BadInput(str(exc)) from None

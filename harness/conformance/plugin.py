@@ -31,6 +31,7 @@ import pytest
 import pytest_asyncio
 
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.judge import Conformance
 from proxyfleet.harness.conformance.results import ChecksFailed, Ending, ScenarioResult, Status
@@ -91,6 +92,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "--kubeconfig): only @pytest.mark.cluster scenarios run.")
     group.addoption("--proxyfleet-state-dir", default=None, type=Path,
                     help="Keep each scenario lab's files (kubeconfig, flows, node disks) under this directory.")
+    group.addoption("--proxyfleet-state-is-scratch", action="store_true",
+                    help="--proxyfleet-state-dir is deleted when the run ends (what must outlive it goes "
+                         "elsewhere: the logs of a proxy that did not start).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,10 +103,24 @@ def pytest_configure(config: pytest.Config) -> None:
         # its lab down on SIGTERM like on Ctrl-C, and get SIGTERM when the controller dies.
         interrupt_on_sigterm()
         die_with_parent()
+    else:
+        _check_state_root(config)
     config.addinivalue_line("markers", "workflow(name): the proxyfleet workflow a scenario belongs to")
     config.addinivalue_line("markers", "lab(**settings): LabSettings fields for this scenario's lab")
     config.addinivalue_line("markers", "cluster: a scenario for an existing cluster (cluster_conformance)")
     config.addinivalue_line("markers", "rollouts(n): how many reboot waves the scenario waits for (longest run first)")
+
+
+def _check_state_root(config: pytest.Config) -> None:
+    """Every lab's keys and logs go below ``--proxyfleet-state-dir`` (``proxyfleet conformance
+    --keep``): it must be ours alone, made 0700 if missing, before any lab starts."""
+    root: Path | None = config.getoption("--proxyfleet-state-dir", None)
+    if root is None:
+        return
+    try:
+        private_directory(root)
+    except NotPrivateError as exc:
+        raise pytest.UsageError(f"--proxyfleet-state-dir {exc}") from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -175,6 +193,7 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         state_dir = state_root / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     settings: dict[str, Any] = {
         "nodes": config.getoption("--proxyfleet-nodes"), "state_dir": state_dir,
+        "state_is_scratch": bool(config.getoption("--proxyfleet-state-is-scratch")),
         "reconciler": config.getoption("--proxyfleet-variant"),
         "reconciler_command": config.getoption("--proxyfleet-reconciler-command"),
         "reconciler_env": config.getoption("--proxyfleet-reconciler-env"),

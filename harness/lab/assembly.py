@@ -30,6 +30,8 @@ from kubernetes import client, config
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.contract import CONFIG_GROUP, CONFIG_VERSION, OPERATOR_NAMESPACE, PROXIES
 from proxyfleet.core.kubeconfig import api_client
+from proxyfleet.core.noproxy.urls import with_userinfo
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.addressclaims import NoFreeLabIndex, claim_lab_index, release
@@ -131,6 +133,9 @@ class LabSettings:
     lost_exit_status_rate: float = 0.3
     seed: int = 0
     keep: bool = False  # keep the state directory
+    # ``state_dir`` is deleted when the run ends (``conformance`` without --keep): the logs of a
+    # proxy that did not start are then kept in a directory of their own.
+    state_is_scratch: bool = False
     second_proxy: bool = False  # PROXY2_HOST with PROXY2_AUTH
     install_proxy: bool = False  # generate an install-config with the lab proxy and its CA
     # The reconciler the lab runs: a variant name ("correct" or a broken one), or None for none.
@@ -225,8 +230,10 @@ class Lab:
             self._temporary = tempfile.mkdtemp(prefix="proxyfleet-lab-")
             self.state_dir = Path(self._temporary)
         else:
-            self.state_dir = self.settings.state_dir
-            self.state_dir.mkdir(parents=True, exist_ok=True)
+            try:  # keys, kubeconfigs and logs go there: ours alone, or refused
+                self.state_dir = private_directory(self.settings.state_dir)
+            except NotPrivateError as exc:
+                raise LabError(f"the lab's state directory {exc}") from None
         (self.state_dir / "public-ca.crt").write_bytes(self.public_ca.cert_pem.bytes())
         vendor = self.settings.vendor_proxy
         if vendor is not None:
@@ -237,7 +244,7 @@ class Lab:
                 index, claim = (claim_lab_index(first=WELL_KNOWN_LAB_INDEX, last=WELL_KNOWN_LAB_INDEX)
                                 if vendor.url is not None else
                                 claim_lab_index(first=max(WELL_KNOWN_LAB_INDEX + 1, self.settings.lab_index)))
-            except NoFreeLabIndex as exc:
+            except (NoFreeLabIndex, NotPrivateError) as exc:  # (the lock files' directory is not ours alone)
                 raise LabError(str(exc)) from None
             self._stack.append(("lab address claim", lambda: _release(claim)))
             self.network = LabNetwork(index)
@@ -338,6 +345,8 @@ class Lab:
                 config_files=list(vendor.config_files), ca_pem=vendor.ca_pem, auth=vendor.auth,
                 user=vendor.user, access_log=vendor.access_log, public_ca_pem=self.public_ca.cert_pem.bytes(),
                 image=vendor.image, own_etc_hosts=vendor.own_etc_hosts,
+                # a temporary state directory, or a run's scratch, goes with the run
+                state_kept=self._temporary is None and not self.settings.state_is_scratch,
                 **self._proxy_tls_files(vendor, listen)))
             self.proxy = proxy
 
@@ -596,13 +605,12 @@ class Lab:
     @property
     def proxy2_url(self) -> str:
         """The second proxy's URL, credentials included (they contain PowerShell metacharacters)."""
-        return f"http://{PROXY2_AUTH}@{PROXY2_HOST}:{PROXY2_PORT}"
+        return with_userinfo(f"http://{PROXY2_HOST}:{PROXY2_PORT}", PROXY2_AUTH)
 
     @property
     def proxy_url(self) -> str:
         """The proxy URL a cluster admin would put in Proxy.spec (virtual name, credentials)."""
-        credentials = f"{self.settings.proxy_auth}@" if self.settings.proxy_auth else ""
-        return f"http://{credentials}{PROXY_HOST}:{PROXY_PORT}"
+        return self._with_auth(f"http://{PROXY_HOST}:{PROXY_PORT}")
 
     @property
     def proxy_https_url(self) -> str:
@@ -611,8 +619,12 @@ class Lab:
         vendor = self.settings.vendor_proxy
         if vendor is None or vendor.tls_port is None:
             return self.proxy_url
-        credentials = f"{self.settings.proxy_auth}@" if self.settings.proxy_auth else ""
-        return f"https://{credentials}{PROXY_HOST}:{vendor.tls_port}"
+        return self._with_auth(f"https://{PROXY_HOST}:{vendor.tls_port}")
+
+    def _with_auth(self, url: str) -> str:
+        """``url`` with the lab proxy's credentials, percent-encoded (a ``/``, ``#`` or ``@`` in a
+        password from --proxy-auth-file must not end the authority)."""
+        return with_userinfo(url, self.settings.proxy_auth) if self.settings.proxy_auth else url
 
     def user_ca_pem(self) -> bytes:
         """The CAs the company distributes for its proxies: the lab proxy's MITM CA; with a

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from proxyfleet.harness.lab.proxylogs import read_log
+
 NATIVE_FIELDS = 10
 
 
@@ -63,14 +65,16 @@ def parse_native(line: str) -> dict[str, Any]:
 
 
 def read_native_file(path: Path | None) -> list[dict[str, Any]]:
-    """A native access log file's records (none when there is no file, or it cannot be read)."""
+    """A native access log file's records (none when there is no file, or it cannot be read). Its
+    directory is followed as named, the file itself only if it is a regular file and not a link (a
+    proxy that puts a link or a FIFO there gets nothing read), and only its last ``LOG_LIMIT`` bytes."""
     if path is None:
         return []
     try:
-        text = path.read_text(errors="replace")
+        data = read_log(None, path)
     except OSError:
         return []
-    return read_native(text.splitlines())
+    return read_native(data.decode(errors="replace").splitlines())
 
 
 def read_native(lines: Iterable[str]) -> list[dict[str, Any]]:

@@ -19,6 +19,11 @@ With ``tls_port`` the proxy also listens with TLS on that port of the same addre
 (``{tls_cert_file}``, ``{tls_key_file}``, ``{tls_port}``) from a CA the nodes are given in the
 trusted bundle.
 
+Every start gets a fresh ``{config_dir}`` (``configdirs``): the proxy, or its container, owns it
+once started, so the lab reads from it only by copying logs without following anything
+(``proxylogs``), and never writes into it again. Its access log is read the same way; what an
+earlier start logged is kept when a restart replaces the directory.
+
 Not modelled here: a proxy that resolves names only through DNS (give it the hosts file, or run
 it where ``/etc/hosts`` is its own); a proxy that needs more than two listening ports.
 """
@@ -26,30 +31,35 @@ it where ``/etc/hosts`` is its own); a proxy that needs more than two listening 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
+import logging
 import os
 import pwd
 import secrets
-import shutil
 import socket
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from proxyfleet.core.lifecycle import die_with_parent, terminate_group
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.core.noproxy.urls import with_userinfo
+from proxyfleet.core.privatedirs import NotPrivateError
+from proxyfleet.core.safefiles import Skipped, UnsafeFileError, chown_tree, read_named, regular_files
 from proxyfleet.core.secretfiles import open_private_append, write_private
+from proxyfleet.harness.lab import configdirs, proxylogs
 from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
-from proxyfleet.harness.lab.squidlog import read_native_file
+from proxyfleet.harness.lab.squidlog import read_native
 from proxyfleet.harness.lab.vendorcontainer import ContainerError, ProxyContainer
 from proxyfleet.simulators.network import Endpoint
 
+log = logging.getLogger(__name__)
+
 STOP_GRACE = 10.0
 DEFAULT_ACCESS_LOG = "{config_dir}/access.log"
+CONFIG_FILE_LIMIT = 64 * 1024 * 1024  # bytes of one --proxy-config file
 # /proc/net/tcp socket states that still belong to a live client connection (its access-log line,
 # written when the connection ends, may not be there yet).
 _OPEN_STATES = {"01", "08"}  # ESTABLISHED, CLOSE_WAIT
@@ -86,6 +96,11 @@ class VendorProxySettings:
     tls_port: int | None = None
     tls_cert_pem: bytes | None = None
     tls_key_pem: bytes | None = None
+    # Where {config_dir}s are made (None: the runtime directory's, /run/proxyfleet/proxies as root).
+    config_parent: Path | None = None
+    # Whether ``state_dir`` outlives the run: the logs of a start that failed are then kept there,
+    # else in a new directory of their own (a run that deletes its scratch must not take them along).
+    state_kept: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,14 +170,6 @@ async def wait_until_closed(endpoints: list[Endpoint], deadline_seconds: float =
     return True
 
 
-def _tail(path: Path, size: int = 2000) -> str:
-    """The last ``size`` characters of a text file ("" if it cannot be read)."""
-    try:
-        return path.read_text(errors="replace")[-size:].strip()
-    except OSError:
-        return ""
-
-
 def fill(text: str, values: dict[str, str]) -> str:
     """``text`` with the known ``{placeholders}`` replaced; other braces are left alone (a
     vendor's configuration may use them for its own syntax)."""
@@ -202,6 +209,12 @@ class VendorProxy:
         self._container: ProxyContainer | None = None
         self._output_path = self.directory / "proxy.log"
         self.started_seconds: float | None = None
+        # --proxy-config entries not copied (links, FIFOs, devices): the user is told (log, `up`).
+        self.skipped: list[str] = []
+        self._earlier_flows: list[dict[str, Any]] = []  # logged in a {config_dir} a restart replaced
+        self._collected: Path | None = None  # the {config_dir} whose logs are in the lab's directory
+        self._collection: tuple[list[Path], list[Skipped]] = ([], [])  # what was copied from it
+        self._collections = 0
         # {instance}: unique on this machine (the lab's and other runs' proxies alike), alphanumeric
         # because Squid's -n accepts nothing else.
         self.instance = f"proxyfleet{secrets.token_hex(6)}"
@@ -274,8 +287,19 @@ class VendorProxy:
         return Path(fill(template, self.values()))
 
     def flows(self) -> list[dict[str, Any]]:
-        """The proxy's own access log as flow records (empty when it writes none we can read)."""
-        return read_native_file(self.access_log_path)
+        """The proxy's own access log as flow records (empty when it writes none we can read),
+        earlier starts' first: each start has its own ``{config_dir}``, and its own log there."""
+        return self._earlier_flows + self._current_flows()
+
+    def _current_flows(self) -> list[dict[str, Any]]:
+        path = self.access_log_path
+        if path is None:
+            return []
+        try:
+            data = proxylogs.read_log(self.config_dir, path)
+        except OSError:
+            return []
+        return read_native(data.decode(errors="replace").splitlines())
 
     async def settle(self, deadline_seconds: float = 5.0) -> bool:
         """Wait until no client connection to the proxy is open, so every transaction so far has
@@ -285,12 +309,20 @@ class VendorProxy:
     # --- lifecycle ----------------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        """Make ``{config_dir}`` and fill it; if that fails, the directory is deleted again."""
+        """Make a new ``{config_dir}`` and fill it; if that fails, the directory is deleted again.
+        A restart's directory is new too: the last one was the proxy's, with whatever it left."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        if self.config_dir is None:
-            # Its own directory, outside the lab's private one, so a proxy that drops privileges
-            # can read its files and write its logs there — and nothing else of the lab's.
-            self.config_dir = Path(tempfile.mkdtemp(prefix="proxyfleet-vendor-proxy-"))
+        self.remove()
+        # Its own directory, outside the lab's private one, so a proxy that drops privileges
+        # can read its files and write its logs there — and nothing else of the lab's.
+        parent = self.settings.config_parent
+        try:
+            parent = parent or configdirs.default_parent()
+            for leftover in configdirs.sweep(parent):  # of runs killed outright
+                log.info("removed %s: the proxyfleet process that made it has ended", leftover)
+            self.config_dir = configdirs.make(parent)
+        except NotPrivateError as exc:
+            raise VendorProxyError(str(exc)) from None
         try:
             self._fill()
         except BaseException:
@@ -298,23 +330,22 @@ class VendorProxy:
             raise
 
     def _fill(self) -> None:
+        # The directory is new and ours (0700) until handed over: nothing of the proxy's is in it yet.
         assert self.config_dir is not None
         values = self.values()
         write_private(self.config_dir / "hosts", self.settings.hosts_text)
         (self.config_dir / "public-ca.crt").write_bytes(self.settings.public_ca_pem)
+        skipped: list[str] = []
         for source in self.settings.config_files:
-            if not source.exists():
-                raise VendorProxyError(f"the proxy configuration {source} does not exist")
-            files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
-            for path in files:
-                target = self.config_dir / (path.relative_to(source) if source.is_dir() else path.name)
+            for relative, content in self._config_files(source, skipped):
                 try:
-                    text = path.read_text()
+                    data: bytes | str = fill(content.decode(), values)
                 except UnicodeDecodeError:
-                    data: bytes | str = path.read_bytes()  # a binary file (a key, a database): as is
-                else:
-                    data = fill(text, values)
-                write_private(target, data)
+                    data = content  # a binary file (a key, a database): as is
+                write_private(self.config_dir.joinpath(*relative.parts), data)
+        if skipped and skipped != self.skipped:
+            log.warning("not copied into the proxy's {config_dir}: %s", "; ".join(skipped))
+        self.skipped = skipped
         if self.settings.ca_pem is not None:
             (self.config_dir / "proxy-ca.crt").write_bytes(self.settings.ca_pem)
         if self.settings.tls_cert_pem is not None and self.settings.tls_key_pem is not None:
@@ -322,6 +353,25 @@ class VendorProxy:
             write_private(self.config_dir / "proxy-tls.key", self.settings.tls_key_pem)
         if self.settings.user is not None:
             self._hand_over(self.settings.user)
+
+    @staticmethod
+    def _config_files(source: Path, skipped: list[str]) -> list[tuple[PurePosixPath, bytes]]:
+        """The regular files of one ``--proxy-config`` (relative path, contents). ``source`` itself
+        was named by the user and is followed if it is a link; below a directory nothing is, and
+        links and non-regular files are left out (added to ``skipped``): following one would copy
+        whatever it points at (``/proc/self/environ``, a kubeconfig) to the proxy's user."""
+        if not os.path.exists(source):
+            raise VendorProxyError(f"the proxy configuration {source} does not exist")
+        try:
+            if os.path.isdir(source):
+                files, left_out = regular_files(source, CONFIG_FILE_LIMIT)
+                skipped += [f"{source}/{entry.path} ({entry.why})" for entry in left_out]
+                return files
+            return [(PurePosixPath(source.name), read_named(source, CONFIG_FILE_LIMIT))]
+        except UnsafeFileError:
+            raise VendorProxyError(f"the proxy configuration {source} is not a regular file or directory") from None
+        except OSError as exc:
+            raise VendorProxyError(f"cannot read the proxy configuration {source}: {exc.strerror or exc}") from None
 
     def _hand_over(self, user: str) -> None:
         """Give the configuration directory to the user the proxy runs as."""
@@ -332,8 +382,7 @@ class VendorProxy:
                 raise VendorProxyError(f"only root can hand the proxy's files to {user!r}; run the proxy as "
                                        "yourself (leave out --proxy-user) or run proxyfleet as root")
             return
-        for path in [self.config_dir, *self.config_dir.rglob("*")]:
-            os.chown(path, uid, gid)
+        chown_tree(self.config_dir, uid, gid)
 
     def _identity(self) -> dict[str, Any]:
         """As root with ``user`` set, the proxy runs as that user from its first instruction, so
@@ -407,15 +456,32 @@ class VendorProxy:
         uid, gid = user_ids(self.settings.user)
         return f"{uid}:{gid}"
 
-    def _output_tail(self) -> str:
-        """The end of what the proxy printed and of each log it keeps in ``{config_dir}`` (Squid
-        says why it stopped in its cache.log, not on its output), redacted."""
-        parts = [self._container.logs()[-2000:].strip() if self._container is not None else _tail(self._output_path)]
-        if self.config_dir is not None:
-            access_log = self.access_log_path
-            parts += [f"{path.name}:\n{text}" for path in sorted(self.config_dir.glob("*.log"))
-                      if path != access_log and (text := _tail(path))]
-        return redact_text("\n".join(part for part in parts if part)) or "(no output)"
+    def _failure_detail(self) -> str:
+        """What the proxy printed (its own output, quoted: its end, redacted, control characters
+        escaped), and where copies of the logs it keeps in ``{config_dir}`` are (Squid says why it
+        stopped in its cache.log, not on its output): named, never quoted — they are the proxy's
+        to fill, and an error ends up in reports."""
+        output = self._container.logs(tail=200) if self._container is not None else \
+            proxylogs.read_output(self._output_path)
+        detail = f"its output:\n{proxylogs.quote_output(output) or '(no output)'}"
+        if self.config_dir is None:
+            return detail
+        access_log = self.access_log_path
+        exclude = frozenset([access_log]) if access_log is not None else frozenset()  # says nothing of starting
+        if self.settings.state_kept:
+            copied, skipped = self._collect_logs()
+            copied = [path for path in copied if self.config_dir / path.name not in exclude]
+        else:
+            into = proxylogs.kept_directory()
+            copied, skipped = proxylogs.copy_logs(self.config_dir, into, exclude)
+            if not copied:
+                into.rmdir()  # nothing to keep
+        if copied:
+            detail += (f"\nits logs (copied from {{config_dir}}, kept): {', '.join(map(str, sorted(copied)))} "
+                       "(a proxy like Squid writes there why it stopped)")
+        if skipped:
+            detail += f"\nnot copied from {{config_dir}}: {', '.join(map(str, skipped))}"
+        return detail
 
     async def _wait_listening(self, deadline: float) -> None:
         while True:
@@ -424,7 +490,7 @@ class VendorProxy:
             else:
                 exited = self.started_by_lab and not self.running
             if exited:
-                raise VendorProxyError(f"the proxy exited during start-up; its output:\n{self._output_tail()}")
+                raise VendorProxyError(f"the proxy exited during start-up; {self._failure_detail()}")
             try:
                 for endpoint in self.endpoints:  # every listener, its TLS one too
                     _, writer = await asyncio.open_connection(endpoint.address, endpoint.port)
@@ -435,7 +501,7 @@ class VendorProxy:
                     what = "did not start listening" if self.started_by_lab else "does not answer"
                     raise VendorProxyError(
                         f"the proxy {what} on {endpoint.address}:{endpoint.port} ({exc.strerror or exc})"
-                        + (f"; its output:\n{self._output_tail()}" if self.started_by_lab else "")) from None
+                        + (f"; {self._failure_detail()}" if self.started_by_lab else "")) from None
                 await asyncio.sleep(0.05)
 
     async def stop(self, grace: float = STOP_GRACE) -> None:
@@ -448,32 +514,48 @@ class VendorProxy:
             await terminate_group(process, grace)
         self._collect_logs()
 
-    def _collect_logs(self) -> None:
-        """Copy the proxy's logs (not its configuration: it may hold keys) into the lab's directory."""
+    def _collect_logs(self) -> tuple[list[Path], list[Skipped]]:
+        """Copy the proxy's logs (not its configuration: it may hold keys) into the lab's directory,
+        once per ``{config_dir}`` (a restart's are added to the earlier starts'); the copies, and
+        what was not copied."""
         if self.config_dir is None:
-            return
-        for path in sorted(self.config_dir.glob("*.log")):
-            with contextlib.suppress(OSError):
-                write_private(self.directory / path.name, path.read_bytes())
+            return [], []
+        if self._collected != self.config_dir:
+            self._collection = proxylogs.copy_logs(self.config_dir, self.directory, append=self._collections > 0)
+            if self._collection[1]:
+                log.warning("the proxy's logs not kept (not regular files in its {config_dir}): %s",
+                            ", ".join(map(str, self._collection[1])))
+            self._collected = self.config_dir
+            self._collections += 1
+        return self._collection
 
     def remove(self) -> None:
-        """Delete the configuration directory (after ``stop``)."""
-        if self.config_dir is not None:
-            shutil.rmtree(self.config_dir, ignore_errors=True)
-            self.config_dir = None
+        """Delete the configuration directory (after ``stop``), its logs kept first: copies in
+        the lab's directory, and its access log's flows for ``flows``."""
+        if self.config_dir is None:
+            return
+        self._collect_logs()
+        access_log = self.access_log_path
+        if access_log is not None and access_log.is_relative_to(self.config_dir):
+            self._earlier_flows += self._current_flows()
+        if not configdirs.remove(self.config_dir):
+            log.warning("could not remove all of the proxy's configuration directory %s", self.config_dir)
+        self.config_dir = None
 
     # --- as the lab's proxy -----------------------------------------------------------------
 
     def url(self, host: str | None = None, with_credentials: bool = True) -> str:
-        credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
-        return f"http://{credentials}{host or self._listen.address}:{self._listen.port}"
+        """Its URL, with the nodes' credentials percent-encoded in it unless ``with_credentials`` is off."""
+        return self._with_auth(f"http://{host or self._listen.address}:{self._listen.port}", with_credentials)
 
     def https_url(self, host: str | None = None, with_credentials: bool = True) -> str:
         """The URL of its TLS listener (its plain one when it has none)."""
         if self.settings.tls_port is None:
             return self.url(host, with_credentials)
-        credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
-        return f"https://{credentials}{host or self._listen.address}:{self.settings.tls_port}"
+        return self._with_auth(f"https://{host or self._listen.address}:{self.settings.tls_port}", with_credentials)
+
+    def _with_auth(self, url: str, with_credentials: bool) -> str:
+        return with_userinfo(url, self.settings.auth) if self.settings.auth and with_credentials else url
 
 
 def private_etc_hosts(argv: list[str], hosts_file: Path, user: str | None) -> list[str]:

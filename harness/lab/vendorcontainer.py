@@ -4,9 +4,12 @@ The container shares the host's network (it listens on the lab's loopback addres
 origins there), gets the lab's virtual names as extra hosts, and has its configuration directory
 mounted at the same path, so ``{config_dir}`` and the other placeholders mean the same inside.
 Its output goes to the lab's ``proxy.log`` when it stops, and it is removed on every exit: by
-``stop``, at interpreter exit, and — after a ``SIGKILL`` no process survives — by the next lab's
-sweep of containers whose owning process is gone (Ryuk, testcontainers' own reaper, is an image
-no registry here serves).
+``stop``, at interpreter exit, when its start fails, and — after a ``SIGKILL`` no process
+survives — by the next lab's sweep of containers whose owning process is provably gone (Ryuk,
+testcontainers' own reaper, is an image no registry here serves). An engine may be shared (a CI
+runner's socket, other containers): a container records its owner's pid with its start time, PID
+namespace and boot id (``proxyfleet.core.owners``), and the sweep leaves alone every container
+whose owner it cannot prove dead from here — another namespace's, another boot's, an old label's.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from proxyfleet.core.lifecycle import process_alive
+from proxyfleet.core.owners import Owner, current_owner, owner_gone
 from proxyfleet.core.secretfiles import write_private
 
-OWNER_LABEL = "io.proxyfleet.owner-pid"
-ROLE_LABEL = "io.proxyfleet.role"
+LABEL_PREFIX = "io.proxyfleet."
+OWNER_LABEL = LABEL_PREFIX + "owner-pid"  # with owner-start-time, owner-pid-namespace, owner-boot-id
+ROLE_LABEL = LABEL_PREFIX + "role"
+START_LABEL = LABEL_PREFIX + "start"  # unique to one start: finds a container whose start failed
 _LIVE: dict[str, Any] = {}  # container id -> container, removed at interpreter exit
 
 
@@ -65,19 +72,33 @@ def image_present(image: str) -> bool:
     return True
 
 
+def orphaned(labels: Mapping[str, str]) -> bool:
+    """Whether a proxy container's owner, as its labels record it, has provably ended."""
+    owner = Owner.from_labels(labels, LABEL_PREFIX)
+    return owner is not None and owner_gone(owner)
+
+
 def sweep_orphans() -> list[str]:
-    """Remove proxy containers whose owning process has ended (a lab killed outright)."""
+    """Remove proxy containers whose owning process has provably ended (a lab killed outright)."""
     removed = []
     client = _docker().client
     for container in client.containers.list(all=True, filters={"label": ROLE_LABEL + "=vendor-proxy"}):
-        owner = str(container.labels.get(OWNER_LABEL, ""))
-        if owner.isdigit() and process_alive(int(owner)):
+        if not orphaned(container.labels or {}):
             continue
         with contextlib.suppress(Exception):
             container.remove(force=True)
             removed.append(container.short_id)
     return removed
 
+
+def remove_started(start: str) -> list[str]:
+    """Remove the containers of one start (its ``START_LABEL``), whatever state they are in."""
+    removed = []
+    for container in _docker().client.containers.list(all=True, filters={"label": f"{START_LABEL}={start}"}):
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+            removed.append(container.short_id)
+    return removed
 
 
 @atexit.register
@@ -111,8 +132,9 @@ class ProxyContainer:
         except Exception:
             raise ContainerError(f"the image {self.image} is not in the local image store (the lab pulls "
                                  "nothing; docker pull or docker load it first)") from None
-        options: dict[str, Any] = {"network_mode": "host", "extra_hosts": self.extra_hosts,
-                                   "labels": {OWNER_LABEL: str(os.getpid()), ROLE_LABEL: "vendor-proxy"}}
+        start = secrets.token_hex(8)
+        labels = {**current_owner().as_labels(LABEL_PREFIX), ROLE_LABEL: "vendor-proxy", START_LABEL: start}
+        options: dict[str, Any] = {"network_mode": "host", "extra_hosts": self.extra_hosts, "labels": labels}
         if self.user:
             options["user"] = self.user
         container = DockerContainer(self.image, **options)
@@ -121,7 +143,13 @@ class ProxyContainer:
             container.with_command(self.command)
         try:
             container.start()
-        except Exception as exc:
+        except BaseException as exc:
+            # The engine may have created it before the start failed (a command it cannot run):
+            # found by this start's label, it goes, whatever our side of the call knows of it.
+            with contextlib.suppress(Exception):
+                remove_started(start)
+            if not isinstance(exc, Exception):
+                raise
             raise ContainerError(f"the container of {self.image} did not start: {exc}") from None
         self._container = container.get_wrapped_container()
         _LIVE[self._container.id] = self._container
@@ -136,11 +164,12 @@ class ProxyContainer:
             return False
         return bool(self._container.status in ("created", "running"))
 
-    def logs(self) -> str:
+    def logs(self, tail: int | None = None) -> str:
+        """Its output as the engine keeps it (its last ``tail`` lines only, if given)."""
         if self._container is None:
             return ""
         with contextlib.suppress(Exception):
-            return bytes(self._container.logs()).decode(errors="replace")
+            return bytes(self._container.logs(tail="all" if tail is None else tail)).decode(errors="replace")
         return ""
 
     def stop(self, grace: float) -> None:

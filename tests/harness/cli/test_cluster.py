@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from proxyfleet.harness.cli import main
+from tests.harness.cli.commands import proxyfleet
 from tests.support import wait_until
 
 
@@ -66,3 +67,13 @@ def test_bad_install_config_is_one_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["cluster", "--state-dir", str(tmp_path / "c"), "--install-config", str(config)])
     assert result.exit_code == 1
     assert "install-config is not valid YAML" in result.output
+
+
+def test_a_state_directory_others_can_write_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone could plant a link where the kubeconfig goes
+    result = proxyfleet("cluster", "--state-dir", str(shared), cwd=tmp_path, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(f"Error: --state-dir {shared} is owned by ") and "others can write it" in result.stderr
+    assert "Traceback" not in result.stderr and list(shared.iterdir()) == []

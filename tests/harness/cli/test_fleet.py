@@ -52,3 +52,14 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path: Path, args: li
     assert result.returncode == 2 if message else result.returncode != 0, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "fleet" / "fleet.json").exists()
+
+
+
+def test_a_state_directory_others_can_write_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone could plant a link where the node keys go
+    result = proxyfleet("fleet", "--state-dir", str(shared), cwd=tmp_path, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.startswith(f"Error: --state-dir {shared} is owned by ") and "others can write it" in result.stderr
+    assert "Traceback" not in result.stderr and list(shared.iterdir()) == []

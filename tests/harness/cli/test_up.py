@@ -4,6 +4,8 @@ leaves nothing running."""
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import pytest
 from kubernetes import client, config
 
 from proxyfleet.core.lifecycle import process_alive as alive
-from tests.harness.cli.commands import mitmdumps
+from tests.harness.cli.commands import mitmdumps, proxyfleet
 
 
 @pytest.mark.slow
@@ -64,3 +66,28 @@ def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) 
     assert not (children & mitmdumps()), "mitmdump left running"
     assert all(not alive(pid) for pid in children)
 
+
+
+def test_a_lab_that_cannot_start_is_one_error_line_without_a_traceback(tmp_path: Path) -> None:
+    result = proxyfleet("up", "--nodes", "1", "--reconciler", "none", "--state-dir", str(tmp_path / "lab"),
+                        "--proxy-command", "sh -c 'echo FATAL: no such directive >&2; exit 3'", cwd=tmp_path,
+                        timeout=120)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.startswith("Error: the proxy exited during start-up; its output:\nFATAL: no such directive")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_state_directory_others_can_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    result = proxyfleet("up", "--nodes", "1", "--state-dir", str(shared), cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"Error: --state-dir {shared} is owned by {_me()}, mode 0777: "
+                                                  f"others can write it, and keys and logs go there; run chmod go-w "
+                                                  f"{shared} or give another directory"]
+    assert list(shared.iterdir()) == []
+
+
+def _me() -> str:
+    return f"{pwd.getpwuid(os.geteuid()).pw_name} (uid {os.geteuid()})"

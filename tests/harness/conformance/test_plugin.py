@@ -3,6 +3,7 @@ and judge as fixtures, and its checks carried in the test report."""
 
 import json
 import re
+import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -110,3 +111,22 @@ def test_cluster_scenarios_run_only_against_a_cluster_and_lab_scenarios_only_on_
     # only the cluster's scenario is collected; a run file it cannot read is an error, not a pass
     on_cluster.assert_outcomes(errors=1, deselected=1)
     on_cluster.stdout.fnmatch_lines(["*not a proxyfleet-cluster-run/v1 file*"])
+
+
+def test_a_state_directory_others_can_write_is_refused_before_any_lab_starts(pytester: pytest.Pytester) -> None:
+    # `proxyfleet conformance --keep DIR` hands DIR to the plugin as --proxyfleet-state-dir
+    pytester.makepyfile(test_lab=CLUSTER_AND_LAB)
+    shared = pytester.path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *LOOP_SCOPE,
+                                          f"--proxyfleet-state-dir={shared}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --proxyfleet-state-dir {shared} is owned by *, mode 0777: others can "
+                                 "write it*"])
+    assert list(shared.iterdir()) == []
+    missing = pytester.path / "keep" / "labs"
+    made = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o", "asyncio_mode=auto", *LOOP_SCOPE,
+                                        f"--proxyfleet-state-dir={missing}")
+    made.assert_outcomes(passed=1, deselected=1)
+    assert stat.S_IMODE(missing.stat().st_mode) == 0o700

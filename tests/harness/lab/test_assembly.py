@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 import pytest
 
-from proxyfleet.harness.lab import Lab, LabNotStarted, LabSettings
+from proxyfleet.harness.lab import Lab, LabError, LabNotStarted, LabSettings
 
 
 @pytest.mark.parametrize("part", ["control_plane", "origins", "fleet"])
@@ -26,3 +29,21 @@ async def test_a_started_lab_has_every_part_and_its_network_state() -> None:
         lab.set_egress_firewall(False)
         assert not lab.egress_firewall and lab.origins.internet_open
         assert lab.violations_path.exists()
+
+
+async def test_a_state_directory_others_can_write_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    lab = Lab(LabSettings(nodes=1, proxy=False, state_dir=shared))
+    with pytest.raises(LabError, match=rf"state directory {shared} is owned by .*, mode 0777: others can write it"):
+        async with lab:
+            pass
+    assert list(shared.iterdir()) == []  # nothing was written there
+    assert lab._control_plane is None
+
+
+async def test_a_missing_state_directory_is_made_private(tmp_path: Path) -> None:
+    state = tmp_path / "labs" / "one"
+    async with Lab(LabSettings(nodes=1, proxy=False, workloads=False, state_dir=state)) as lab:
+        assert lab.state_dir == state and stat.S_IMODE(state.stat().st_mode) == 0o700

@@ -1,8 +1,10 @@
 """Squid's native access log read as flow records: tunnels, requests it read itself, refusals."""
 
+from pathlib import Path
+
 import pytest
 
-from proxyfleet.harness.lab.squidlog import SquidLogError, parse_native, read_native
+from proxyfleet.harness.lab.squidlog import SquidLogError, parse_native, read_native, read_native_file
 
 TUNNEL = "1795489664.165     11 127.10.0.1 TCP_TUNNEL/200 36259 CONNECT quay.io:443 - HIER_DIRECT/127.30.0.1 -"
 PLAIN = ("1795489664.181      1 127.10.0.2 TCP_MISS/200 295 GET http://ctldl.windowsupdate.com/x?y=1 alice "
@@ -44,3 +46,17 @@ def test_other_lines_are_rejected_not_guessed(line: str) -> None:
 def test_a_log_skips_what_is_not_native() -> None:
     records = read_native([TUNNEL, "", '{"json": "line"}', PLAIN])
     assert [r["kind"] for r in records] == ["connect", "request"]
+
+
+def test_a_log_file_that_is_a_link_or_a_fifo_is_not_read(tmp_path: Path) -> None:
+    import os
+
+    line = "1732540000.123 12 127.10.0.1 TCP_TUNNEL/200 4321 CONNECT quay.io:443 - HIER_DIRECT/127.30.0.5 -\n"
+    (tmp_path / "access.log").write_text(line)
+    assert [r["host"] for r in read_native_file(tmp_path / "access.log")] == ["quay.io"]
+    secret = tmp_path / "root-only.log"
+    secret.write_text(line)
+    (tmp_path / "linked.log").symlink_to(secret)  # what a proxy could plant where its log should be
+    assert read_native_file(tmp_path / "linked.log") == []
+    os.mkfifo(tmp_path / "fifo.log")  # opening it to read would block forever
+    assert read_native_file(tmp_path / "fifo.log") == []

@@ -4,18 +4,27 @@ authentication: the 407 path and a wrong password)."""
 
 import asyncio
 import base64
+import logging
 import os
 import pwd
+import re
 import shutil
 import socket
 import stat
 import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 import pytest_asyncio
 
+from proxyfleet.core.noproxy import redact_text
+from proxyfleet.core.owners import current_owner
+from proxyfleet.core.privatedirs import runtime_directory
+from proxyfleet.harness.lab import configdirs
 from proxyfleet.harness.lab.vendor import (
     VendorProxy,
     VendorProxyError,
@@ -127,15 +136,59 @@ async def test_a_proxy_that_exits_at_start_up_is_reported_with_its_output(tmp_pa
     assert proxy.config_dir is None  # a proxy that did not start leaves no configuration behind
 
 
-async def test_a_proxy_that_says_why_in_its_own_log_is_reported_with_that_log(tmp_path: Path) -> None:
-    # Squid prints nothing when it dies at start-up: the reason is in its cache.log
+def _named_logs(message: str) -> list[Path]:
+    """The copies of its logs a start-up error names (it never quotes them)."""
+    match = re.search(r"its logs \(copied from \{config_dir\}, kept\): (.*?) \(a proxy like Squid", message)
+    assert match, message
+    return [Path(name) for name in match.group(1).split(", ")]
+
+
+async def test_a_proxy_that_says_why_in_its_own_log_is_reported_with_where_that_log_is_kept(tmp_path: Path) -> None:
+    # Squid prints nothing when it dies at start-up: the reason is in its cache.log, a file of the
+    # proxy's, which the error names (a kept copy) rather than quotes into reports.
     script = tmp_path / "proxy.sh"
     script.write_text("#!/bin/sh\necho 'FATAL: no shared memory' > \"$1/cache.log\"\n: > \"$1/access.log\"\nexit 1\n")
     script.chmod(0o755)
     proxy = VendorProxy(_settings(tmp_path, command=f"{script} {{config_dir}}", config_files=[], user=None))
-    with pytest.raises(VendorProxyError, match=r"(?s)exited during start-up.*cache\.log:\nFATAL: no shared memory") as raised:
+    with pytest.raises(VendorProxyError, match=r"exited during start-up") as raised:
         await proxy.start()
-    assert "access.log" not in str(raised.value)  # the access log says nothing about starting
+    message = str(raised.value)
+    assert "FATAL" not in message and "access.log" not in message  # the access log says nothing about starting
+    [kept] = _named_logs(message)
+    try:
+        assert kept.name == "cache.log" and kept.read_text() == "FATAL: no shared memory\n"
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+        assert kept.parent.name.startswith("proxyfleet-proxy-logs-")  # outlives a run's scratch directory
+    finally:
+        shutil.rmtree(kept.parent)
+    # a lab whose state directory is kept keeps them there, in its proxy directory
+    kept_state = VendorProxy(_settings(tmp_path, command=f"{script} {{config_dir}}", config_files=[], user=None,
+                                       state_kept=True))
+    with pytest.raises(VendorProxyError) as raised:
+        await kept_state.start()
+    assert _named_logs(str(raised.value)) == [tmp_path / "state" / "cache.log"]
+    assert (tmp_path / "state" / "cache.log").read_text() == "FATAL: no shared memory\n"
+
+
+async def test_a_start_up_error_quotes_only_the_proxys_own_output_and_never_follows_its_links(tmp_path: Path) -> None:
+    # A proxy that puts a link to a root-only file where its cache.log goes, and prints escape
+    # sequences and a URL with a password: the error (and every report it reaches) shows neither
+    # the file nor the password, and no sequence a terminal would act on.
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$TOPSECRET\n")
+    secret.chmod(0o600)
+    script = tmp_path / "proxy.sh"
+    script.write_text(f"#!/bin/sh\nln -s {secret} \"$1/cache.log\"\nmkfifo \"$1/store.log\"\n"
+                      "printf 'FATAL: \\033]0;owned\\007 upstream http://svc:S3cr3t@up.example:8080 refused\\n'\nexit 1\n")
+    script.chmod(0o755)
+    proxy = VendorProxy(_settings(tmp_path, command=f"{script} {{config_dir}}", config_files=[], user=None))
+    with pytest.raises(VendorProxyError) as raised:
+        await proxy.start()
+    message = str(raised.value)
+    assert "TOPSECRET" not in message and "S3cr3t" not in message and "\x1b" not in message
+    assert "FATAL: \\x1b]0;owned\\x07 upstream http://***:***@up.example:8080 refused" in message
+    assert "not copied from {config_dir}: cache.log (a symbolic link), store.log (not a regular file)" in message
+    assert "its logs" not in message  # nothing was copied: no directory kept for it
 
 
 def test_every_proxy_gets_a_name_of_its_own_for_machine_wide_resources(tmp_path: Path) -> None:
@@ -149,20 +202,32 @@ def test_every_proxy_gets_a_name_of_its_own_for_machine_wide_resources(tmp_path:
         first.remove()
 
 
-async def test_a_failed_start_deletes_the_configuration_directory_it_made(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(scratch))  # where mkdtemp puts {config_dir}
-    for settings in (_settings(tmp_path, command="no-such-proxy-binary", user=None),
-                     _settings(tmp_path, command="squid {nope}", user=None),
-                     _settings(tmp_path, config_files=[EXAMPLES / "squid.conf", tmp_path / "missing.conf"], user=None)):
+async def test_a_failed_start_deletes_the_configuration_directory_it_made(tmp_path: Path) -> None:
+    parent = tmp_path / "proxies"  # where {config_dir}s are made
+    for settings in (_settings(tmp_path, command="no-such-proxy-binary", user=None, config_parent=parent),
+                     _settings(tmp_path, command="squid {nope}", user=None, config_parent=parent),
+                     _settings(tmp_path, config_files=[EXAMPLES / "squid.conf", tmp_path / "missing.conf"], user=None,
+                               config_parent=parent)):
         with pytest.raises(VendorProxyError):
             await VendorProxy(settings).start()
-        assert list(scratch.iterdir()) == []
+        assert list(parent.iterdir()) == []  # the directory and its owner record
     with pytest.raises(VendorProxyError, match="does not exist"):  # preparing alone, too
-        VendorProxy(_settings(tmp_path, user="no-such-user-here"))._prepare()
-    assert list(scratch.iterdir()) == []
+        VendorProxy(_settings(tmp_path, user="no-such-user-here", config_parent=parent))._prepare()
+    assert list(parent.iterdir()) == []
+
+
+def test_a_config_dir_lives_under_a_parent_only_proxyfleet_writes_with_its_owner_recorded(tmp_path: Path) -> None:
+    proxy = VendorProxy(_settings(tmp_path, user=None))
+    proxy._prepare()
+    try:
+        assert proxy.config_dir is not None
+        parent = proxy.config_dir.parent
+        assert parent == runtime_directory() / "proxies"  # /run/proxyfleet/proxies as root, not /tmp
+        info = parent.stat()
+        assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o711  # passable, not listable
+        assert configdirs.recorded_owner(parent, proxy.config_dir.name) == current_owner()
+    finally:
+        proxy.remove()
 
 
 async def test_a_missing_program_or_a_bad_template_is_a_clear_error(tmp_path: Path) -> None:
@@ -183,6 +248,133 @@ async def test_a_running_proxy_that_does_not_answer_is_reported(tmp_path: Path) 
         await proxy.start(startup_limit=0.3)
     with pytest.raises(VendorProxyError, match="not http://host:port"):
         VendorProxy(_settings(tmp_path, command=None, url="socks5://127.0.0.1:1080"))
+
+
+def test_proxy_config_leaves_out_links_and_non_regular_files_and_says_which(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    secret = tmp_path / "kubeconfig"
+    secret.write_text("client-key-data: TOPSECRET\n")
+    source = tmp_path / "vendor-config"
+    (source / "certs").mkdir(parents=True)
+    (source / "squid.conf").write_text("http_port {listen_host}:{listen_port}\n")
+    (source / "certs" / "ca.pem").write_bytes(b"\x80binary")
+    (source / "environ").symlink_to("/proc/self/environ")
+    (source / "kubeconfig").symlink_to(secret)
+    (source / "home").symlink_to(tmp_path)  # a linked directory: nothing below it is taken
+    os.mkfifo(source / "pipe")
+    chosen = tmp_path / "chosen"
+    chosen.symlink_to(source)  # the directory the user named may itself be a link: theirs to choose
+    proxy = VendorProxy(_settings(tmp_path, user=None, config_files=[chosen]))
+    with caplog.at_level(logging.WARNING):
+        proxy._prepare()
+    try:
+        assert proxy.config_dir is not None
+        copied = sorted(str(p.relative_to(proxy.config_dir)) for p in proxy.config_dir.rglob("*"))
+        assert copied == ["certs", "certs/ca.pem", "hosts", "public-ca.crt", "squid.conf"]
+        assert (proxy.config_dir / "squid.conf").read_text() == f"http_port {LISTEN}:3128\n"
+        assert (proxy.config_dir / "certs" / "ca.pem").read_bytes() == b"\x80binary"
+        assert proxy.skipped == [f"{chosen}/environ (a symbolic link)", f"{chosen}/home (a symbolic link)",
+                                 f"{chosen}/kubeconfig (a symbolic link)", f"{chosen}/pipe (not a regular file)"]
+        assert "not copied into the proxy's {config_dir}" in caplog.text and f"{chosen}/kubeconfig" in caplog.text
+    finally:
+        proxy.remove()
+    with pytest.raises(VendorProxyError, match="not a regular file or directory"):
+        VendorProxy(_settings(tmp_path, user=None, config_files=[source / "pipe"]))._prepare()
+
+
+FAKE_PROXY = """import socket, sys, time
+config_dir, host, port, name = sys.argv[1:5]
+with open(config_dir + "/access.log", "a") as log:
+    log.write(f"{time.time():.3f} 1 127.10.77.1 TCP_TUNNEL/200 0 CONNECT {name}:443 - HIER_DIRECT/127.30.0.1 -\\n")
+server = socket.create_server((host, int(port)), reuse_port=True)
+while True:
+    server.accept()[0].close()
+"""
+
+
+def _fake_proxy(tmp_path: Path, name: str, **overrides: object) -> VendorProxySettings:
+    """A proxy that logs one tunnel to ``name`` in its {config_dir} when it starts, then listens."""
+    script = tmp_path / "fake_proxy.py"
+    script.write_text(FAKE_PROXY)
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable  # (the proxy user's)
+    return _settings(tmp_path, listen=Endpoint(LISTEN, 3140), config_files=[script],
+                     command=f"{python} {{config_dir}}/fake_proxy.py {{config_dir}} {{listen_host}} {{listen_port}} "
+                             f"{name}", **overrides)
+
+
+async def test_a_restart_gets_a_new_config_dir_and_nothing_the_proxy_planted_is_followed(tmp_path: Path) -> None:
+    # The "proxy down, then back" fault restarts the proxy. Its old {config_dir} was the proxy's:
+    # a link there in place of a file the lab writes, or of one it hands to the proxy user, would
+    # make root overwrite and chown whatever it points at.
+    victim = tmp_path / "victim"
+    victim.write_text("root's own file\n")
+    victim.chmod(0o600)
+    proxy = VendorProxy(_fake_proxy(tmp_path, "first.example"))
+    await proxy.start()
+    try:
+        first = proxy.config_dir
+        assert first is not None
+        for name in ("public-ca.crt", "hosts", "fake_proxy.py"):
+            (first / name).unlink()
+            (first / name).symlink_to(victim)
+        await proxy.stop()
+        proxy.settings.command = proxy.settings.command.replace("first.example", "second.example")  # type: ignore[union-attr]
+        (first / "fake_proxy.py").unlink()  # (the command reads it; a link to the victim would not run)
+        (first / "fake_proxy.py").write_text(FAKE_PROXY)
+        await proxy.start()
+        assert victim.read_text() == "root's own file\n" and victim.stat().st_uid == os.geteuid()
+        assert proxy.config_dir is not None and proxy.config_dir != first and not first.exists()
+        # what the proxy logged before the restart is still the lab's evidence
+        assert [f["host"] for f in proxy.flows()] == ["first.example", "second.example"]
+        assert (tmp_path / "state" / "access.log").read_text().count("CONNECT") >= 1
+    finally:
+        await proxy.stop()
+        proxy.remove()
+    assert [f["host"] for f in proxy.flows()] == ["first.example", "second.example"]
+
+
+def _flows_within(proxy: VendorProxy, seconds: float = 10) -> list[dict[str, object]]:
+    """``proxy.flows()``, failing (not hanging) if it blocks."""
+    outcome: list[list[dict[str, object]]] = []
+    reader = threading.Thread(target=lambda: outcome.append(proxy.flows()), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert outcome, "reading the access log blocked"
+    return outcome[0]
+
+
+def test_the_access_log_is_read_without_following_a_link_and_never_from_a_fifo(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.log"  # a root-only file that happens to look like an access log
+    secret.write_text("1700000000.000 1 127.10.77.1 TCP_TUNNEL/200 0 CONNECT secret.example:443 - HIER_DIRECT/x -\n")
+    secret.chmod(0o600)
+    proxy = VendorProxy(_settings(tmp_path, user=None))
+    proxy._prepare()
+    try:
+        assert proxy.config_dir is not None
+        log_path = proxy.config_dir / "access.log"
+        log_path.write_text(secret.read_text().replace("secret.example", "origin.example"))
+        assert [f["host"] for f in _flows_within(proxy)] == ["origin.example"]
+        log_path.unlink()
+        log_path.symlink_to(secret)
+        assert _flows_within(proxy) == []
+        log_path.unlink()
+        os.mkfifo(log_path)  # nobody writes it: an open for reading would wait forever
+        assert _flows_within(proxy) == []
+    finally:
+        proxy.remove()
+
+
+def test_credentials_are_percent_encoded_in_the_proxy_url(tmp_path: Path) -> None:
+    auth = "vendor:p/a#s@s%w?o:rd é"
+    proxy = VendorProxy(_settings(tmp_path, user=None, auth=auth, tls_port=3129))
+    for url in (proxy.url("proxy.corp.internal"), proxy.https_url("proxy.corp.internal")):
+        parts = urlsplit(url)
+        assert (parts.hostname, parts.path, parts.query, parts.fragment) == ("proxy.corp.internal", "", "", "")
+        assert f"{unquote(parts.username or '')}:{unquote(parts.password or '')}" == auth
+        assert "p/a#s" not in redact_text(url) and "rd" not in redact_text(url).split("@")[0]
+    assert proxy.url("p") == "http://vendor:p%2Fa%23s%40s%25w%3Fo%3Ard%20%C3%A9@p:3128"
+    powershell = VendorProxy(_settings(tmp_path, user=None, auth="o'brien:pa$(x)"))
+    assert powershell.url("p") == "http://o'brien:pa$(x)@p:3128"  # carried as written, byte for byte
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="handing files to another user needs root")
@@ -329,16 +521,21 @@ async def test_squids_started_side_by_side_name_their_shared_memory_apart(tmp_pa
             await proxy.stop()
             proxy.remove()
     # A segment another user holds under its name: Squid cannot replace it, says so in its
-    # cache.log, and the error quotes it.
+    # cache.log, and the error names where that log is kept.
     blocked = VendorProxy(_settings(tmp_path / "blocked"))
     taken = Path(f"/dev/shm/{blocked.instance}-cf__metadata.shm")
     taken.write_bytes(b"")
     try:
-        with pytest.raises(VendorProxyError, match=rf"(?s)exited during start-up.*cache\.log:.*FATAL: "
-                                                   rf"Ipc::Mem::Segment::create failed to shm_open\(/{blocked.instance}-"):
+        with pytest.raises(VendorProxyError, match="exited during start-up") as raised:
             await blocked.start()
     finally:
         taken.unlink()
+    [kept] = _named_logs(str(raised.value))
+    try:
+        assert kept.name == "cache.log"
+        assert f"FATAL: Ipc::Mem::Segment::create failed to shm_open(/{blocked.instance}-" in kept.read_text()
+    finally:
+        shutil.rmtree(kept.parent)
     # a Squid that stops removes its own
     assert not [path for proxy in proxies for path in Path("/dev/shm").glob(f"{proxy.instance}-*")]
 
