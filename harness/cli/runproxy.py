@@ -1,15 +1,20 @@
 """The proxy a run against an existing cluster starts itself (``--proxy-listen ADDR:PORT``): by
 default the lab's instrumented mitmdump, intercepting with a CA the run makes, so every flow is
 attributed to the node it came from; or a vendor's (``--proxy-command``/``--proxy-image``, as in
-the lab), judged by its native access log. It resolves upstream names through ``--proxy-hosts``
-(or the system), leaves from ``--proxy-egress`` (or wherever the system routes it) and trusts
-``--proxy-upstream-ca`` (or certifi's public roots) upstream — for a vendor's, those fill
-``{hosts_file}``, ``{egress_address}`` and ``{public_ca_file}``. It runs on an event loop of its
+the lab), judged by its native access log. The run's mitmdump demands the ``--proxy-auth-file``
+credentials when given, serves only the instances' addresses and, resolving through the system,
+reaches no address of the machine it runs on (a vendor's proxy is configured by its vendor). It
+resolves upstream names through ``--proxy-hosts`` (or the system), leaves from ``--proxy-egress``
+(or wherever the system routes it) and trusts ``--proxy-upstream-ca`` (or certifi's public roots)
+upstream — for a vendor's, those fill ``{hosts_file}``, ``{egress_address}`` and
+``{public_ca_file}``. It runs on an event loop of its
 own, in a thread, for the whole run: the scenarios run in this process's main thread."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +48,10 @@ class RunProxySpec:
     user: str | None = None
     access_log: str | None = None
     own_etc_hosts: bool = False
+    # The run's mitmdump: the credentials it demands ("user:password", from --proxy-auth-file) and
+    # the only clients it serves (the instances' addresses). A vendor's proxy enforces its own.
+    auth: str | None = None
+    allowed_clients: tuple[str, ...] = ()
 
     @property
     def authority(self) -> str:
@@ -62,6 +71,35 @@ class RunProxySpec:
         what = (f"a vendor's proxy ({'image ' + self.image if self.image else 'command'})" if self.vendor
                 else "the run's own mitmdump")
         return f"{what} on {self.authority}"
+
+
+class InstanceAddressError(ValueError):
+    """An instance whose address the run's proxy cannot know."""
+
+
+def instance_addresses(names: list[str]) -> list[str]:
+    """Every address the instances (``windows-instances`` keys: IP addresses or DNS names) connect
+    from, for the run's proxy to serve them and nobody else. A name this machine cannot resolve
+    is an error: its node's traffic would be refused."""
+    found: dict[str, None] = {}
+    for name in names:
+        try:
+            found[str(ipaddress.ip_address(name))] = None
+            continue
+        except ValueError:
+            pass
+        try:
+            answers = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise InstanceAddressError(
+                f"the instance {name!r} does not resolve here ({exc.strerror or exc}): the run's proxy serves only "
+                "the instances' addresses; name the instances by address with --instance ADDR=USER") from None
+        for answer in answers:
+            found[str(answer[4][0])] = None
+    if not found:
+        raise InstanceAddressError("the cluster has no Windows instances (windows-instances is empty): the run's "
+                                   "proxy would serve nobody; name them with --instance ADDR=USER")
+    return list(found)
 
 
 class RunProxy:
@@ -85,7 +123,11 @@ class RunProxy:
             self.ca = trustme.CA(organization_name="proxyfleet run proxy", key_type=trustme.KeyType.RSA)
             self.server = ProxyServer(ProxySettings(
                 state_dir=state_dir, network=None, upstream_ca_pem=upstream, listen_address=spec.listen.address,
-                egress_address=spec.egress_address, port=spec.listen.port, mitm_ca=self.ca, hosts_file=spec.hosts_file))
+                egress_address=spec.egress_address, port=spec.listen.port, mitm_ca=self.ca, hosts_file=spec.hosts_file,
+                auth=spec.auth, allowed_clients=spec.allowed_clients,
+                # Names resolved by the system: never this machine's own addresses (a --proxy-hosts
+                # file maps names where its author wants them).
+                guard_destinations=spec.hosts_file is None))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="run-proxy", daemon=True)
 

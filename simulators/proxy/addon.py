@@ -10,8 +10,11 @@
 * ``StreamFile``: every finished flow in a mitmproxy dump file, readable while the proxy runs.
 * ``Faults``: switchable at run time over a control socket: refuse connections, 502 for some
   hosts, slow responses.
-* ``AuthFile``: proxy credentials read from a file (0600) into mitmproxy's ``proxyauth``, so
-  they never appear on ``mitmdump``'s command line.
+* ``ProxyAuthentication`` (``authentication.py``): Basic proxy credentials from a file (0600),
+  never on ``mitmdump``'s command line.
+* ``ClientAllowList`` (``guards.py``): only the listed client addresses may connect (the run's
+  proxy for an existing cluster: the instances); and without a table or hosts file, destinations
+  resolved through the system that are this machine's own or loopback/link-local are refused.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mitmproxy import ctx, exceptions, http
+from mitmproxy import ctx, http
 from mitmproxy.connection import Client
 from mitmproxy.io import FlowWriter
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.tls import TlsData
 
 from proxyfleet.simulators.network import LabNetwork, NetworkError, NoSuchHost
+from proxyfleet.simulators.proxy.authentication import ProxyAuthentication
+from proxyfleet.simulators.proxy.guards import ClientAllowList, DestinationGuard, RefusedDestination
 
 
 def _now() -> str:
@@ -51,30 +56,39 @@ def read_hosts_file(text: str) -> dict[str, str]:
 
 class LabResolution:
     """Resolve every destination through the lab table (or a hosts file); refuse what it does not
-    know. With neither option set, resolution is left to the system."""
+    know. With neither option set, the system resolves — and with ``lab_guard_destinations``, an
+    answer that is this machine's own or a loopback/link-local address is refused."""
 
     def __init__(self) -> None:
         self._network = LabNetwork()
         self._mtime = 0.0
         self._hosts: dict[str, str] | None = None
+        self._guard = DestinationGuard()
 
     def load(self, loader: Any) -> None:
         loader.add_option("lab_table", str, "", "Path of the lab network table (JSON).")
         loader.add_option("lab_hosts", str, "", "Without lab_table: resolve only the names of this hosts file.")
+        loader.add_option("lab_guard_destinations", bool, False,
+                          "Without lab_table and lab_hosts: refuse destinations on this machine, loopback or "
+                          "link-local.")
 
-    def _resolve(self, host: str, port: int) -> tuple[str, int] | None:
+    async def _resolve(self, host: str, port: int) -> tuple[str, int] | None:
         """Where to connect for ``host:port`` (None: the system resolves it); raises NetworkError."""
         if ctx.options.lab_table:
             endpoint = self.network().resolve(host, port).endpoint
             return endpoint.address, endpoint.port
         if ctx.options.lab_hosts:
-            if self._hosts is None:
-                self._hosts = read_hosts_file(Path(ctx.options.lab_hosts).read_text())
-            address = self._hosts.get(host.lower().rstrip("."))
+            address = (self._hosts or {}).get(host.lower().rstrip("."))
             if address is None:
                 raise NoSuchHost(host, f"the hosts file {ctx.options.lab_hosts}")
             return address, port
+        if ctx.options.lab_guard_destinations:
+            return await self._guard.address(host, port), port
         return None
+
+    def configure(self, updated: set[str]) -> None:
+        if "lab_hosts" in updated:
+            self._hosts = read_hosts_file(Path(ctx.options.lab_hosts).read_text()) if ctx.options.lab_hosts else None
 
     def network(self) -> LabNetwork:
         path = ctx.options.lab_table
@@ -85,32 +99,34 @@ class LabResolution:
                 self._mtime = mtime
         return self._network
 
-    def _refuse(self, flow: http.HTTPFlow, host: str, port: int) -> bool:
+    async def _refuse(self, flow: http.HTTPFlow, host: str, port: int) -> bool:
         if flow.response is not None:
             return True  # proxy authentication already answered
         try:
-            self._resolve(host, port)
+            await self._resolve(host, port)
         except NetworkError as exc:
+            status = 403 if isinstance(exc, RefusedDestination) else 502
             flow.response = http.Response.make(
-                502, f"proxyfleet lab proxy: {exc}\n".encode(), {"Content-Type": "text/plain"})
+                status, f"proxyfleet lab proxy: {exc}\n".encode(), {"Content-Type": "text/plain"})
             flow.metadata["lab_error"] = str(exc)
             return True
         return False
 
-    def http_connect(self, flow: http.HTTPFlow) -> None:
-        self._refuse(flow, flow.request.host, flow.request.port)
+    async def http_connect(self, flow: http.HTTPFlow) -> None:
+        await self._refuse(flow, flow.request.host, flow.request.port)
 
-    def requestheaders(self, flow: http.HTTPFlow) -> None:
+    async def requestheaders(self, flow: http.HTTPFlow) -> None:
         # Requests inside a CONNECT tunnel were checked at CONNECT; plain-HTTP proxy requests
         # (absolute URLs) are checked here.
         if flow.request.scheme == "http" and not flow.client_conn.tls_established:
-            self._refuse(flow, flow.request.host, flow.request.port)
+            await self._refuse(flow, flow.request.host, flow.request.port)
 
-    def server_connect(self, data: ServerConnectionHookData) -> None:
+    async def server_connect(self, data: ServerConnectionHookData) -> None:
         assert data.server.address is not None
         host, port = str(data.server.address[0]), int(data.server.address[1])
         try:
-            where = self._resolve(host, port)
+            # Resolved again and connected to exactly what was checked: a second answer may differ.
+            where = await self._resolve(host, port)
         except NetworkError as exc:
             data.server.error = str(exc)
             return
@@ -196,6 +212,13 @@ class FlowLog(OptionFile):
     def error(self, flow: http.HTTPFlow) -> None:
         self._request(flow, flow.error.msg if flow.error else "unknown error")
 
+    def client_connected(self, client: Client) -> None:
+        if client.error:  # refused before it sent anything (not an instance, or a fault)
+            address, port = self._client(client)
+            self._write({"time": _now(), "kind": "client-refused", "client": address, "client_port": port,
+                         "connect_target": None, "scheme": None, "method": None, "host": None, "port": None,
+                         "path": None, "status": None, "intercepted": False, "error": client.error})
+
     def client_disconnected(self, client: Client) -> None:
         self._targets.pop(client.id, None)
 
@@ -271,7 +294,6 @@ class Faults:
             await asyncio.sleep(self.delay)  # simulated: a slow proxy
 
 
-# Order matters: faults and resolution decide before the log records the outcome.
 class StreamFile(OptionFile):
     """Every finished HTTP flow appended to a mitmproxy dump file (``mitmweb --rfile`` opens it).
 
@@ -304,21 +326,6 @@ class StreamFile(OptionFile):
         self._save(flow)
 
 
-class AuthFile:
-    """``proxyauth`` from ``lab_auth_file`` (``user:password``), never from the command line."""
-
-    def load(self, loader: Any) -> None:
-        loader.add_option("lab_auth_file", str, "", "File holding 'user:password' for proxyauth.")
-
-    def configure(self, updated: set[str]) -> None:
-        if "lab_auth_file" not in updated or not ctx.options.lab_auth_file:
-            return
-        credentials = Path(ctx.options.lab_auth_file).read_text().strip()
-        if ":" not in credentials:
-            # OptionsError, not ValueError: it rejects the option itself. (At start-up mitmdump
-            # exits on either; set at run time, another error would only be logged.)
-            raise exceptions.OptionsError("lab_auth_file must hold 'user:password'")  # type: ignore[no-untyped-call]
-        ctx.options.update(proxyauth=credentials)  # type: ignore[no-untyped-call]
-
-
-addons = [Faults(), LabResolution(), FlowLog(), StreamFile(), AuthFile()]
+# Order matters: who may connect, then credentials, faults and resolution decide before the log
+# records the outcome.
+addons = [ClientAllowList(), ProxyAuthentication(), Faults(), LabResolution(), FlowLog(), StreamFile()]

@@ -26,6 +26,7 @@ from typing import Any
 import trustme
 
 from proxyfleet.core.lifecycle import die_with_parent, terminate_group
+from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.network import Endpoint, LabNetwork
 
@@ -78,9 +79,14 @@ class ProxySettings:
     egress_address: str | None = "127.20.0.2"
     hosts_file: Path | None = None
     port: int = 0
-    auth: str | None = None  # "user:password"
+    auth: str | None = None  # "user:password", as the clients send it (not percent-encoded)
     mitm_ca: trustme.CA | None = None
     extra_options: dict[str, str] = field(default_factory=dict)
+    # Who may connect (addresses or networks; empty: anyone): the run's proxy for an existing
+    # cluster accepts only its instances.
+    allowed_clients: tuple[str, ...] = ()
+    # Without a table or hosts file: refuse destinations on this machine, loopback or link-local.
+    guard_destinations: bool = False
 
 
 class ProxyServer:
@@ -118,8 +124,8 @@ class ProxyServer:
 
     def url(self, host: str | None = None, with_credentials: bool = True) -> str:
         """The proxy URL nodes are given (``host`` is its virtual name in the lab table)."""
-        credentials = f"{self.settings.auth}@" if self.settings.auth and with_credentials else ""
-        return f"http://{credentials}{host or self.settings.listen_address}:{self.port}"
+        url = f"http://{host or self.settings.listen_address}:{self.port}"
+        return with_userinfo(url, self.settings.auth) if self.settings.auth and with_credentials else url
 
     @property
     def mitm_ca_pem(self) -> bytes:
@@ -135,11 +141,15 @@ class ProxyServer:
 
     # --- lifecycle --------------------------------------------------------------------------
 
+    @property
+    def ca_key_path(self) -> Path:
+        """Where mitmdump reads its CA (key and certificate), only while it starts."""
+        return self.confdir / "mitmproxy-ca.pem"
+
     def _prepare(self) -> None:
         self.confdir.mkdir(parents=True, exist_ok=True)
         self.control_path.parent.mkdir(parents=True, exist_ok=True)
-        ca_file = self.confdir / "mitmproxy-ca.pem"
-        write_private(ca_file, self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
+        write_private(self.ca_key_path, self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
         (self.confdir / "mitmproxy-ca-cert.pem").write_bytes(self.mitm_ca.cert_pem.bytes())
         (self.directory / "upstream-trust.pem").write_bytes(self.settings.upstream_ca_pem)
         if self.settings.auth:
@@ -170,6 +180,10 @@ class ProxyServer:
         }
         if self.settings.auth:
             options["lab_auth_file"] = str(self.auth_path)  # the credentials stay off argv
+        if self.settings.allowed_clients:
+            options["lab_allowed_clients"] = ",".join(self.settings.allowed_clients)
+        if self.settings.guard_destinations:
+            options["lab_guard_destinations"] = "true"
         arguments = ["--listen-host", self.settings.listen_address, "--listen-port", str(self.port),
                      "-s", str(ADDON)]
         for key, value in options.items():
@@ -198,6 +212,10 @@ class ProxyServer:
         except BaseException:
             await self.stop()
             raise
+        finally:
+            # mitmdump read its CA key at start-up and keeps it in memory; on disk it would outlive a
+            # killed run (a CA a cluster may still trust). Each start writes it again.
+            self.ca_key_path.unlink(missing_ok=True)
         self.started_seconds = time.monotonic() - started
 
     async def _wait_ready(self, deadline: float) -> None:

@@ -1,20 +1,17 @@
 """The lab's mitmproxy addons, driven by mitmproxy's own test harness (``taddons``, ``tflow``):
-resolution through the lab table, the flow log (never credentials), fault switches and the
-credentials file."""
+resolution through the lab table, the flow log (never credentials) and fault switches."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-from mitmproxy import exceptions, http
-from mitmproxy.addons.proxyauth import ProxyAuth
+from mitmproxy import http
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.test import taddons, tflow
 
 from proxyfleet.simulators.network import Endpoint, LabNetwork
-from proxyfleet.simulators.proxy.addon import AuthFile, Faults, FlowLog, LabResolution
+from proxyfleet.simulators.proxy.addon import Faults, FlowLog, LabResolution
 
 
 def lab_table(tmp_path: Path) -> Path:
@@ -35,40 +32,40 @@ def request_flow(host: str, port: int, scheme: str = "https", method: str = "GET
     return flow
 
 
-def test_known_destinations_pass_and_unknown_ones_get_a_502_naming_them(tmp_path: Path) -> None:
+async def test_known_destinations_pass_and_unknown_ones_get_a_502_naming_them(tmp_path: Path) -> None:
     resolution = LabResolution()
     with taddons.context(resolution) as context:
         context.configure(resolution, lab_table=str(lab_table(tmp_path)))
-        assert refused(resolution, request_flow("quay.io", 443, method="CONNECT")) is None
+        assert await refused(resolution, request_flow("quay.io", 443, method="CONNECT")) is None
         unknown = request_flow("nothere.example.org", 443, method="CONNECT")
-        assert refused(resolution, unknown) == 502
+        assert await refused(resolution, unknown) == 502
         assert unknown.response is not None and b"nothere.example.org" in unknown.response.content
         assert "nothere.example.org" in unknown.metadata["lab_error"]
         # a plain-HTTP proxy request (absolute form) is checked on its own port: port 80 is known,
         # another port of the same name is not
-        assert refused(resolution, request_flow("ctldl.windowsupdate.com", 80, scheme="http")) is None
-        assert refused(resolution, request_flow("ctldl.windowsupdate.com", 8081, scheme="http")) == 502
+        assert await refused(resolution, request_flow("ctldl.windowsupdate.com", 80, scheme="http")) is None
+        assert await refused(resolution, request_flow("ctldl.windowsupdate.com", 8081, scheme="http")) == 502
 
 
-def refused(resolution: LabResolution, flow: http.HTTPFlow) -> int | None:
+async def refused(resolution: LabResolution, flow: http.HTTPFlow) -> int | None:
     """The status the addon answered ``flow`` with itself (None: it let the flow through)."""
     if flow.request.method == "CONNECT":
-        resolution.http_connect(flow)
+        await resolution.http_connect(flow)
     else:
-        resolution.requestheaders(flow)
+        await resolution.requestheaders(flow)
     return flow.response.status_code if flow.response is not None else None
 
-def test_upstream_connections_go_to_the_mapped_loopback_endpoint_with_sni(tmp_path: Path) -> None:
+async def test_upstream_connections_go_to_the_mapped_loopback_endpoint_with_sni(tmp_path: Path) -> None:
     resolution = LabResolution()
     with taddons.context(resolution) as context:
         context.configure(resolution, lab_table=str(lab_table(tmp_path)))
         server = tflow.tserver_conn()
         server.address, server.sni = ("quay.io", 443), None
-        resolution.server_connect(ServerConnectionHookData(server, tflow.tclient_conn()))
+        await resolution.server_connect(ServerConnectionHookData(server, tflow.tclient_conn()))
         assert server.address == ("127.30.0.5", 4443) and server.sni == "quay.io"
         nowhere = tflow.tserver_conn()
         nowhere.address = ("10.9.9.9", 443)
-        resolution.server_connect(ServerConnectionHookData(nowhere, tflow.tclient_conn()))
+        await resolution.server_connect(ServerConnectionHookData(nowhere, tflow.tclient_conn()))
         assert nowhere.error and nowhere.address == ("10.9.9.9", 443)  # refused, never redirected
 
 
@@ -102,15 +99,3 @@ def test_bad_gateway_fault_matches_host_patterns() -> None:
     miss = request_flow("quay.io", 443, method="CONNECT")
     faults.http_connect(miss)
     assert miss.response is None
-
-
-def test_credentials_come_from_a_file_and_a_malformed_one_is_refused(tmp_path: Path) -> None:
-    auth = AuthFile()
-    good, bad = tmp_path / "auth", tmp_path / "bad"
-    good.write_text("proxyuser:s3cret\n")
-    bad.write_text("no-colon-here\n")
-    with taddons.context(ProxyAuth(), auth) as context:
-        context.configure(auth, lab_auth_file=str(good))
-        assert context.options.proxyauth == "proxyuser:s3cret"
-        with pytest.raises(exceptions.OptionsError, match="user:password"):
-            context.configure(auth, lab_auth_file=str(bad))

@@ -67,9 +67,10 @@ async def test_flow_log_and_stream_file_carry_no_credentials(lab: TrafficLab, tm
 
 async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
     listen = lab.network.allocate(PROXY_NETWORK)
+    # a password with what ends a URL's authority (/ # @), a ':' (RFC 7617 allows one) and a '%'
     secured = ProxyServer(ProxySettings(tmp_path / "auth", lab.network, lab.public_ca.cert_pem.bytes(),
                                         listen_address=listen, egress_address=lab.proxy.settings.egress_address,
-                                        auth="fleet:s3cret", mitm_ca=lab.proxy.mitm_ca))
+                                        auth="fleet:s3cret/#@:%x", mitm_ca=lab.proxy.mitm_ca))
     async with secured:
         assert secured.pid is not None
         command_line = Path(f"/proc/{secured.pid}/cmdline").read_bytes()
@@ -82,7 +83,9 @@ async def test_proxy_authentication(lab: TrafficLab, tmp_path: Path) -> None:
         base = f"http://auth-proxy.corp.internal:{secured.port}"
         denied = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{base}'; curl.exe -sS https://www.example.com/")
         assert "curl: (56) CONNECT tunnel failed, response 407" in denied.stderr
-        allowed = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = 'http://fleet:s3cret@auth-proxy.corp.internal:{secured.port}';"
+        url = secured.url("auth-proxy.corp.internal")  # percent-encoded: the URL parses back to the password
+        assert url == f"http://fleet:s3cret%2F%23%40%3A%25x@auth-proxy.corp.internal:{secured.port}"
+        allowed = await run_powershell(lab.fleet, node, f"$env:HTTPS_PROXY = '{url}';"
                                                 "curl.exe -sS -v https://www.example.com/")
         assert allowed.stdout.strip() == "hello from www.example.com", allowed.stderr
         assert "s3cret" not in allowed.stderr  # the -v trace redacts the proxy URL
