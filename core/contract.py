@@ -32,6 +32,10 @@ KEY_SECRET = "cloud-private-key"
 KEY_FIELD = "private-key.pem"
 TRUSTED_CA = "trusted-ca"  # the operator's injected copy of the merged bundle
 
+# What a conformance run against an existing cluster writes there itself: the company CA it
+# publishes with its proxy (in OPENSHIFT_CONFIG). Its saved snapshot may delete nothing else.
+RUN_CA = "proxyfleet-run-ca"
+
 # What the reference reconciler writes on each Node (``kubectl get nodes -L proxyfleet.io/proxy-state``).
 ANNOTATION_PREFIX = "proxyfleet.io/"
 STATE_LABEL = ANNOTATION_PREFIX + "proxy-state"

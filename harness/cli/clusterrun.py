@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import signal
+import os
+import shlex
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,13 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import click
+from kubernetes import client
 from rich.console import Console
+from rich.text import Text
 
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
+from proxyfleet.core.noproxy.urls import with_userinfo
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli.runproxy import RunProxySpec
 from proxyfleet.harness.conformance.clustertarget import RUN_CA, ClusterTarget, ClusterTargetError, parse_instance
+from proxyfleet.harness.lab.restoring import RestoreReport, restore, signals_ignored
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
 from proxyfleet.harness.lab.vendor import VendorProxyError, parse_listen
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
@@ -32,7 +38,6 @@ from proxyfleet.simulators.network import ClusterEndpoint
 # The workflows an existing cluster can run (the others need the lab: an install, faults …; drift
 # there is the API half only: the hosts' half waits for the operator's periodic resync).
 CLUSTER_WORKFLOWS = ("runtime-add", "change", "remove", "drift")
-SNAPSHOT_FILE = "cluster-snapshot.json"
 
 
 def cluster_options(function: Any) -> Any:
@@ -84,14 +89,8 @@ def _with_credentials(url: str, auth: str | None, option: str) -> str:
     if parts.username is not None or parts.password is not None:
         raise click.UsageError(f"{option}: put the credentials in --proxy-auth-file, not in the URL "
                                "(a command line is readable by every user of the machine)")
-    if not auth:
-        return f"{parts.scheme}://{parts.netloc}"
-    user, _, password = auth.partition(":")
-    # RFC 3986 lets userinfo keep sub-delims as written ($, ', ( … — code in PowerShell, which a
-    # reconciler must carry byte for byte); ':' , '@', '/', '%' and the rest are encoded.
-    safe = "!$&'()*+,;="
-    quote = urllib.parse.quote
-    return f"{parts.scheme}://{quote(user, safe=safe)}:{quote(password, safe=safe)}@{parts.netloc}"
+    plain = f"{parts.scheme}://{parts.netloc}"
+    return with_userinfo(plain, auth) if auth else plain
 
 
 def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTarget, RunProxySpec | None] | None:
@@ -146,6 +145,8 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         auth = proxy.auth_file.read_text().strip()
         if ":" not in auth:
             raise click.UsageError(f"--proxy-auth-file {proxy.auth_file}: expected user:password")
+        if run_proxy is not None and not vendor:
+            run_proxy = dataclasses.replace(run_proxy, auth=auth)  # the run's mitmdump demands them
     cas: list[bytes] = []
     if proxy.ca_file is not None:
         pem = proxy.ca_file.read_bytes()
@@ -207,35 +208,67 @@ def check_workflows(workflows: tuple[str, ...]) -> None:
                                f"cluster: {', '.join(CLUSTER_WORKFLOWS)}")
 
 
+def snapshot_directory() -> Path:
+    """Where cluster runs keep their snapshots until the cluster is put back: proxyfleet's own
+    state directory (``$XDG_STATE_HOME/proxyfleet/cluster-runs``, by default under
+    ``~/.local/state``), owner-only — never the run's scratch directory, which goes at its end."""
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return private_directory(base / "proxyfleet" / "cluster-runs")
+
+
+def restore_command(target: ClusterTarget, saved: Path) -> str:
+    return shlex.join(["proxyfleet", "restore", "--kubeconfig", str(target.kubeconfig), "--snapshot", str(saved)])
+
+
 @contextmanager
-def cluster_restored(target: ClusterTarget, scratch: Path, console: Console) -> Iterator[None]:
-    """Save the objects the run changes, and put them back however the body ends. The saved copy
-    is also written (owner-only) so a run killed outright can be undone by hand."""
+def cluster_restored(target: ClusterTarget, console: Console) -> Iterator[ClusterSnapshot]:
+    """Save the objects the run changes, and put them back however the body ends. The snapshot is
+    written (owner-only) outside the run's scratch directory and deleted only once every object is
+    back, so a run killed outright, or a put-back the cluster refused, can be undone by hand."""
     try:
         api = api_client(target.kubeconfig)
-        snapshot = asyncio.run(ClusterSnapshot.take(api, [RUN_CA]))
-    except (KubeconfigError, SnapshotError) as exc:
+        snapshot = asyncio.run(ClusterSnapshot.take(api))
+        assert snapshot.cluster is not None and snapshot.taken is not None
+        name = f"{snapshot.taken:%Y%m%dT%H%M%SZ}-{snapshot.cluster.kube_system_uid[:8]}-{os.getpid()}.json"
+        saved = snapshot.write(snapshot_directory() / name)
+    except (KubeconfigError, SnapshotError, NotPrivateError) as exc:
         raise click.ClickException(f"cannot save the cluster's objects before the run: {exc}") from None
-    saved = snapshot.write(scratch / SNAPSHOT_FILE)
-    console.print(f"saved the cluster's Proxy, trusted CA ConfigMaps, windows-instances and Node cordons to {saved}")
+    target.snapshot_file = saved
+    console.print(f"saved the cluster's Proxy, trusted CA ConfigMaps, windows-instances and Node cordons to {saved} "
+                  f"(kept until they are back; if the run cannot put them back: {restore_command(target, saved)})",
+                  markup=False, highlight=False)
     try:
-        yield
+        yield snapshot
     finally:
-        # A second SIGTERM must not cut the restore short.
-        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        report = _put_back(api, saved, console)
+        if report.complete:
+            saved.unlink(missing_ok=True)
+            console.print("put the cluster back: " + ("; ".join(report.done) if report.done else "nothing had changed"),
+                          markup=False, highlight=False)
+        else:
+            for line in report.failed:
+                console.print(Text(f"could not put back {line}", style="red"))
+            console.print(Text(f"the cluster is NOT as it was: the saved objects are kept in {saved}; once the "
+                               f"cause is fixed, put them back with: {restore_command(target, saved)}", style="red"))
+            raise click.ClickException(f"{len(report.failed)} object(s) of the cluster could not be put back "
+                                       f"(saved in {saved})")
+
+
+def _put_back(api: client.ApiClient, saved: Path, console: Console) -> RestoreReport:
+    """The restore, with Ctrl-C and SIGTERM ignored until it is done (bounded: every request has a
+    timeout and every object a few attempts)."""
+    with signals_ignored():
+        console.print("putting the cluster back (Ctrl-C and SIGTERM wait until it is done)")
         try:
             # from the file: the scenarios note there the maintenance cordons they set
-            done = asyncio.run(ClusterSnapshot.read(saved).restore(api))
-            console.print("put the cluster back: " + ("; ".join(done) if done else "nothing had changed"))
+            snapshot = ClusterSnapshot.read(saved)
         except SnapshotError as exc:
-            console.print(f"[red]could not put the cluster back: {exc}; the saved objects are in {saved}[/]")
-            raise
-        finally:
-            signal.signal(signal.SIGTERM, previous)
+            return RestoreReport(failed=[f"the snapshot: {exc}"])
+        return asyncio.run(restore(snapshot, api))
 
 
 def write_target(target: ClusterTarget, scratch: Path) -> Path:
     """The scenario run's settings, owner-only (the proxy URL may carry credentials)."""
     target.baseline_file = scratch / "baselines.json"
-    target.snapshot_file = scratch / SNAPSHOT_FILE
+    target.host_keys_file = scratch / "host-keys.json"  # pins made in one scenario bind the later ones
     return write_private(scratch / "cluster-run.json", json.dumps(target.to_json()))

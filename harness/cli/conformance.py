@@ -4,6 +4,7 @@ table and reports; exit status 0 only if every check passed."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -19,10 +20,12 @@ import pytest
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 import proxyfleet.scenarios as scenarios
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.harness.cli.clusterrun import (
     check_workflows,
     cluster_options,
@@ -32,7 +35,7 @@ from proxyfleet.harness.cli.clusterrun import (
     write_target,
 )
 from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
-from proxyfleet.harness.cli.runproxy import RunProxy, RunProxySpec
+from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import PROPERTY
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
@@ -112,9 +115,9 @@ class Collector:
         self.run.scenarios.append(scenario)
         failed = len(scenario.failures())
         status = scenario.status
-        self.progress.console.print(
-            f"[{'green' if status == 'passed' else 'yellow' if status == 'skipped' else 'red'}]{status:7}[/] "
-            f"{scenario.workflow:18} {scenario.name}" + (f"  ({failed} failed check(s))" if failed else ""))
+        self.progress.console.print(Text.assemble(
+            (f"{status:7}", "green" if status == "passed" else "yellow" if status == "skipped" else "red"),
+            f" {scenario.workflow:18} {scenario.name}" + (f"  ({failed} failed check(s))" if failed else "")))
         self.progress.update(self.task, advance=1, description=f"{len(self.run.scenarios)} scenario(s) done")
 
 
@@ -131,8 +134,10 @@ def summary_table(run: ConformanceRun) -> Table:
         detail = ", ".join(first) if first else error_line
         skipped = sum(1 for c in scenario.checks if c.status == "skipped")
         judged = len(scenario.checks) - skipped
-        table.add_row(scenario.workflow, scenario.name, f"[{colour}]{scenario.status}[/]",
-                      f"{judged - len(failures)}/{judged}" + (f" ({skipped} skipped)" if skipped else ""), detail)
+        # Text, not markup: names and errors may hold brackets (a parameter id, a URL, node output)
+        table.add_row(Text(scenario.workflow), Text(scenario.name), Text(scenario.status, style=colour),
+                      f"{judged - len(failures)}/{judged}" + (f" ({skipped} skipped)" if skipped else ""),
+                      Text(detail))
     return table
 
 
@@ -190,8 +195,10 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     started = time.monotonic()
     run = ConformanceRun(nodes=options.nodes,
                          variant="external" if options.reconciler_command else options.variant)
-    state_dir = options.keep.resolve() if options.keep else scratch / "labs"
-    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        state_dir = private_directory(options.keep.resolve() if options.keep else scratch / "labs")
+    except NotPrivateError as exc:
+        raise click.UsageError(f"--keep {exc}") from None
     ini = scratch / "pytest.ini"
     ini.write_text(INI)
     parallel = options.workers or min(selected, default_workers(options.nodes, os.cpu_count() or 1))
@@ -207,7 +214,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             *(["--dist", "worksteal"] if selected > 1 else []),
             f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
             f"--proxyfleet-converge-timeout={options.converge_timeout}", f"--proxyfleet-state-dir={state_dir}",
-            *options.extra_args]
+            *([] if options.keep else ["--proxyfleet-state-is-scratch"]), *options.extra_args]
     if options.proxy.given:
         args.append(f"--proxyfleet-vendor-proxy={options.proxy.write(scratch / 'vendor-proxy.json')}")
     if options.reconciler_command:
@@ -230,10 +237,11 @@ def write_reports(outcome: RunOutcome, console: Console, json_path: Path | None,
     for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
         if path is not None:
             writer(outcome.run, path)
-            console.print(f"wrote {path}")
+            console.print(f"wrote {path}", markup=False, highlight=False)
     if flows is not None:
         count = _collect_flows(outcome.state_dir, flows)
-        console.print(f"wrote {flows} ({count} proxy dump(s)); open with: mitmweb --rfile {flows}")
+        console.print(f"wrote {flows} ({count} proxy dump(s)); open with: mitmweb --rfile {flows}",
+                      markup=False, highlight=False)
 
 
 def report_options(function: Any) -> Any:
@@ -292,7 +300,8 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
         return
     if vendor.given:
         try:
-            console.print(f"corporate proxy: {vendor.spec().describe()}")  # checked before any lab starts
+            # checked before any lab starts
+            console.print(f"corporate proxy: {vendor.spec().describe()}", markup=False, highlight=False)
         except VendorProxyError as exc:
             raise click.UsageError(str(exc)) from None
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
@@ -304,7 +313,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
         console.print(summary_table(outcome.run))
         write_reports(outcome, console, json_path, junit, html, flows)
         if keep:
-            console.print(f"kept every lab's state under {outcome.state_dir}")
+            console.print(f"kept every lab's state under {outcome.state_dir}", markup=False, highlight=False)
         console.print("[green]PASSED[/]" if outcome.passed else "[red]FAILED[/]")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -314,14 +323,20 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
                             converge_timeout: float, console: Console,
                             reports: tuple[Path | None, Path | None, Path | None]) -> None:
-    """The cluster workflows one at a time, with the cluster's objects saved and put back (and the
-    run's own proxy, if it starts one, running throughout)."""
+    """The cluster workflows one at a time, with the cluster's objects saved first and put back
+    last (and the run's own proxy, if it starts one, running in between)."""
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-cluster-"))
     scratch.chmod(0o700)
     passed = False
     try:
         with contextlib.ExitStack() as stack:
+            snapshot = stack.enter_context(cluster_restored(cluster, console))
             if run_proxy is not None:
+                try:
+                    clients = instance_addresses(list(cluster.instances) or snapshot.instance_addresses())
+                except InstanceAddressError as exc:
+                    raise click.ClickException(str(exc)) from None
+                run_proxy = dataclasses.replace(run_proxy, allowed_clients=tuple(clients))
                 try:
                     started = stack.enter_context(RunProxy(run_proxy, scratch / "run-proxy"))
                 except (ProxyError, VendorProxyError) as exc:
@@ -329,8 +344,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
                 cluster.proxy_ca_pems.extend(started.ca_pems)
                 cluster.proxy_flow_log, cluster.proxy_access_log = started.flow_log, started.access_log
                 cluster.proxy_listen = run_proxy.authority
-                console.print(f"started {run_proxy.describe()}")
-            stack.enter_context(cluster_restored(cluster, scratch, console))
+                console.print(f"started {run_proxy.describe()}", markup=False, highlight=False)
             options = RunOptions(nodes=len(cluster.instances), variant="the cluster's own", workflows=workflows,
                                  converge_timeout=converge_timeout, workers=1,
                                  extra_args=[f"--proxyfleet-cluster={write_target(cluster, scratch)}"])
@@ -338,7 +352,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             outcome.run.nodes = max((s.nodes for s in outcome.run.scenarios), default=0)
             console.print(summary_table(outcome.run))
             for line in skipped_summary(outcome.run):
-                console.print(line)
+                console.print(line, markup=False, highlight=False)
             write_reports(outcome, console, *reports, None)
             passed = outcome.passed
         console.print("[green]PASSED[/]" if passed else "[red]FAILED[/]")

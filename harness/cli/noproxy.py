@@ -7,6 +7,7 @@ import os
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from proxyfleet.core.noproxy import CLIENTS, Decision, redact_text, redact_url
@@ -63,8 +64,8 @@ def explain(client_name: str, pairs: tuple[str, ...], from_environment: bool, as
         for row in decisions:
             decision = row[0]
             via = f" via {redact_url(decision.proxy)}" if decision.proxy else ""
-            console.print(f"{decision.url}: [bold]{decision.decision}[/bold]{via} — "
-                          f"{redact_text(decision.reason)}")
+            console.print(f"{escape(decision.url)}: [bold]{decision.decision}[/bold]{escape(via)} — "
+                          f"{escape(redact_text(decision.reason))}")
         return
     table = Table(title="proxy decision per client", show_lines=False)
     table.add_column("URL")
@@ -74,14 +75,14 @@ def explain(client_name: str, pairs: tuple[str, ...], from_environment: bool, as
     for row in decisions:
         kinds = {d.decision for d in row}
         style = "bold red" if len(kinds) > 1 else ""
-        table.add_row(row[0].url, *[f"[{style}]{d.decision}[/]" if style else d.decision for d in row])
+        table.add_row(escape(row[0].url), *[f"[{style}]{d.decision}[/]" if style else d.decision for d in row])
         if len(kinds) > 1:
             disagreements.append(row)
     console.print(table)
     for row in disagreements:
-        console.print(f"\n[bold red]clients disagree on {row[0].url}[/bold red]")
+        console.print(f"\n[bold red]clients disagree on {escape(row[0].url)}[/bold red]")
         for decision in row:
-            console.print(f"  {decision.client:16} {decision.decision:7} {redact_text(decision.reason)}")
+            console.print(f"  {decision.client:16} {decision.decision:7} {escape(redact_text(decision.reason))}")
 
 
 @noproxy.command(name="lint")
@@ -112,7 +113,7 @@ def lint_command(pairs: tuple[str, ...], from_environment: bool, api_host: tuple
         for finding in findings:
             clients = f" [dim]({', '.join(finding.clients)})[/dim]" if finding.clients else ""
             console.print(f"[{colours[finding.severity]}]{finding.severity:7}[/] "
-                          f"{finding.entry}: {finding.message}{clients}", soft_wrap=True)
+                          f"{escape(finding.entry)}: {escape(finding.message)}{clients}", soft_wrap=True)
         if not findings:
             console.print("no findings")
     failing = {"error", "warning"} if strict else {"error"}

@@ -19,6 +19,7 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import CLIENTS, redact_url
@@ -69,7 +70,7 @@ def explain_paths(run: ConformanceRun, console: Console, customer: Sequence[Dest
             continue
         environment = {k: v for k, v in steps[-1]["environment"].items() if v}
         failed = {c.check for c in scenario.failures()}
-        table = Table(title=f"{scenario.name}: routes under the nodes' environment (noproxy explain)")
+        table = Table(title=Text(f"{scenario.name}: routes under the nodes' environment (noproxy explain)"))
         table.add_column("destination")
         for client, who in EXPLAINED_CLIENTS.items():
             table.add_column(f"{client}\n({who})")
@@ -81,8 +82,9 @@ def explain_paths(run: ConformanceRun, console: Console, customer: Sequence[Dest
             disagree = len({d.decision for d in decisions}) > 1
             broken = check in failed
             style = "red" if broken else "yellow" if disagree else ""
-            name = f"[{style}]{label}[/]" if style else label
-            table.add_row(name, *[d.decision for d in decisions], f"[red]FAILED {check}[/]" if broken else check)
+            # Text, not markup: a customer's destination may hold brackets ("…/docs[/x]")
+            table.add_row(Text(label, style=style), *[Text(d.decision) for d in decisions],
+                          Text(f"FAILED {check}", style="red") if broken else Text(check))
             if disagree or broken:
                 notes.append(f"{label} ({url}):")
                 notes += [f"  {client:9} {d.decision}{' via ' + str(redact_url(d.proxy)) if d.proxy else ''}: "
@@ -90,9 +92,9 @@ def explain_paths(run: ConformanceRun, console: Console, customer: Sequence[Dest
         notes += _customer_outcomes(customer, environment)
         console.print(table)
         console.print("destinations: " + ", ".join(f"{label} {url}" for label, url, _ in destinations),
-                      highlight=False, soft_wrap=True)
+                      markup=False, highlight=False, soft_wrap=True)
         for note in notes:
-            console.print(note, highlight=False)
+            console.print(note, markup=False, highlight=False)
         console.print("explore: proxyfleet noproxy explain --client all --env NO_PROXY=… URL", highlight=False)
 
 
@@ -160,12 +162,12 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
         raise BadInput(str(exc)) from None
     console = Console(stderr=True)
     for warning in proxy.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(Text.assemble(("warning:", "yellow"), f" {warning}"))
     targets = proxy.targets()
     console.print(("customer proxy → your proxy: " if vendor.given else "customer proxy → lab proxy: ")
                   + ", ".join(f"{t.host}:{t.port}" for t in targets)
                   + ("; the bundle gets the lab's MITM CA appended" if bundle else
-                     "; no --ca-bundle: nodes trust only the lab's MITM CA"))
+                     "; no --ca-bundle: nodes trust only the lab's MITM CA"), markup=False)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-repro-"))
     try:
         spec_path = scratch / "repro.json"
@@ -183,7 +185,7 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
         explain_paths(outcome.run, console, destinations)
         for scenario in outcome.run.scenarios:
             for failure in scenario.failures()[:20]:
-                console.print(f"[red]✗[/] {failure.describe()}")
+                console.print(Text.assemble(("✗", "red"), f" {failure.describe()}"))
         write_reports(outcome, console, json_path, junit, html, flows)
         console.print("[green]PASSED[/]" if outcome.passed else "[red]FAILED[/]")
     finally:

@@ -1,6 +1,8 @@
 """``proxyfleet restore``: put a cluster back from the snapshot a ``conformance --kubeconfig`` run
 saved before it changed anything — for a run that could not do it itself (killed outright, its
-machine lost). A run that ends any other way, Ctrl-C and SIGTERM included, restores by itself."""
+machine lost, or a put-back the cluster refused: the run then keeps the file and prints this
+command). The file is checked strictly before anything is touched, and one taken of another
+cluster is refused unless ``--force`` (which first shows what would change)."""
 
 from __future__ import annotations
 
@@ -8,21 +10,59 @@ import asyncio
 from pathlib import Path
 
 import click
+from kubernetes import client
 
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
-from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
+from proxyfleet.harness.lab import restoring
+from proxyfleet.harness.lab.snapshot import ClusterIdentity, ClusterSnapshot, SnapshotError
+
+
+class BadSnapshot(click.ClickException):
+    """The file is not a snapshot this cluster can be put back from: nothing was touched."""
+
+    exit_code = 2
 
 
 @click.command()
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="The cluster-snapshot.json the run printed it saved.")
-def restore(kubeconfig: Path, snapshot: Path) -> None:
+              help="The snapshot file the run printed it saved.")
+@click.option("--force", is_flag=True,
+              help="Restore a snapshot taken of another cluster (or by an older proxyfleet) here anyway, after "
+                   "showing what would change.")
+@click.option("--dry-run", is_flag=True, help="Show what would change and touch nothing.")
+def restore(kubeconfig: Path, snapshot: Path, force: bool, dry_run: bool) -> None:
     """Put back the Proxy, trusted CA ConfigMaps, windows-instances and Node cordons a conformance run saved."""
     try:
         saved = ClusterSnapshot.read(snapshot)
-        done = asyncio.run(saved.restore(api_client(kubeconfig)))
+        api = api_client(kubeconfig)
     except (KubeconfigError, SnapshotError) as exc:
-        raise click.ClickException(str(exc)) from None
-    for line in done or ["nothing to do: the cluster is as the snapshot saved it"]:
+        raise BadSnapshot(str(exc)) from None
+    try:
+        # a dry run only reads: it may show what another cluster's snapshot would change
+        warning = restoring.check_identity(saved, asyncio.run(ClusterIdentity.read(api)), str(snapshot),
+                                           force or dry_run)
+    except SnapshotError as exc:
+        raise BadSnapshot(str(exc)) from None
+    if warning is not None or dry_run:
+        if warning is not None:
+            click.echo(f"warning: {warning}", err=True)
+        changes = asyncio.run(restoring.plan(saved, api))
+        click.echo("would change:" if changes else "nothing would change: the cluster is as the snapshot saved it")
+        for line in changes:
+            click.echo(f"  {line}")
+        if dry_run:
+            return
+    report = _restore(saved, api)
+    for line in report.done or (["nothing to do: the cluster is as the snapshot saved it"] if report.complete else []):
         click.echo(line)
+    if not report.complete:
+        for line in report.failed:
+            click.echo(f"could not put back {line}", err=True)
+        raise click.ClickException(f"{len(report.failed)} object(s) could not be put back; {snapshot} is unchanged: "
+                                   "run this command again once the cause is fixed")
+
+
+def _restore(saved: ClusterSnapshot, api: client.ApiClient) -> restoring.RestoreReport:
+    with restoring.signals_ignored():  # a restore cut short leaves the cluster half put back
+        return asyncio.run(restoring.restore(saved, api))

@@ -1,10 +1,10 @@
 """The cluster objects a conformance run changes, saved before it and put back after it: the
-Proxy's spec, the trusted CA ConfigMaps (the one the Proxy names and the ones the run writes),
-``windows-instances``, the operator's ``trusted-ca`` ConfigMap's existence and labels (the drift
-workflow deletes it and removes its injection label) and the maintenance cordons the run sets on
-Nodes. A run against a real
-cluster must leave it as it found it, also when it fails or is stopped; an object that did not
-exist before is deleted again.
+Proxy's spec, the trusted CA ConfigMaps (the one the Proxy names and the one the run writes,
+``RUN_CA``), ``windows-instances``, the operator's ``trusted-ca`` ConfigMap's existence and
+labels (the drift workflow deletes it and removes its injection label) and the maintenance
+cordons the run sets on Nodes. A run against a real cluster must leave it as it found it, also
+when it fails or is stopped; an object that did not exist before and that the run creates is
+deleted again. Putting them back is ``restoring.py``'s job.
 
 The operator's ``trusted-ca`` is the operator's and the network operator's (which injects the
 bundle): it is only created again, with its labels and no data, or given back a label it lost —
@@ -13,14 +13,20 @@ never deleted, and its data never overwritten.
 A cordon is put back only where the run set it (``record_run_cordon``, written to the file before
 the cordon is): a Node cordoned now may be one the cluster's reconciler is rebooting.
 
-The snapshot can be kept in a file (``write``; owner-only, since a Proxy spec may carry proxy
-credentials) so a run killed outright can still be undone (``proxyfleet restore``).
+The snapshot is kept in a file (``write``; owner-only, since a Proxy spec may carry proxy
+credentials) that names the cluster it came from (the ``kube-system`` namespace's uid, OpenShift's
+cluster ID where the cluster has one, the API server's URL) and when it was taken, so a run killed
+outright can be undone (``proxyfleet restore``) and a file from another cluster is refused. A file
+is read strictly: an unknown key, a wrong type or an object a run never writes is one error line
+before anything is touched, because ``restore`` acts on whatever the file says.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,21 +35,70 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY, TRUSTED_CA
+from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY, RUN_CA, TRUSTED_CA
 from proxyfleet.core.secretfiles import write_private
 
-FORMAT = "proxyfleet-cluster-snapshot/v1"
+FORMAT = "proxyfleet-cluster-snapshot/v2"
+OLD_FORMAT = "proxyfleet-cluster-snapshot/v1"  # before files named their cluster
 # What a ConfigMap is restored with (the server owns the rest: uid, resourceVersion, timestamps).
 _CONFIGMAP_FIELDS = ("data", "binaryData")
 _METADATA_FIELDS = ("labels", "annotations")
+# config.openshift.io/v1 ProxySpec, all of it: a file with anything else was not written by a run.
+PROXY_SPEC_FIELDS = ("httpProxy", "httpsProxy", "noProxy", "readinessEndpoints", "trustedCA")
+# A Kubernetes object name (DNS-1123 subdomain).
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+# Seconds each read may take when a snapshot is taken (the restore has its own bound).
+REQUEST_TIMEOUT = 30
 
 
 class SnapshotError(RuntimeError):
     """The snapshot cannot be taken, read or put back."""
 
 
-async def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
-    return await asyncio.to_thread(function, *args, **kwargs)
+async def call(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """A blocking ``kubernetes`` client call off the event loop, with a request timeout."""
+    return await asyncio.to_thread(function, *args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+
+
+@dataclass(frozen=True)
+class ClusterIdentity:
+    """Which cluster a snapshot came from. ``kube_system_uid`` is what every Kubernetes cluster
+    has and never changes (the usual cluster ID); ``cluster_id`` is OpenShift's own (ClusterVersion
+    ``version`` spec.clusterID, "" where the cluster serves none); ``server`` is only shown."""
+
+    server: str
+    kube_system_uid: str
+    cluster_id: str = ""
+
+    @classmethod
+    async def read(cls, api: client.ApiClient) -> ClusterIdentity:
+        try:
+            namespace = await call(client.CoreV1Api(api).read_namespace, "kube-system")
+        except ApiException as exc:
+            raise SnapshotError(f"cannot read namespace kube-system, which names the cluster ({exc.status} "
+                                f"{exc.reason})") from None
+        cluster_id = ""
+        try:
+            version = await call(client.CustomObjectsApi(api).get_cluster_custom_object, "config.openshift.io", "v1",
+                                 "clusterversions", "version")
+            cluster_id = str((version.get("spec") or {}).get("clusterID") or "")
+        except ApiException:
+            pass  # not OpenShift, or not allowed to read it: the uid alone names the cluster
+        return cls(server=str(api.configuration.host), kube_system_uid=str(namespace.metadata.uid or ""),
+                   cluster_id=cluster_id)
+
+    def same_cluster(self, other: ClusterIdentity) -> bool:
+        """The same cluster, whatever URL reaches it (``api`` or ``api-int``, a load balancer)."""
+        if self.cluster_id and other.cluster_id and self.cluster_id != other.cluster_id:
+            return False
+        return bool(self.kube_system_uid) and self.kube_system_uid == other.kube_system_uid
+
+    def describe(self) -> str:
+        cluster_id = f"cluster ID {self.cluster_id}, " if self.cluster_id else ""
+        return f"{cluster_id}kube-system uid {self.kube_system_uid or '?'}, server {self.server}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"server": self.server, "kube_system_uid": self.kube_system_uid, "cluster_id": self.cluster_id}
 
 
 @dataclass
@@ -57,52 +112,46 @@ class ClusterSnapshot:
     trusted_ca_labels: dict[str, str] | None = None
     node_cordons: dict[str, bool] = field(default_factory=dict)  # Node name -> unschedulable
     run_cordons: list[str] = field(default_factory=list)
+    cluster: ClusterIdentity | None = None  # None only in a v1 file, which did not record it
+    taken: dt.datetime | None = None
 
     @classmethod
-    async def take(cls, api: client.ApiClient, trusted_ca_names: Iterable[str] = ()) -> ClusterSnapshot:
-        """Read the Proxy, the trusted CA ConfigMaps (the Proxy's own and ``trusted_ca_names``, in
-        openshift-config) and ``windows-instances``."""
+    async def take(cls, api: client.ApiClient) -> ClusterSnapshot:
+        """Read the Proxy, the trusted CA ConfigMaps (the Proxy's own, if it exists, and
+        ``RUN_CA``, which the run writes), ``windows-instances``, the operator's ``trusted-ca``
+        labels, every Node's cordon and the cluster's identity."""
+        identity = await ClusterIdentity.read(api)
         try:
-            proxy = await _call(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY)
+            proxy = await call(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY)
         except ApiException as exc:
             raise SnapshotError(f"cannot read Proxy/cluster ({exc.status} {exc.reason})") from None
         spec = dict(proxy.get("spec") or {})
-        names = {str((spec.get("trustedCA") or {}).get("name") or ""), *trusted_ca_names} - {""}
-        keys = [(OPENSHIFT_CONFIG, name) for name in sorted(names)] + [(OPERATOR_NAMESPACE, INSTANCES)]
-        snapshot = cls(proxy_spec=spec)
+        snapshot = cls(proxy_spec=spec, cluster=identity, taken=dt.datetime.now(dt.UTC))
         core = client.CoreV1Api(api)
-        for namespace, name in keys:
-            snapshot.configmaps[(namespace, name)] = await _read_configmap(core, api, namespace, name)
-        trusted_ca = await _read_configmap(core, api, OPERATOR_NAMESPACE, TRUSTED_CA)
+        proxy_ca = str((spec.get("trustedCA") or {}).get("name") or "")
+        if proxy_ca and proxy_ca != RUN_CA:
+            # The run never writes it; kept only if it exists (nothing to put back otherwise).
+            saved = await read_configmap(core, api, OPENSHIFT_CONFIG, proxy_ca)
+            if saved is not None:
+                snapshot.configmaps[(OPENSHIFT_CONFIG, proxy_ca)] = saved
+        snapshot.configmaps[(OPENSHIFT_CONFIG, RUN_CA)] = await read_configmap(core, api, OPENSHIFT_CONFIG, RUN_CA)
+        snapshot.configmaps[(OPERATOR_NAMESPACE, INSTANCES)] = await read_configmap(
+            core, api, OPERATOR_NAMESPACE, INSTANCES)
+        trusted_ca = await read_configmap(core, api, OPERATOR_NAMESPACE, TRUSTED_CA)
         if trusted_ca is not None:
             snapshot.trusted_ca_labels = dict(trusted_ca["metadata"].get("labels") or {})
         try:
-            nodes = await _call(core.list_node)
+            nodes = await call(core.list_node)
         except ApiException as exc:
             raise SnapshotError(f"cannot list Nodes ({exc.status} {exc.reason})") from None
         snapshot.node_cordons = {n.metadata.name: bool(n.spec and n.spec.unschedulable) for n in nodes.items}
+        check_snapshot(snapshot.to_json(), "the snapshot just taken")  # what restore would refuse, it never writes
         return snapshot
 
-    async def restore(self, api: client.ApiClient) -> list[str]:
-        """Put every saved object back as it was; returns what was done, one line each."""
-        done = []
-        custom = client.CustomObjectsApi(api)
-        try:
-            current = await _call(custom.get_cluster_custom_object, *PROXY)
-            if (current.get("spec") or {}) != self.proxy_spec:
-                current["spec"] = self.proxy_spec
-                await _call(custom.replace_cluster_custom_object, *PROXY, current)
-                done.append("Proxy/cluster spec restored")
-        except ApiException as exc:
-            raise SnapshotError(f"cannot restore Proxy/cluster ({exc.status} {exc.reason})") from None
-        core = client.CoreV1Api(api)
-        for (namespace, name), saved in self.configmaps.items():
-            done += await _restore_configmap(core, api, namespace, name, saved)
-        if self.trusted_ca_labels is not None:
-            done += await _restore_trusted_ca(core, api, self.trusted_ca_labels)
-        for name in self.run_cordons:
-            done += await _restore_cordon(core, name, self.node_cordons.get(name))
-        return done
+    def instance_addresses(self) -> list[str]:
+        """The addresses (or names) ``windows-instances`` listed when the snapshot was taken."""
+        saved = self.configmaps.get((OPERATOR_NAMESPACE, INSTANCES)) or {}
+        return sorted((saved.get("data") or {}).keys())
 
     @classmethod
     def record_run_cordon(cls, path: Path, node: str, cordoned: bool) -> None:
@@ -118,10 +167,13 @@ class ClusterSnapshot:
             snapshot.run_cordons.remove(node)
         snapshot.write(path)
 
-    # --- a file, for a run killed outright -------------------------------------------------------
+    # --- a file, for a run killed outright or a restore that failed -------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "proxy_spec": self.proxy_spec,
+        return {"format": FORMAT,
+                "cluster": self.cluster.to_json() if self.cluster is not None else None,
+                "taken": self.taken.isoformat() if self.taken is not None else None,
+                "proxy_spec": self.proxy_spec,
                 "configmaps": [{"namespace": ns, "name": name, "saved": saved}
                                for (ns, name), saved in self.configmaps.items()],
                 "trusted_ca_labels": self.trusted_ca_labels,
@@ -134,25 +186,162 @@ class ClusterSnapshot:
 
     @classmethod
     def read(cls, path: Path) -> ClusterSnapshot:
+        """The snapshot in ``path``, checked strictly (``SnapshotError`` naming the first problem)."""
         try:
             data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise SnapshotError(f"cannot read the snapshot {path}: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise SnapshotError(f"{path} is not a proxyfleet cluster snapshot ({FORMAT})")
-        return cls(proxy_spec=dict(data.get("proxy_spec") or {}),
-                   configmaps={(str(c["namespace"]), str(c["name"])): c.get("saved")
-                               for c in data.get("configmaps") or []},
-                   trusted_ca_labels=({str(k): str(v) for k, v in data["trusted_ca_labels"].items()}
-                                      if isinstance(data.get("trusted_ca_labels"), dict) else None),
-                   node_cordons={str(n): bool(v) for n, v in (data.get("node_cordons") or {}).items()},
-                   run_cordons=[str(n) for n in data.get("run_cordons") or []])
+        return cls.from_json(data, str(path))
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> ClusterSnapshot:
+        check_snapshot(data, source)
+        assert isinstance(data, dict)
+        cluster = data.get("cluster")
+        return cls(proxy_spec=dict(data["proxy_spec"]),
+                   configmaps={(c["namespace"], c["name"]): c["saved"] for c in data["configmaps"]},
+                   trusted_ca_labels=data["trusted_ca_labels"],
+                   node_cordons=dict(data["node_cordons"]), run_cordons=list(data["run_cordons"]),
+                   cluster=ClusterIdentity(**cluster) if isinstance(cluster, dict) else None,
+                   taken=dt.datetime.fromisoformat(data["taken"]) if data.get("taken") else None)
 
 
-async def _read_configmap(core: client.CoreV1Api, api: client.ApiClient, namespace: str,
-                          name: str) -> dict[str, Any] | None:
+# --- the file's shape, checked before anything is touched ------------------------------------------
+
+_TOP_KEYS = {"format", "cluster", "taken", "proxy_spec", "configmaps", "trusted_ca_labels", "node_cordons",
+             "run_cordons"}
+
+
+class _Where:
+    """Where in the file a value is, for the error line."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, message: str) -> SnapshotError:
+        return SnapshotError(f"{self.source} is not a snapshot proxyfleet restores: {key}: {message}; "
+                             "nothing was changed")
+
+
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null"}.get(
+        type(value), type(value).__name__)
+
+
+def _strings(where: _Where, key: str, value: object) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise where.fail(key, f"expected an object of strings, found {_kind(value)}")
+    return value
+
+
+def _keys(where: _Where, key: str, value: object, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[
+        str, Any]:
+    if not isinstance(value, dict):
+        raise where.fail(key, f"expected an object, found {_kind(value)}")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise where.fail(key, f"unknown field {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    missing = [k for k in required if k not in value]
+    if missing:
+        raise where.fail(key, f"missing field {missing[0]!r}")
+    return value
+
+
+def _check_proxy_spec(where: _Where, spec: object) -> dict[str, Any]:
+    found = _keys(where, "proxy_spec", spec, PROXY_SPEC_FIELDS)
+    for name in ("httpProxy", "httpsProxy", "noProxy"):
+        if name in found and not isinstance(found[name], str):
+            raise where.fail(f"proxy_spec.{name}", f"expected a string, found {_kind(found[name])}")
+    endpoints = found.get("readinessEndpoints", [])
+    if not isinstance(endpoints, list) or not all(isinstance(e, str) for e in endpoints):
+        raise where.fail("proxy_spec.readinessEndpoints", "expected a list of strings")
+    if "trustedCA" in found:
+        trusted = _keys(where, "proxy_spec.trustedCA", found["trustedCA"], ("name",))
+        if not isinstance(trusted.get("name", ""), str):
+            raise where.fail("proxy_spec.trustedCA.name", f"expected a string, found {_kind(trusted['name'])}")
+    return found
+
+
+def _check_configmap(where: _Where, index: int, entry: object, proxy_ca: str) -> tuple[str, str]:
+    key = f"configmaps[{index}]"
+    found = _keys(where, key, entry, ("namespace", "name", "saved"), ("namespace", "name", "saved"))
+    namespace, name, saved = found["namespace"], found["name"], found["saved"]
+    # Only what a run writes (or, for the Proxy's own bundle, what it saved and may overwrite).
+    writes = {(OPENSHIFT_CONFIG, RUN_CA), (OPERATOR_NAMESPACE, INSTANCES)}
+    allowed = writes | ({(OPENSHIFT_CONFIG, proxy_ca)} if proxy_ca else set())
+    if (namespace, name) not in allowed:
+        names = ", ".join(f"{n}/{m}" for n, m in sorted(allowed))
+        raise where.fail(key, f"ConfigMap {namespace}/{name} is not one a run writes ({names})")
+    if saved is None:
+        if (namespace, name) not in writes:
+            raise where.fail(f"{key}.saved", f"null would delete ConfigMap {namespace}/{name}, which a run never "
+                                             "creates")
+        return namespace, name
+    body = _keys(where, f"{key}.saved", saved, (*_CONFIGMAP_FIELDS, "metadata"))
+    for part in _CONFIGMAP_FIELDS:
+        if part in body:
+            _strings(where, f"{key}.saved.{part}", body[part])
+    metadata = _keys(where, f"{key}.saved.metadata", body.get("metadata", {}), _METADATA_FIELDS)
+    for part in _METADATA_FIELDS:
+        if part in metadata:
+            _strings(where, f"{key}.saved.metadata.{part}", metadata[part])
+    return namespace, name
+
+
+def check_snapshot(data: object, source: str) -> None:
+    """Raise ``SnapshotError`` (one line naming ``source`` and the key) unless ``data`` is a
+    snapshot a run could have written: known keys and types only, ConfigMaps only among those a
+    run writes, deletions only of what a run creates, run cordons only on Nodes it saved as
+    schedulable."""
+    where = _Where(source)
+    if not isinstance(data, dict) or data.get("format") not in (FORMAT, OLD_FORMAT):
+        found = data.get("format") if isinstance(data, dict) else _kind(data)
+        raise where.fail("format", f"expected {FORMAT!r}, found {found!r}")
+    old = data["format"] == OLD_FORMAT
+    required = _TOP_KEYS - {"cluster", "taken"} if old else _TOP_KEYS
+    top = _keys(where, "(top level)", data, _TOP_KEYS, sorted(required))
+    if not old:
+        cluster = _strings(where, "cluster", top["cluster"])
+        _keys(where, "cluster", cluster, ("server", "kube_system_uid", "cluster_id"),
+              ("server", "kube_system_uid", "cluster_id"))
+        if not cluster["kube_system_uid"]:
+            raise where.fail("cluster.kube_system_uid", "empty: the file names no cluster")
+        try:
+            dt.datetime.fromisoformat(str(top["taken"]))
+        except ValueError:
+            raise where.fail("taken", f"expected an ISO 8601 time, found {top['taken']!r}") from None
+    spec = _check_proxy_spec(where, top["proxy_spec"])
+    proxy_ca = str((spec.get("trustedCA") or {}).get("name") or "")
+    if not isinstance(top["configmaps"], list):
+        raise where.fail("configmaps", f"expected a list, found {_kind(top['configmaps'])}")
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(top["configmaps"]):
+        which = _check_configmap(where, index, entry, proxy_ca)
+        if which in seen:
+            raise where.fail(f"configmaps[{index}]", f"ConfigMap {which[0]}/{which[1]} is listed twice")
+        seen.add(which)
+    if top["trusted_ca_labels"] is not None:
+        _strings(where, "trusted_ca_labels", top["trusted_ca_labels"])
+    cordons = top["node_cordons"]
+    if not isinstance(cordons, dict) or not all(isinstance(v, bool) for v in cordons.values()):
+        raise where.fail("node_cordons", "expected an object of Node names to true/false")
+    runs = top["run_cordons"]
+    if not isinstance(runs, list) or not all(isinstance(n, str) for n in runs):
+        raise where.fail("run_cordons", "expected a list of Node names")
+    for name in runs:
+        if not _NAME.fullmatch(name):
+            raise where.fail("run_cordons", f"{name!r} is not a Node name")
+        if cordons.get(name) is not False:
+            raise where.fail("run_cordons", f"Node {name} was not saved as schedulable: not the run's to uncordon")
+    if len(set(runs)) != len(runs):
+        raise where.fail("run_cordons", "a Node is listed twice")
+
+
+async def read_configmap(core: client.CoreV1Api, api: client.ApiClient, namespace: str,
+                         name: str) -> dict[str, Any] | None:
+    """A ConfigMap as a snapshot keeps it (data, binaryData, labels, annotations), or None."""
     try:
-        found = await _call(core.read_namespaced_config_map, name, namespace)
+        found = await call(core.read_namespaced_config_map, name, namespace)
     except ApiException as exc:
         if exc.status == 404:
             return None
@@ -162,62 +351,3 @@ async def _read_configmap(core: client.CoreV1Api, api: client.ApiClient, namespa
     kept = {k: body[k] for k in _CONFIGMAP_FIELDS if body.get(k) is not None}
     kept["metadata"] = {k: metadata[k] for k in _METADATA_FIELDS if metadata.get(k)}
     return kept
-
-
-async def _restore_configmap(core: client.CoreV1Api, api: client.ApiClient, namespace: str, name: str,
-                             saved: dict[str, Any] | None) -> list[str]:
-    current = await _read_configmap(core, api, namespace, name)
-    if current == saved:
-        return []
-    where = f"ConfigMap {namespace}/{name}"
-    try:
-        if saved is None:
-            await _call(core.delete_namespaced_config_map, name, namespace)
-            return [f"{where} deleted (the run created it)"]
-        body = {**saved, "metadata": {**saved.get("metadata", {}), "name": name, "namespace": namespace}}
-        if current is None:
-            await _call(core.create_namespaced_config_map, namespace, body)
-            return [f"{where} created again (the run deleted it)"]
-        await _call(core.replace_namespaced_config_map, name, namespace, body)
-        return [f"{where} restored"]
-    except ApiException as exc:
-        if exc.status == 404 and saved is None:
-            return []
-        raise SnapshotError(f"cannot restore {where} ({exc.status} {exc.reason})") from None
-
-
-async def _restore_trusted_ca(core: client.CoreV1Api, api: client.ApiClient, labels: dict[str, str]) -> list[str]:
-    """Create the operator's ``trusted-ca`` again (labels only: the bundle is injected) if the run
-    left it deleted, or give it back the labels it lost; its data is never touched."""
-    where = f"ConfigMap {OPERATOR_NAMESPACE}/{TRUSTED_CA}"
-    current = await _read_configmap(core, api, OPERATOR_NAMESPACE, TRUSTED_CA)
-    try:
-        if current is None:
-            await _call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
-                        {"metadata": {"name": TRUSTED_CA, "namespace": OPERATOR_NAMESPACE, "labels": labels}})
-            return [f"{where} created again with its labels (the bundle is injected)"]
-        lost = {k: v for k, v in labels.items() if (current["metadata"].get("labels") or {}).get(k) != v}
-        if not lost:
-            return []
-        await _call(core.patch_namespaced_config_map, TRUSTED_CA, OPERATOR_NAMESPACE, {"metadata": {"labels": lost}})
-    except ApiException as exc:
-        if exc.status == 409:  # the operator re-created it meanwhile: it is back
-            return []
-        raise SnapshotError(f"cannot restore {where} ({exc.status} {exc.reason})") from None
-    return [f"{where} labels restored: {', '.join(sorted(lost))}"]
-
-
-async def _restore_cordon(core: client.CoreV1Api, name: str, was_cordoned: bool | None) -> list[str]:
-    """Uncordon a Node the run cordoned, if it was schedulable before the run and is cordoned now."""
-    if was_cordoned is not False:
-        return []
-    try:
-        node = await _call(core.read_node, name)
-        if not (node.spec and node.spec.unschedulable):
-            return []
-        await _call(core.patch_node, name, {"spec": {"unschedulable": False}})
-    except ApiException as exc:
-        if exc.status == 404:
-            return []
-        raise SnapshotError(f"cannot uncordon Node {name} ({exc.status} {exc.reason})") from None
-    return [f"Node {name} uncordoned (the run's maintenance cordon)"]

@@ -5,13 +5,20 @@ Windows hosts), ``proxyfleet reconcile`` against its kubeconfig (the operator un
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
+import sys
+import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +26,23 @@ import asyncssh
 import click
 import pytest
 import trustme
-from kubernetes import client
+from kubernetes import client, config
+from rich.console import Console
 
-from proxyfleet.harness.cli.clusterrun import _with_credentials, check_workflows, plan, target_from
+from proxyfleet.core.contract import PROXY, RUN_CA
+from proxyfleet.harness.cli.clusterrun import (
+    _with_credentials,
+    check_workflows,
+    cluster_restored,
+    plan,
+    target_from,
+    write_target,
+)
+from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
+from tests.apifront import ApiFront, api_front
 from tests.harness.cli.outside import outside_lab
 
 NAMESPACE = "openshift-windows-machine-config-operator"
@@ -134,10 +153,91 @@ def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(file
     assert "a vendor's proxy (command) on 10.0.0.9:3130" in "\n".join(plan(vendor[0], (), vendor[1]))
 
 
+def test_the_scenarios_share_the_runs_baselines_and_host_key_pins(tmp_path: Path) -> None:
+    target = ClusterTarget(kubeconfig=tmp_path / "kubeconfig", ssh_key_path=tmp_path / "key", proxy_url="http://p:3128")
+    written = write_target(target, tmp_path)
+    again = ClusterTarget.from_json(json.loads(written.read_text()))
+    assert (again.baseline_file, again.host_keys_file) == (tmp_path / "baselines.json", tmp_path / "host-keys.json")
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+
+
 def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
     check_workflows(("runtime-add", "change", "remove", "drift"))
     with pytest.raises(click.UsageError, match="--workflow faults, install-time: needs the embedded lab"):
         check_workflows(("faults", "remove", "install-time"))
+
+
+# --- the put-back: kept until it is complete ---------------------------------------------------------
+
+@contextlib.contextmanager
+def _cluster_in_a_thread(tmp_path: Path) -> Iterator[tuple[ControlPlane, ApiFront, asyncio.AbstractEventLoop]]:
+    """An embedded control plane with a refusing gateway in front of it, served by an event loop of
+    its own, so the command's code (which runs its own loops in the main thread) can be called."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    plane = ControlPlane(ControlPlaneSettings(tmp_path / "cluster", trustme.CA().cert_pem.bytes().decode()))
+    front_context = api_front(plane)
+    try:
+        asyncio.run_coroutine_threadsafe(plane.start(), loop).result(60)
+        front = asyncio.run_coroutine_threadsafe(front_context.__aenter__(), loop).result(60)
+        yield plane, front, loop
+    finally:
+        asyncio.run_coroutine_threadsafe(front_context.__aexit__(None, None, None), loop).result(60)
+        asyncio.run_coroutine_threadsafe(plane.stop(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+
+
+def test_a_put_back_the_cluster_refuses_keeps_the_snapshot_for_restore(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with _cluster_in_a_thread(tmp_path) as (plane, front, _loop):
+        api = config.new_client_from_config(config_file=str(plane.kubeconfig_path))
+        original = {"httpProxy": "http://proxy.acme.example:8080", "noProxy": ".acme.example"}
+        client.CustomObjectsApi(api).patch_cluster_custom_object(*PROXY, {"spec": original})
+        # The gateway refuses exactly the put-back of the original Proxy (a webhook, an RBAC change …).
+        front.refuse("PUT", "/proxies/cluster", 422, message="denied by policy")
+        target = ClusterTarget(kubeconfig=front.kubeconfig(plane, tmp_path / "kubeconfig"),
+                               ssh_key_path=tmp_path / "key", proxy_url="http://proxy.corp.internal:3128")
+        console = Console(file=io.StringIO(), width=400)
+        with pytest.raises(click.ClickException, match=r"2 object\(s\) of the cluster could not be put back"), \
+                cluster_restored(target, console) as snapshot:
+                # the run: its own proxy and CA, then a Ctrl-C
+                assert {k: snapshot.proxy_spec.get(k) for k in original} == original
+                client.CoreV1Api(api).create_namespaced_config_map(
+                    "openshift-config", {"metadata": {"name": RUN_CA}, "data": {"ca-bundle.crt": "x"}})
+                client.CustomObjectsApi(api).patch_cluster_custom_object(
+                    *PROXY, {"spec": {"httpProxy": "http://proxy.corp.internal:3128", "trustedCA": {"name": RUN_CA}}})
+                raise KeyboardInterrupt
+        output = console.file.getvalue()  # type: ignore[attr-defined]
+        saved = target.snapshot_file
+        assert saved is not None and saved.exists() and saved.parent == tmp_path / "state" / "proxyfleet" / "cluster-runs"
+        assert stat.S_IMODE(saved.stat().st_mode) == 0o600 and stat.S_IMODE(saved.parent.stat().st_mode) == 0o700
+        assert "could not put back Proxy/cluster spec: 422 Unprocessable Entity: denied by policy" in output
+        assert f"could not put back ConfigMap openshift-config/{RUN_CA}: left in place" in output
+        assert f"proxyfleet restore --kubeconfig {target.kubeconfig} --snapshot {saved}" in output.replace("\n", "")
+        # the cause fixed (here: the same cluster reached directly), the kept file finishes the job
+        restored = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "restore", "--kubeconfig",
+                                   str(plane.kubeconfig_path), "--snapshot", str(saved)],
+                                  capture_output=True, text=True, timeout=120)
+        assert restored.returncode == 0, restored.stderr
+        assert "Proxy/cluster spec restored" in restored.stdout and f"{RUN_CA} deleted" in restored.stdout
+        spec = client.CustomObjectsApi(api).get_cluster_custom_object(*PROXY)["spec"]
+        assert {k: spec.get(k) for k in original} == original and not spec["trustedCA"]["name"]
+        api.close()
+
+
+def test_a_complete_put_back_deletes_the_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with _cluster_in_a_thread(tmp_path) as (plane, _, _loop):
+        target = ClusterTarget(kubeconfig=plane.kubeconfig_path, ssh_key_path=tmp_path / "key",
+                               proxy_url="http://proxy.corp.internal:3128")
+        console = Console(file=io.StringIO(), width=400)
+        with cluster_restored(target, console):
+            assert target.snapshot_file is not None and target.snapshot_file.exists()
+        assert not target.snapshot_file.exists()
+        assert "put the cluster back: nothing had changed" in console.file.getvalue()  # type: ignore[attr-defined]
 
 
 # --- the lab as an existing cluster ------------------------------------------------------------------

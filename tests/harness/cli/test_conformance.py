@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import trustme
 
-from proxyfleet.core.lifecycle import process_alive
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES
 from proxyfleet.harness.lab.assembly import PROXY_HOST, well_known_plan
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
@@ -387,8 +386,21 @@ def leftover_containers() -> list[str]:
     """Proxy containers of labs whose process has ended (there should be none)."""
     import docker
 
-    from proxyfleet.harness.lab.vendorcontainer import OWNER_LABEL, ROLE_LABEL
+    from proxyfleet.harness.lab.vendorcontainer import ROLE_LABEL, orphaned
 
     found = docker.from_env().containers.list(all=True, filters={"label": ROLE_LABEL + "=vendor-proxy"})
-    return [c.short_id for c in found if not process_alive(int(c.labels.get(OWNER_LABEL, "0") or 0))]
+    # (another test's containers of another PID namespace are not provably anyone's leftovers)
+    return [c.short_id for c in found if orphaned(c.labels or {})]
 
+
+def test_a_keep_directory_others_can_write_is_refused_before_any_lab_starts(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone could plant a link where the labs' keys and logs would go
+    from tests.harness.cli.commands import proxyfleet
+
+    result = proxyfleet("conformance", "--nodes", "1", "--workflow", "baseline", "--keep", str(shared), cwd=tmp_path,
+                        timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"--keep {shared} is owned by" in result.stderr and "others can write it" in result.stderr
+    assert list(shared.iterdir()) == []  # nothing started, nothing written

@@ -64,7 +64,8 @@ def test_repro_adds_the_customers_destinations_and_says_why_one_fails(inputs: Pa
 def test_repro_refuses_a_destination_it_cannot_serve(inputs: Path) -> None:
     for bad, message in (("app:1.0", "names no registry host"), ("quay.io/a/b:1", "one of the lab's own"),
                          ("ftp://files.acme.example/", "only http:// and https://"),
-                         ("https://u:S3cr3t@x.acme.example/", "must not carry credentials")):
+                         ("https://u:S3cr3t@x.acme.example/", "must not carry credentials"),
+                         ("https://api.partner.example/docs[/x]", "'[' and ']' only around an IPv6 address")):
         result = proxyfleet("repro", "--proxy", "ok.yaml", "--destination", bad, cwd=inputs)
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert "S3cr3t" not in result.stderr
@@ -91,3 +92,33 @@ def test_repro_runs_the_customer_case_through_a_proxy_like_theirs(inputs: Path) 
     [scenario] = json.loads((inputs / "r.json").read_text())["scenarios"]
     pulls = [c for c in scenario["checks"] if c["check"] == "pull-internet" and c["step"] == "customer proxy applied"]
     assert pulls and all(c["observed"] == "through the proxy, tunnelled, origin certificate" for c in pulls)
+
+
+def test_brackets_in_customer_text_are_printed_as_written() -> None:
+    """Rich reads ``[…]`` as markup: ``--destination …/docs[/x]`` once crashed repro before any
+    report was written. Such a URL is now refused up front (curl would read the brackets as a
+    pattern), but scenario names, node output and failure texts still reach the console."""
+    import io
+
+    from rich.console import Console
+
+    from proxyfleet.harness.cli.conformance import summary_table
+    from proxyfleet.harness.cli.repro import explain_paths
+    from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+    from proxyfleet.simulators.origins.destinations import Destination
+
+    weird = Destination("https://api.partner.example/docs[/x]", "internet", "https", "api.partner.example", 443)
+    scenario = ScenarioResult(
+        name="test_repro[/red]", workflow="repro", status="failed", ending="checks-failed",
+        checks=[CheckResult("127.10.0.1", "destinations", "failed", "[bold]reachable[/]", "curl: (6) [/x] [red]",
+                            "customer proxy applied")],
+        timeline=[{"step": "customer proxy applied", "environment": {"HTTPS_PROXY": "http://proxy.acme.example:8080",
+                                                                     "NO_PROXY": ".acme.example,[/x]"}}],
+        error="")
+    run = ConformanceRun(nodes=1, variant="correct", scenarios=[scenario])
+    console = Console(file=io.StringIO(), width=300)
+    explain_paths(run, console, [weird])
+    console.print(summary_table(run))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "https://api.partner.example/docs[/x]" in text
+    assert "test_repro[/red]" in text

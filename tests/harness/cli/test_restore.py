@@ -1,29 +1,37 @@
-"""``proxyfleet restore`` puts a cluster back from a run's saved snapshot (a run killed outright
-could not) — its maintenance cordon lifted too — from its own process, and names a file that is
-not a snapshot."""
+"""``proxyfleet restore`` puts a cluster back from a run's saved snapshot (a run killed outright, or
+one whose put-back the cluster refused) — its maintenance cordon lifted too — from its own
+process; a file that is not a snapshot a run could have written, or one of another cluster, is
+one error line with nothing touched; ``--force`` shows what it changes first."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
 from kubernetes import client
 
-from proxyfleet.core.contract import PROXY
+from proxyfleet.core.contract import PROXY, RUN_CA
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 
 
-async def _restore(plane: ControlPlane, snapshot: Path) -> tuple[int, str, str]:
+async def _restore(plane: ControlPlane, snapshot: Path, *more: str) -> tuple[int, str, str]:
     # a process of its own, while this event loop keeps serving the control plane
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "proxyfleet.harness", "restore", "--kubeconfig", str(plane.kubeconfig_path),
-        "--snapshot", str(snapshot), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        "--snapshot", str(snapshot), *more, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def _proxy_spec(api: client.ApiClient) -> dict[str, object]:
+    found: dict[str, object] = (await asyncio.to_thread(client.CustomObjectsApi(api).get_cluster_custom_object,
+                                                        *PROXY))["spec"]
+    return found
 
 
 async def test_restore_puts_back_what_a_killed_run_changed(plane: ControlPlane, api: client.ApiClient,
@@ -31,23 +39,63 @@ async def test_restore_puts_back_what_a_killed_run_changed(plane: ControlPlane, 
     await admin.set_instances(api, [("10.1.0.5", "Administrator"), ("10.1.0.6", "Administrator")])
     core = client.CoreV1Api(api)
     await asyncio.to_thread(core.create_node, client.V1Node(metadata=client.V1ObjectMeta(name="win-0001")))
-    snapshot = (await ClusterSnapshot.take(api, ["proxyfleet-run-ca"])).write(tmp_path / "cluster-snapshot.json")
+    snapshot = (await ClusterSnapshot.take(api)).write(tmp_path / "cluster-snapshot.json")
     # what the run had done when it was killed: its maintenance cordon among it
     ClusterSnapshot.record_run_cordon(snapshot, "win-0001", True)
     await admin.cordon(api, "win-0001", True)
-    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nrun\n", name="proxyfleet-run-ca")
-    await admin.set_proxy(api, http_proxy="http://proxy.corp.example:3128", trusted_ca="proxyfleet-run-ca")
+    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nrun\n", name=RUN_CA)
+    await admin.set_proxy(api, http_proxy="http://proxy.corp.example:3128", trusted_ca=RUN_CA)
     await admin.set_instances(api, [("10.1.0.5", "Administrator")])
     code, out, err = await _restore(plane, snapshot)
     assert code == 0, err
-    assert "Proxy/cluster spec restored" in out and "proxyfleet-run-ca deleted" in out
+    assert "Proxy/cluster spec restored" in out and f"{RUN_CA} deleted" in out
     assert "Node win-0001 uncordoned (the run's maintenance cordon)" in out
     assert not (await asyncio.to_thread(core.read_node, "win-0001")).spec.unschedulable
-    spec = (await asyncio.to_thread(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY))["spec"]
-    assert not spec.get("httpProxy") and not spec.get("trustedCA", {}).get("name")
+    spec = await _proxy_spec(api)
+    assert not spec.get("httpProxy") and not spec.get("trustedCA", {}).get("name")  # type: ignore[attr-defined]
     assert await admin.instances(api) == {"10.1.0.5": "Administrator", "10.1.0.6": "Administrator"}
     code, out, _ = await _restore(plane, snapshot)  # again: nothing left to do
     assert code == 0 and "nothing to do" in out
-    (tmp_path / "other.json").write_text("{}")
-    code, _, err = await _restore(plane, tmp_path / "other.json")
-    assert code == 1 and "is not a proxyfleet cluster snapshot" in err
+
+
+async def test_a_malformed_snapshot_is_one_line_and_touches_nothing(plane: ControlPlane, api: client.ApiClient,
+                                                                    tmp_path: Path) -> None:
+    await admin.set_proxy(api, http_proxy="http://proxy.acme.example:8080")
+    good = (await ClusterSnapshot.take(api)).to_json()
+    cases = {
+        "empty-spec": {**good, "proxy_spec": []},
+        "no-spec": {k: v for k, v in good.items() if k != "proxy_spec"},
+        "kube-system": {**good, "configmaps": [{"namespace": "kube-system", "name": "coredns", "saved": None}]},
+        "half-entry": {**good, "configmaps": [{"namespace": "openshift-config"}]},
+        "not-a-snapshot": {},
+    }
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        code, out, err = await _restore(plane, path)
+        assert code == 2, (name, out, err)
+        assert err.startswith("Error: ") and err.count("\n") == 1 and "Traceback" not in err, (name, err)
+        assert "nothing was changed" in err, (name, err)
+    assert (await _proxy_spec(api))["httpProxy"] == "http://proxy.acme.example:8080"  # nothing touched
+
+
+async def test_another_clusters_snapshot_is_refused_and_forced_with_a_diff(plane: ControlPlane, api: client.ApiClient,
+                                                                           tmp_path: Path) -> None:
+    await admin.set_proxy(api, http_proxy="http://u:S3cret@proxy.acme.example:8080")
+    data = (await ClusterSnapshot.take(api)).to_json()
+    data["cluster"]["kube_system_uid"] = "uid-of-another-cluster"
+    path = tmp_path / "theirs.json"
+    path.write_text(json.dumps(data))
+    await admin.set_proxy(api, http_proxy="http://proxy.corp.internal:3128")
+    code, _, err = await _restore(plane, path)
+    assert code == 2 and "was saved from another cluster" in err and "uid-of-another-cluster" in err
+    assert (await _proxy_spec(api))["httpProxy"] == "http://proxy.corp.internal:3128"
+    code, out, err = await _restore(plane, path, "--dry-run")
+    assert code == 0 and "would change:" in out and "touch" not in out
+    assert '"http://proxy.corp.internal:3128" -> "http://***:***@proxy.acme.example:8080"' in out
+    assert (await _proxy_spec(api))["httpProxy"] == "http://proxy.corp.internal:3128"  # a dry run changes nothing
+    code, out, err = await _restore(plane, path, "--force")
+    assert code == 0, err
+    assert "warning: " in err and "S3cret" not in out + err
+    assert out.index("would change:") < out.index("Proxy/cluster spec restored")  # shown before it is done
+    assert (await _proxy_spec(api))["httpProxy"] == "http://u:S3cret@proxy.acme.example:8080"

@@ -1,9 +1,12 @@
-"""A cluster snapshot puts back exactly what a run changed: the Proxy's spec, the trusted CA
-ConfigMaps and windows-instances; what the run created is deleted; the saved file is owner-only."""
+"""A cluster snapshot keeps exactly what a run may change, names the cluster it came from, is
+owner-only, and a file that is not one a run could have written is refused by name before
+anything is touched (restoring.py acts on whatever the file says)."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import stat
 from pathlib import Path
 from typing import Any
@@ -11,132 +14,145 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from proxyfleet.core.contract import INJECT_LABEL, INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, PROXY, TRUSTED_CA
+from proxyfleet.core.contract import INSTANCES, OPENSHIFT_CONFIG, OPERATOR_NAMESPACE, RUN_CA
 from proxyfleet.harness.lab import admin
-from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
+from proxyfleet.harness.lab.snapshot import FORMAT, ClusterIdentity, ClusterSnapshot, SnapshotError
 
 
 async def call(function: Any, *args: Any) -> Any:
     return await asyncio.to_thread(function, *args)
 
 
-async def _state(api: client.ApiClient) -> tuple[dict[str, Any], dict[str, Any]]:
-    spec = (await call(client.CustomObjectsApi(api).get_cluster_custom_object, *PROXY))["spec"]
-    core = client.CoreV1Api(api)
-    found = {}
-    for namespace, name in ((OPENSHIFT_CONFIG, "acme-ca"), (OPENSHIFT_CONFIG, "corp-ca"),
-                            (OPERATOR_NAMESPACE, INSTANCES)):
-        try:
-            configmap = await call(core.read_namespaced_config_map, name, namespace)
-            found[name] = (configmap.data, configmap.metadata.labels)
-        except client.exceptions.ApiException as exc:
-            assert exc.status == 404
-    return spec, found
-
-
-async def test_what_a_run_changes_is_put_back_and_what_it_created_is_deleted(api: client.ApiClient,
-                                                                             tmp_path: Path) -> None:
-    # The customer's cluster: a proxy with credentials, their CA bundle, two instances.
+async def test_a_snapshot_names_its_cluster_and_keeps_what_a_run_may_change(api: client.ApiClient,
+                                                                          tmp_path: Path) -> None:
     await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nacme\n", name="acme-ca")
-    await admin.set_proxy(api, http_proxy="http://u:S3cret@proxy.acme.example:8080", no_proxy=".acme.example",
-                          trusted_ca="acme-ca")
-    await admin.set_instances(api, [("10.1.0.5", "Administrator"), ("10.1.0.6", "Administrator")])
-    before = await _state(api)
-    snapshot = await ClusterSnapshot.take(api, trusted_ca_names=["corp-ca"])
-    path = snapshot.write(tmp_path / "snapshot.json")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    # The run: its own proxy, its own bundle under another name, the acme bundle overwritten,
-    # one instance removed.
-    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nlab\n", name="corp-ca")
-    await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nchanged\n", name="acme-ca")
-    await admin.set_proxy(api, http_proxy="http://proxy.corp.internal:3128", trusted_ca="corp-ca")
-    await admin.set_instances(api, [("10.1.0.5", "Administrator")])
-    assert await _state(api) != before
-    done = await ClusterSnapshot.read(path).restore(api)
-    assert await _state(api) == before
-    assert sorted(done) == ["ConfigMap openshift-config/acme-ca restored",
-                            "ConfigMap openshift-config/corp-ca deleted (the run created it)",
-                            f"ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES} restored", "Proxy/cluster spec restored"]
-    assert await ClusterSnapshot.read(path).restore(api) == []  # nothing left to do: idempotent
-
-
-async def test_a_deleted_configmap_is_created_again(api: client.ApiClient) -> None:
+    await admin.set_proxy(api, http_proxy="http://u:S3cret@proxy.acme.example:8080", trusted_ca="acme-ca")
     await admin.set_instances(api, [("10.1.0.5", "Administrator")])
     snapshot = await ClusterSnapshot.take(api)
-    await call(client.CoreV1Api(api).delete_namespaced_config_map, INSTANCES, OPERATOR_NAMESPACE)
-    assert await snapshot.restore(api) == [f"ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES} created again (the run "
-                                           "deleted it)"]
-    assert (await call(client.CoreV1Api(api).read_namespaced_config_map, INSTANCES, OPERATOR_NAMESPACE)).data == {
-        "10.1.0.5": "username=Administrator"}
+    uid = (await call(client.CoreV1Api(api).read_namespace, "kube-system")).metadata.uid
+    assert snapshot.cluster == ClusterIdentity(api.configuration.host, uid, "")
+    assert snapshot.taken is not None and snapshot.taken.tzinfo is not None
+    assert set(snapshot.configmaps) == {(OPENSHIFT_CONFIG, "acme-ca"), (OPENSHIFT_CONFIG, RUN_CA),
+                                        (OPERATOR_NAMESPACE, INSTANCES)}
+    assert snapshot.configmaps[(OPENSHIFT_CONFIG, RUN_CA)] is None  # the run creates it: deleted again
+    assert snapshot.instance_addresses() == ["10.1.0.5"]
+    path = snapshot.write(tmp_path / "snapshot.json")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # the spec holds the proxy's credentials
+    again = ClusterSnapshot.read(path)
+    assert (again.proxy_spec, again.configmaps, again.cluster, again.taken) == (
+        snapshot.proxy_spec, snapshot.configmaps, snapshot.cluster, snapshot.taken)
 
 
-async def _trusted_ca(api: client.ApiClient) -> client.V1ConfigMap | None:
-    try:
-        found: client.V1ConfigMap = await call(client.CoreV1Api(api).read_namespaced_config_map, TRUSTED_CA,
-                                               OPERATOR_NAMESPACE)
-    except client.exceptions.ApiException as exc:
-        assert exc.status == 404
-        return None
-    return found
+async def test_a_proxy_naming_a_missing_bundle_saves_no_entry_for_it(api: client.ApiClient) -> None:
+    await admin.set_proxy(api, http_proxy="http://proxy.acme.example:8080", trusted_ca="gone-ca")
+    snapshot = await ClusterSnapshot.take(api)
+    # nothing to put back, and a null entry would delete a ConfigMap the run never created
+    assert (OPENSHIFT_CONFIG, "gone-ca") not in snapshot.configmaps
 
 
-async def test_the_operators_trusted_ca_gets_back_its_existence_and_labels_and_is_never_deleted(
-        api: client.ApiClient, tmp_path: Path) -> None:
-    core = client.CoreV1Api(api)
-    assert (await ClusterSnapshot.take(api)).trusted_ca_labels is None  # no operator made one: nothing to restore
-    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
-               {"metadata": {"name": TRUSTED_CA, "labels": {INJECT_LABEL: "true", "app": "wmco"}}})
-    path = (await ClusterSnapshot.take(api)).write(tmp_path / "snapshot.json")
-    # the drift workflow removes its injection label (a broken operator never puts it back)
-    await admin.tamper_trusted_ca(api, OPERATOR_NAMESPACE, delete=False)
-    assert await ClusterSnapshot.read(path).restore(api) == [
-        f"ConfigMap {OPERATOR_NAMESPACE}/{TRUSTED_CA} labels restored: {INJECT_LABEL}"]
-    restored = await _trusted_ca(api)
-    assert restored is not None and restored.metadata.labels == {INJECT_LABEL: "true", "app": "wmco"}
-    # deleted, and a broken operator never creates it again: the run does, labels only
-    await admin.tamper_trusted_ca(api, OPERATOR_NAMESPACE, delete=True)
-    assert await ClusterSnapshot.read(path).restore(api) == [
-        f"ConfigMap {OPERATOR_NAMESPACE}/{TRUSTED_CA} created again with its labels (the bundle is injected)"]
-    restored = await _trusted_ca(api)
-    assert restored is not None and restored.metadata.labels == {INJECT_LABEL: "true", "app": "wmco"}
-    assert await ClusterSnapshot.read(path).restore(api) == []  # idempotent
-    # one that did not exist when the run began is never deleted: it is the operator's
-    await call(core.delete_namespaced_config_map, TRUSTED_CA, OPERATOR_NAMESPACE)
-    empty = await ClusterSnapshot.take(api)
-    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE, {"metadata": {"name": TRUSTED_CA}})
-    assert await empty.restore(api) == [] and await _trusted_ca(api) is not None
+async def test_identity_is_the_clusters_not_the_urls(api: client.ApiClient) -> None:
+    here = await ClusterIdentity.read(api)
+    assert here.same_cluster(ClusterIdentity("https://api-int.elsewhere:6443", here.kube_system_uid))
+    assert not here.same_cluster(ClusterIdentity(here.server, "another-uid"))
+    assert not ClusterIdentity("s", "uid", "cluster-a").same_cluster(ClusterIdentity("s", "uid", "cluster-b"))
+    assert not ClusterIdentity("s", "").same_cluster(ClusterIdentity("s", ""))  # no uid names no cluster
 
 
-def test_a_file_that_is_not_a_snapshot_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "other.json").write_text('{"format": "something else"}')
-    with pytest.raises(SnapshotError, match="not a proxyfleet cluster snapshot"):
-        ClusterSnapshot.read(tmp_path / "other.json")
+def _good() -> dict[str, Any]:
+    return {"format": FORMAT, "cluster": {"server": "https://api.c:6443", "kube_system_uid": "u-1", "cluster_id": ""},
+            "taken": "2026-11-25T10:00:00+00:00",
+            "proxy_spec": {"httpProxy": "http://p:3128", "trustedCA": {"name": "acme-ca"}},
+            "configmaps": [{"namespace": OPENSHIFT_CONFIG, "name": RUN_CA, "saved": None},
+                           {"namespace": OPENSHIFT_CONFIG, "name": "acme-ca",
+                            "saved": {"data": {"ca-bundle.crt": "x"}, "metadata": {"labels": {"a": "b"}}}},
+                           {"namespace": OPERATOR_NAMESPACE, "name": INSTANCES, "saved": None}],
+            "trusted_ca_labels": None, "node_cordons": {"win-a": False, "win-b": True}, "run_cordons": ["win-a"]}
+
+
+def _set(data: dict[str, Any], path: str, value: object) -> dict[str, Any]:
+    changed = copy.deepcopy(data)
+    *parents, last = path.split(".")
+    holder: Any = changed
+    for part in parents:
+        holder = holder[int(part)] if isinstance(holder, list) else holder[part]
+    if value is _DELETE:
+        del holder[last]
+    elif isinstance(holder, list):
+        holder[int(last)] = value
+    else:
+        holder[last] = value
+    return changed
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    ("proxy_spec", [], "proxy_spec: expected an object, found a list"),
+    ("proxy_spec", _DELETE, "missing field 'proxy_spec'"),
+    ("proxy_spec.httpProxi", "http://p:3128", "proxy_spec: unknown field 'httpProxi'"),
+    ("proxy_spec.noProxy", 5, "proxy_spec.noProxy: expected a string, found int"),
+    ("proxy_spec.trustedCA", {"name": 1}, "proxy_spec.trustedCA.name: expected a string"),
+    ("configmaps.0", {"namespace": "kube-system", "name": "kube-proxy", "saved": None},
+     r"configmaps\[0\]: ConfigMap kube-system/kube-proxy is not one a run writes"),
+    ("configmaps.1.saved", None, r"configmaps\[1\].saved: null would delete ConfigMap openshift-config/acme-ca"),
+    ("configmaps.1.saved.data", {"k": 5}, r"configmaps\[1\].saved.data: expected an object of strings"),
+    ("configmaps.1.saved.metadata", {"finalizers": ["x"]}, r"saved.metadata: unknown field 'finalizers'"),
+    ("configmaps.1.saved.kind", "Secret", r"configmaps\[1\].saved: unknown field 'kind'"),
+    ("configmaps.2.name", RUN_CA, "is not one a run writes"),
+    ("configmaps.0.name", "acme-ca", r"configmaps\[0\].saved: null would delete"),
+    ("configmaps", {}, "configmaps: expected a list, found an object"),
+    ("trusted_ca_labels", ["x"], "trusted_ca_labels: expected an object of strings"),
+    ("node_cordons", {"win-a": "no"}, "node_cordons: expected an object of Node names to true/false"),
+    ("run_cordons", ["win-b"], "Node win-b was not saved as schedulable"),
+    ("run_cordons", ["win-a", "win-a"], "a Node is listed twice"),
+    ("run_cordons", ["../x"], "'../x' is not a Node name"),
+    ("cluster", _DELETE, "missing field 'cluster'"),
+    ("cluster.kube_system_uid", "", "the file names no cluster"),
+    ("cluster.extra", "x", "cluster: unknown field 'extra'"),
+    ("taken", "yesterday", "taken: expected an ISO 8601 time"),
+    ("format", "proxyfleet-cluster-snapshot/v9", "format: expected 'proxyfleet-cluster-snapshot/v2'"),
+    ("surprise", 1, r"\(top level\): unknown field 'surprise'"),
+])
+def test_a_file_a_run_could_not_have_written_is_refused_by_name(path: str, value: object, message: str) -> None:
+    ClusterSnapshot.from_json(_good(), "s.json")  # the baseline is accepted
+    with pytest.raises(SnapshotError, match=message) as caught:
+        ClusterSnapshot.from_json(_set(_good(), path, value), "s.json")
+    text = str(caught.value)
+    assert text.startswith("s.json is not a snapshot proxyfleet restores: ") and text.endswith("nothing was changed")
+    assert "\n" not in text
+
+
+def test_a_file_that_is_not_json_or_not_there_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text('{"format": ')
+    (tmp_path / "list.json").write_text("[]")
+    with pytest.raises(SnapshotError, match=r"cannot read the snapshot .*broken\.json"):
+        ClusterSnapshot.read(tmp_path / "broken.json")
+    with pytest.raises(SnapshotError, match=r"format: expected .* found 'a list'"):
+        ClusterSnapshot.read(tmp_path / "list.json")
     with pytest.raises(SnapshotError, match="cannot read"):
         ClusterSnapshot.read(tmp_path / "missing.json")
 
 
-async def _cordoned(api: client.ApiClient, name: str) -> bool:
-    return bool((await call(client.CoreV1Api(api).read_node, name)).spec.unschedulable)
+def test_a_file_of_the_older_format_is_read_without_a_cluster() -> None:
+    old = {k: v for k, v in _good().items() if k not in ("cluster", "taken")}
+    old["format"] = "proxyfleet-cluster-snapshot/v1"
+    snapshot = ClusterSnapshot.from_json(old, "old.json")
+    assert snapshot.cluster is None and snapshot.taken is None  # restore refuses it without --force
 
 
-async def test_only_the_runs_own_cordons_are_lifted(api: client.ApiClient, tmp_path: Path) -> None:
-    for name in ("win-a", "win-b", "win-c"):
+async def test_only_a_node_schedulable_at_the_start_is_the_runs_to_cordon(api: client.ApiClient,
+                                                                         tmp_path: Path) -> None:
+    for name in ("win-a", "win-c"):
         await call(client.CoreV1Api(api).create_node, client.V1Node(metadata=client.V1ObjectMeta(name=name)))
     await admin.cordon(api, "win-c", True)  # an administrator's maintenance, before the run
     path = (await ClusterSnapshot.take(api)).write(tmp_path / "snapshot.json")
-    assert ClusterSnapshot.read(path).node_cordons == {"win-a": False, "win-b": False, "win-c": True}
-    # the run notes its cordon before setting it; the operator cordons another node for a reboot
+    assert ClusterSnapshot.read(path).node_cordons == {"win-a": False, "win-c": True}
     ClusterSnapshot.record_run_cordon(path, "win-a", True)
-    await admin.cordon(api, "win-a", True)
-    await admin.cordon(api, "win-b", True)
     with pytest.raises(SnapshotError, match="win-c was not schedulable when the run began"):
         ClusterSnapshot.record_run_cordon(path, "win-c", True)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    done = await ClusterSnapshot.read(path).restore(api)
-    assert done == ["Node win-a uncordoned (the run's maintenance cordon)"]
-    assert [await _cordoned(api, n) for n in ("win-a", "win-b", "win-c")] == [False, True, True]
-    # a cordon the run lifted itself is no longer its to restore
+    assert ClusterSnapshot.read(path).run_cordons == ["win-a"]
     ClusterSnapshot.record_run_cordon(path, "win-a", False)
-    await admin.cordon(api, "win-a", True)  # now someone else's
-    assert await ClusterSnapshot.read(path).restore(api) == []
-    assert await _cordoned(api, "win-a")
+    assert ClusterSnapshot.read(path).run_cordons == []
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text())["format"] == FORMAT
