@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 import yaml
 from aiohttp import web
+from kubernetes import client, config
 
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.support import serving
@@ -71,6 +72,12 @@ class ApiFront:
             payload = await answer.read()
             return web.Response(body=payload, status=answer.status,
                                 content_type=answer.content_type or "application/json")
+
+    def client(self, plane: ControlPlane, path: Path) -> client.ApiClient:
+        """The official client, reaching the cluster through this gateway (its kubeconfig at ``path``)."""
+        api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(self.kubeconfig(plane, path)))
+        return api
 
     def kubeconfig(self, plane: ControlPlane, path: Path) -> Path:
         """A kubeconfig that reaches the cluster through this gateway, as the administrator."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from proxyfleet.core.contract import (
     INJECT_LABEL,
@@ -50,6 +50,14 @@ async def _state(api: client.ApiClient) -> tuple[dict[str, Any], dict[str, Any]]
     return spec, found
 
 
+async def _left_by_a_run(api: client.ApiClient) -> ClusterSnapshot:
+    """The customer's cluster saved, then changed as a run leaves it."""
+    await _customer_cluster(api)
+    snapshot = await ClusterSnapshot.take(api)
+    await _the_run(api)
+    return snapshot
+
+
 async def _customer_cluster(api: client.ApiClient) -> None:
     """A proxy with credentials, the customer's CA bundle, two instances."""
     await admin.set_trusted_ca(api, "-----BEGIN CERTIFICATE-----\nacme\n", name="acme-ca")
@@ -84,13 +92,11 @@ async def test_what_a_run_changes_is_put_back_and_what_it_created_is_deleted(api
 async def test_each_object_is_put_back_on_its_own_and_every_failure_is_named(plane: ControlPlane,
                                                                            api: client.ApiClient,
                                                                            tmp_path: Path) -> None:
-    await _customer_cluster(api)
-    snapshot = await ClusterSnapshot.take(api)
-    await _the_run(api)
+    snapshot = await _left_by_a_run(api)
     async with api_front(plane) as front:
         # The Proxy cannot be written back (a validating webhook says no, say); the rest can.
         front.refuse("PUT", "/proxies/cluster", 422, message="admission webhook denied the request")
-        through = config.new_client_from_config(config_file=str(front.kubeconfig(plane, tmp_path / "kubeconfig")))
+        through = front.client(plane, tmp_path / "kubeconfig")
         report = await restore(snapshot, through, sleep=no_wait)
     assert not report.complete
     assert report.failed == [
@@ -108,12 +114,10 @@ async def test_each_object_is_put_back_on_its_own_and_every_failure_is_named(pla
 
 async def test_a_conflict_is_tried_again_from_a_fresh_read(plane: ControlPlane, api: client.ApiClient,
                                                            tmp_path: Path) -> None:
-    await _customer_cluster(api)
-    snapshot = await ClusterSnapshot.take(api)
-    await _the_run(api)
+    snapshot = await _left_by_a_run(api)
     async with api_front(plane) as front:
         front.refuse("PUT", "/proxies/cluster", 409, times=2, message="the object has been modified")
-        through = config.new_client_from_config(config_file=str(front.kubeconfig(plane, tmp_path / "kubeconfig")))
+        through = front.client(plane, tmp_path / "kubeconfig")
         report = await restore(snapshot, through, sleep=no_wait)
     assert report.complete and "Proxy/cluster spec restored" in report.done
     assert [r for r in front.refused if r[0] == "PUT"] == [("PUT", "/apis/config.openshift.io/v1/proxies/cluster",
@@ -123,12 +127,10 @@ async def test_a_conflict_is_tried_again_from_a_fresh_read(plane: ControlPlane, 
 async def test_a_conflict_that_never_clears_fails_that_object_after_its_attempts(plane: ControlPlane,
                                                                                 api: client.ApiClient,
                                                                                 tmp_path: Path) -> None:
-    await _customer_cluster(api)
-    snapshot = await ClusterSnapshot.take(api)
-    await _the_run(api)
+    snapshot = await _left_by_a_run(api)
     async with api_front(plane) as front:
         front.refuse("PUT", f"/configmaps/{INSTANCES}", 409)
-        through = config.new_client_from_config(config_file=str(front.kubeconfig(plane, tmp_path / "kubeconfig")))
+        through = front.client(plane, tmp_path / "kubeconfig")
         report = await restore(snapshot, through, attempts=3, sleep=no_wait)
     assert report.failed == [f"ConfigMap {OPERATOR_NAMESPACE}/{INSTANCES}: 409 Conflict: refused by the test's API "
                              "gateway (after 3 attempts)"]
@@ -137,13 +139,11 @@ async def test_a_conflict_that_never_clears_fails_that_object_after_its_attempts
 
 async def test_an_expired_token_fails_every_write_and_each_is_reported(plane: ControlPlane, api: client.ApiClient,
                                                                        tmp_path: Path) -> None:
-    await _customer_cluster(api)
-    snapshot = await ClusterSnapshot.take(api)
-    await _the_run(api)
+    snapshot = await _left_by_a_run(api)
     async with api_front(plane) as front:
         for method in ("PUT", "POST", "PATCH", "DELETE"):
             front.refuse(method, "/", 401, message="Unauthorized")
-        through = config.new_client_from_config(config_file=str(front.kubeconfig(plane, tmp_path / "kubeconfig")))
+        through = front.client(plane, tmp_path / "kubeconfig")
         report = await restore(snapshot, through, sleep=no_wait)
     assert report.done == []
     assert report.failed == ["Proxy/cluster spec: 401 Unauthorized: Unauthorized",
@@ -155,9 +155,7 @@ async def test_an_expired_token_fails_every_write_and_each_is_reported(plane: Co
 
 
 async def test_the_plan_says_what_would_change_without_credentials(api: client.ApiClient) -> None:
-    await _customer_cluster(api)
-    snapshot = await ClusterSnapshot.take(api)
-    await _the_run(api)
+    snapshot = await _left_by_a_run(api)
     left = await _state(api)
     lines = await plan(snapshot, api)
     assert await _state(api) == left  # reading touched nothing
