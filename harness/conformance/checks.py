@@ -142,49 +142,13 @@ def service_environment(environments: Mapping[str, Mapping[str, str] | None],
 
 @dataclass(frozen=True)
 class PullEvidence:
-    """What one pull left behind: its result, the proxy flows from the node to the image's host
-    (each marked whether it went through the proxy the cluster names), direct requests the origin
-    answered, and whether the egress firewall refused the node there."""
+    """What one pull or fetch against an existing cluster left behind: its result, and the flows the
+    run's own proxy logged from the node to the destination's host (each marked whether it went
+    through the proxy the cluster names)."""
 
     ok: bool
     output: str
     flows: tuple[tuple[bool, Mapping[str, Any]], ...] = ()
-    direct: int = 0
-    refused: bool = False
-    issuer: str | None = None  # who issued the certificate the node's client was shown (None: unknown)
-    origin_issuer: str | None = None  # who issues the origins' own certificates
-
-
-def pull(image: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool = False) -> Verdict:
-    """An image pull took the route the cluster's NO_PROXY decides: through the named proxy with its
-    MITM certificate trusted and the origin seeing only the proxy; or direct, seen by the origin;
-    or, direct into a firewalled network, refused there. With the named proxy down the pull must
-    fail for that reason (Go's ``proxyconnect`` error), never by going direct instead."""
-    return _routed(image, "pull", route, firewalled, seen, proxy_down, "proxyconnect",
-                   "through the proxy, MITM certificate trusted")
-
-
-def fetch_http(url: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool = False) -> Verdict:
-    """A plain-HTTP request (``curl.exe`` in a new session) took the route the session's variables
-    decide for an ``http://`` URL: ``HTTP_PROXY``, never ``HTTPS_PROXY``; direct (refused at a
-    closed firewall) when there is no ``HTTP_PROXY`` or NO_PROXY names it. With that proxy down the
-    request must fail connecting to it (curl's "Failed to connect to <proxy>")."""
-    proxy_host = urllib.parse.urlsplit(route.proxy).hostname if route.proxy else None
-    return _routed(url, "request", route, firewalled, seen, proxy_down, f"Failed to connect to {proxy_host}",
-                   "through the proxy (plain HTTP, absolute-form request)")
-
-
-def destination(what: str, image: bool, route: Route, firewalled: bool, seen: PullEvidence,
-                proxy_down: bool = False) -> Verdict:
-    """A customer's destination took the route its client's NO_PROXY reading decides: an image
-    judged as a pull (containerd), a URL as a request (curl.exe in a new session)."""
-    if image:
-        return pull(what, route, firewalled, seen, proxy_down)
-    if what.startswith("http://"):
-        return fetch_http(what, route, firewalled, seen, proxy_down)
-    proxy_host = urllib.parse.urlsplit(route.proxy).hostname if route.proxy else None
-    return _routed(what, "request", route, firewalled, seen, proxy_down, f"Failed to connect to {proxy_host}",
-                   "through the proxy, MITM certificate trusted")
 
 
 def outcome_only(what: str, action: str, route: Route, seen: PullEvidence, network_decides: bool) -> Verdict:
@@ -200,7 +164,8 @@ def outcome_only(what: str, action: str, route: Route, seen: PullEvidence, netwo
     if not seen.ok:
         return Verdict(False, expected, outcome)
     return Verdict.skip(expected, f"{outcome}; which way it went is not observable: the proxy's and the "
-                                  "origin's logs are not the run's")
+                                  "origin's logs are not the run's (only the log of a proxy the run starts, "
+                                  "--proxy-listen, shows a route on an existing cluster)")
 
 
 def at_run_proxy(what: str, action: str, route: Route, seen: PullEvidence, through_run_proxy: bool,
@@ -242,24 +207,20 @@ def at_run_proxy(what: str, action: str, route: Route, seen: PullEvidence, throu
 
 @dataclass(frozen=True)
 class TrafficEvidence:
-    """One pull's or fetch's evidence and how much of its path it shows: ``lab`` (every proxy's and
-    origin's log, the firewall: ``firewalled``, ``proxy_down``), ``run-proxy`` (the log of the proxy
-    an existing cluster's run started: ``through_run_proxy``) or ``outcome`` (no log is the run's).
-    ``network_decides``: a direct route to an internet destination on a network the run does not
-    own, which may allow it or not."""
+    """One pull's or fetch's evidence against an existing cluster and how much of its path it
+    shows: ``run-proxy`` (the log of the proxy the run started: ``through_run_proxy``) or
+    ``outcome`` (no log is the run's). ``network_decides``: a direct route to an internet
+    destination on a network the run does not own, which may allow it or not. (The lab judges its
+    own records instead: ``routing``.)"""
 
     seen: PullEvidence
-    observed_by: Literal["lab", "run-proxy", "outcome"]
-    firewalled: bool = False
-    proxy_down: bool = False
+    observed_by: Literal["run-proxy", "outcome"]
     through_run_proxy: bool = False
     network_decides: bool = False
 
 
 def traffic(what: str, image: bool, route: Route, evidence: TrafficEvidence) -> Verdict:
     """One pull (``image``) or fetch judged on the route its client takes, by the evidence there is."""
-    if evidence.observed_by == "lab":
-        return destination(what, image, route, evidence.firewalled, evidence.seen, evidence.proxy_down)
     action = "pull" if image else "fetch"
     if evidence.observed_by == "run-proxy":
         return at_run_proxy(what, action, route, evidence.seen, evidence.through_run_proxy,
@@ -273,50 +234,6 @@ def all_of(verdicts: Sequence[Verdict]) -> Verdict:
                    "; ".join(v.observed for v in verdicts))
 
 
-def _routed(what: str, action: str, route: Route, firewalled: bool, seen: PullEvidence, proxy_down: bool,
-            proxy_failure: str, through_text: str) -> Verdict:
-    outcome = f"{action} {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
-    if route.proxy is not None and proxy_down:
-        ok = not seen.ok and proxy_failure in seen.output and not seen.direct and not seen.refused
-        return Verdict(ok, f"{what} {route.describe()}, which is down: the {action} fails saying so, nothing direct",
-                       f"failed: the proxy is down ({redact_text(last_line(seen.output))})" if ok else
-                       f"{outcome}; {seen.direct} direct connection(s) at the origin; "
-                       f"{'refused' if seen.refused else 'not refused'} at the firewall")
-    if route.proxy is not None:
-        through = [f for named, f in seen.flows if named]
-        via = [f for f in through if f["kind"] == "request" and f["intercepted"] and f["status"] == 200]
-        # A proxy that does not intercept shows only its CONNECTs; the node then sees the origin's
-        # own certificate. Interception is what the evidence shows, not an assumption.
-        tunnels = [f for f in through if f["kind"] == "connect" and f["status"] == 200] if not via else []
-        shown = _certificate(seen, intercepted=bool(via))
-        rejected = sum(1 for f in through if f["kind"] == "tls-failed")
-        denied = sorted({_refusal(f, route) for f in through if (f.get("status") or 0) >= 400})
-        elsewhere = len(seen.flows) - len(through)
-        ok = seen.ok and bool(via or tunnels) and shown is None and not seen.direct and not elsewhere
-        if ok and tunnels:
-            through_text = "through the proxy, tunnelled, origin certificate"
-        return Verdict(ok, f"{what} {route.describe()} (origin sees only the proxy)",
-                       through_text if ok else
-                       f"{outcome}; {len(via)} request(s) and {len(tunnels)} tunnel(s) through that proxy, "
-                       f"{elsewhere} flow(s) through another; {rejected} rejected MITM handshake(s); "
-                       + (f"the proxy answered {', '.join(denied)}; " if denied else "")
-                       + (f"{shown}; " if shown else "")
-                       + f"{seen.direct} direct connection(s) at the origin")
-    if firewalled:
-        # No proxy for this destination in a network that demands one: the node must try directly
-        # and be refused at the firewall (a proxy flow would be a guess of its own).
-        ok = not seen.ok and seen.refused and not seen.flows
-        return Verdict(ok, f"{what} direct, refused by the egress firewall (no proxy for it)",
-                       "direct, refused by the egress firewall" if ok else
-                       f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
-                       f"{'refused' if seen.refused else 'not refused'} at the firewall")
-    ok = seen.ok and bool(seen.direct) and not seen.flows
-    return Verdict(ok, f"{what} direct (no proxy flow, origin sees the node)",
-                   "direct, the origin saw the node" if ok else
-                   f"{outcome}; {len(seen.flows)} proxy flow(s) from the node; "
-                   f"origin saw the node {seen.direct} time(s)")
-
-
 def _refusal(flow: Mapping[str, Any], route: Route) -> str:
     """A proxy's refusal in words: a 407 says whether credentials were sent at all."""
     status = flow.get("status")
@@ -326,18 +243,6 @@ def _refusal(flow: Mapping[str, Any], route: Route) -> str:
         return (f"407 ({code}: the proxy refused the credentials the node sent)" if sent else
                 f"407 ({code}: the proxy wants credentials and the proxy URL has none)")
     return f"{status} ({code})"
-
-
-def _certificate(seen: PullEvidence, intercepted: bool) -> str | None:
-    """What is wrong with the certificate the node was shown (None: nothing, or not known): an
-    intercepting proxy shows its own CA's, a tunnel the origin's."""
-    if seen.issuer is None or seen.origin_issuer is None:
-        return None
-    if intercepted and seen.issuer == seen.origin_issuer:
-        return f"the proxy logged decrypted requests, yet the node was shown the origin's certificate ({seen.issuer})"
-    if not intercepted and seen.issuer != seen.origin_issuer:
-        return f"a tunnel, yet the node was shown a certificate issued by {seen.issuer}, not the origin's"
-    return None
 
 
 def leftover_files(found: frozenset[str], baseline: frozenset[str]) -> Verdict:

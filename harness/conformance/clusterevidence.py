@@ -37,6 +37,9 @@ class ClusterEvidence:
     def destinations(self) -> list[ProbedDestination]:
         return self.target.destinations()
 
+    def probe_target(self, destination: ProbedDestination) -> tuple[str, str | None]:
+        return destination.text, None  # a real destination is fetched as the user named it
+
     def positions(self) -> dict[str, int]:
         return {}
 
@@ -77,7 +80,7 @@ class ClusterEvidence:
         return evidence
 
     def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
-                evidence: Evidence) -> TrafficEvidence:
+                evidence: Evidence, probe: str | None = None) -> TrafficEvidence:
         """Judged by the run's proxy's log where there is one, else by outcome only. A direct route
         to an internet destination is the network's to allow or refuse."""
         network_decides = destination.internet and route.proxy is None

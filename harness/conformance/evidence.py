@@ -28,6 +28,8 @@ from proxyfleet.harness.conformance.checks import TrafficEvidence
 from proxyfleet.harness.conformance.expectations import Expected, Route
 from proxyfleet.harness.conformance.probe import PullResult
 from proxyfleet.harness.conformance.results import CheckResult
+from proxyfleet.harness.conformance.routing import ProbeEvidence
+from proxyfleet.simulators.egress.records import EgressRecord
 
 # The checks only the lab's simulators can feed, and why a real cluster cannot (shown as the
 # reason of each ``skipped`` result).
@@ -119,11 +121,20 @@ class HostRecord:
 class Evidence:
     """What a step left behind beyond the API and the probes, grouped by node address."""
 
-    # Flows since the marks (the pulls and fetches): (the proxy that logged it, the flow)
+    # Flows since the marks (the pulls and fetches): (the proxy that logged it, the flow). In the lab
+    # they only add what a proxy's own log says to a verdict's text.
     pull_flows: dict[str, list[tuple[object, dict[str, Any]]]] = field(default_factory=dict)
     step_flows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # since the step began
     origin_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # host -> source -> requests
     violations: dict[str, list[str]] = field(default_factory=dict)  # source -> origins that refused it
+    # The lab's own route evidence: each node's client records since the marks, the sources each
+    # probe id reached an origin from, and every refusal since the step began: (origin, source, port)
+    egress: dict[str, list[EgressRecord]] = field(default_factory=dict)
+    probe_sources: dict[str, list[str]] = field(default_factory=dict)
+    refusals: list[tuple[str, str, int]] = field(default_factory=list)
+    # Node address -> the kubelet's requests through a proxy since the step began (None: not the
+    # run's to see; the run's own proxy's log, where there is one, is read instead)
+    kubelet_via_proxy: dict[str, int] | None = None
     # False: no proxy's log is the run's (the traffic checks judge outcomes only, the kubelet's
     # route is not judged)
     routes_observed: bool = True
@@ -168,6 +179,9 @@ class EvidenceSource(Protocol):
     def destinations(self) -> list[ProbedDestination]:
         """Where every member sends traffic after each step."""
 
+    def probe_target(self, destination: ProbedDestination) -> tuple[str, str | None]:
+        """What one probe pulls or fetches, and the id it carries (None: it carries none)."""
+
     def positions(self) -> dict[str, int]:
         """Where the records stand now (kept on the step as it begins)."""
 
@@ -191,8 +205,10 @@ class EvidenceSource(Protocol):
         """Each log and record read once for the step."""
 
     def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
-                evidence: Evidence) -> TrafficEvidence:
-        """What one pull or fetch left behind, and how much of its path the evidence shows."""
+                evidence: Evidence, probe: str | None = None) -> TrafficEvidence | ProbeEvidence:
+        """What one pull or fetch (the probe ``probe``) left behind, and how much of its path the
+        evidence shows: the lab's own records of it (``ProbeEvidence``), or what a run against a
+        cluster can see (``TrafficEvidence``)."""
 
     def readable_logs(self) -> list[tuple[str, str]]:
         """(where, text) of logs ordinary users read that the run holds (a credential must not be there)."""

@@ -29,6 +29,7 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
@@ -38,7 +39,7 @@ from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.core.noproxy import redact_url
-from proxyfleet.harness.conformance import checks, clusterobjects
+from proxyfleet.harness.conformance import checks, clusterobjects, routing
 from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
@@ -63,6 +64,7 @@ from proxyfleet.harness.conformance.expectations import (
 from proxyfleet.harness.conformance.labevidence import LabEvidence
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
+from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.conformance.sightings import ChangeSightings
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
@@ -75,6 +77,14 @@ log = logging.getLogger(__name__)
 # restart asked for within it was committed to before the change could be seen. Well under one
 # reboot, so a reconciler that applies stale settings after waiting for a reboot slot is still caught.
 CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One pull or fetch a member made after a step, and the id it carried (None: none)."""
+
+    result: PullResult
+    probe: str | None
 
 
 class LabRequired(RuntimeError):
@@ -542,7 +552,7 @@ class Conformance:
         semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
         destinations = self.evidence.destinations()
 
-        async def gather(address: str) -> tuple[NodeState | NodeError, dict[str, PullResult]]:
+        async def gather(address: str) -> tuple[NodeState | NodeError, dict[str, Probed]]:
             async with semaphore:
                 try:
                     state: NodeState | NodeError = await self.probe.observe(address)
@@ -551,9 +561,11 @@ class Conformance:
                 pulls = {}
                 if address in step.members:
                     for destination in destinations:
-                        pulls[destination.text] = await (
-                            self.probe.pull(address, destination.text) if destination.image
-                            else self.probe.fetch(address, destination.text))
+                        # the lab's probes carry an id of their own, which the origin logs
+                        text, probe = self.evidence.probe_target(destination)
+                        result = await (self.probe.pull(address, text) if destination.image
+                                        else self.probe.fetch(address, text))
+                        pulls[destination.text] = Probed(result, probe)
                 return state, pulls
 
         addresses = step.members + step.deconfigured
@@ -636,7 +648,7 @@ class Conformance:
         return await clusterobjects.credential_leaks(self.api, nodes, self._secrets, self.evidence.readable_logs)
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
-                     state: NodeState | NodeError, pulls: dict[str, PullResult], evidence: Evidence,
+                     state: NodeState | NodeError, pulls: dict[str, Probed], evidence: Evidence,
                      overtaken: Callable[[HostRecord], bool]) -> None:
         """Gather each check's evidence for one node and record the pure checks' verdicts; a check
         whose evidence the source does not have is recorded ``skipped`` with the reason."""
@@ -669,7 +681,9 @@ class Conformance:
                if host is not None else self._lab_only("service-environment"))
         self._verify_traffic(address, target, pulls, evidence, record)
         api_flows = None
-        if evidence.routes_observed and self.evidence.api_hosts:
+        if evidence.kubelet_via_proxy is not None:  # the lab: the kubelet's own record of its requests
+            api_flows = evidence.kubelet_via_proxy.get(address, 0)
+        elif evidence.routes_observed and self.evidence.api_hosts:
             api_flows = sum(1 for f in evidence.step_flows.get(address, []) if f.get("host") in self.evidence.api_hosts)
         record("node-ready", checks.node_ready(node_object, api_flows,
                                                self.evidence.api_hosts[0] if self.evidence.api_hosts
@@ -710,7 +724,7 @@ class Conformance:
                 changes.append(checks.Change(issued, self.sightings.visible_at(issued, returned, following)))
         return changes
 
-    def _verify_traffic(self, address: str, target: Expected, pulls: dict[str, PullResult], evidence: Evidence,
+    def _verify_traffic(self, address: str, target: Expected, pulls: dict[str, Probed], evidence: Evidence,
                         record: Callable[[str, checks.Verdict], None]) -> None:
         """Each destination's pull or fetch judged on the route its client takes, by the evidence
         the source has of it; a customer's destinations (repro) as one check."""
@@ -718,8 +732,11 @@ class Conformance:
         named = set()
         for destination in self.evidence.destinations():
             route = target.route(destination.route_url, destination.client)
-            seen = self.evidence.traffic(address, destination, route, pulls[destination.text], evidence)
-            verdict = checks.traffic(destination.text, destination.image, route, seen)
+            probed = pulls[destination.text]
+            seen = self.evidence.traffic(address, destination, route, probed.result, evidence, probed.probe)
+            verdict = (routing.judge(destination.text, "pull" if destination.image else "fetch", route, seen)
+                       if isinstance(seen, ProbeEvidence) else
+                       checks.traffic(destination.text, destination.image, route, seen))
             if destination.check == "destinations":
                 customer.append(verdict)
             else:

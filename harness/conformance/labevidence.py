@@ -1,16 +1,18 @@
-"""The embedded lab as an evidence source: every proxy's flow log, every origin's access log and the
-egress firewall's refusals, grouped by the node they came from — and what no real host shows: the
+"""The embedded lab as an evidence source: what each node's clients recorded of their requests,
+every origin's access log and the egress firewall's refusals — and what no real host shows: the
 services' process environments, each reboot's exact edges, the Root stores' removal history, the
-API server's record of evictions (``Evidence.hosts``, ``budget_bypasses``)."""
+API server's record of evictions (``Evidence.hosts``, ``budget_bypasses``).
+
+A probe's route is judged from the node's and the origins' side only, for any proxy (``routing``):
+each probe carries an id of its own in its image tag or URL query (``simulators.origins.probes``),
+so the origin's log ties every request to one probe. A proxy's own log (the lab's mitmdump's flow
+log, a vendor's access log) only adds what it says to the text."""
 
 from __future__ import annotations
-
-import datetime as dt
 
 from cryptography import x509
 
 from proxyfleet.core.contract import EGRESS_SERVICES
-from proxyfleet.harness.conformance.checks import PullEvidence, TrafficEvidence
 from proxyfleet.harness.conformance.evidence import (
     Evidence,
     HostRecord,
@@ -20,9 +22,11 @@ from proxyfleet.harness.conformance.evidence import (
 )
 from proxyfleet.harness.conformance.expectations import Route
 from proxyfleet.harness.conformance.probe import PullResult
+from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.lab import Lab
 from proxyfleet.harness.lab.vendor import VendorProxy
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
+from proxyfleet.simulators.origins.probes import new_probe_id, probe_in, tagged_image, tagged_url
 from proxyfleet.simulators.proxy.runner import ProxyServer
 from proxyfleet.simulators.windows.node import WindowsNode
 
@@ -55,6 +59,13 @@ class LabEvidence:
 
     def destinations(self) -> list[ProbedDestination]:
         return list(self._destinations)
+
+    def probe_target(self, destination: ProbedDestination) -> tuple[str, str | None]:
+        """What to pull or fetch for one probe, and its id: the destination with a new id in its tag
+        or query, which the origin logs."""
+        probe = new_probe_id()
+        return (tagged_image(destination.text, probe) if destination.image
+                else tagged_url(destination.text, probe)), probe
 
     def _proxies(self) -> list[ProxyServer | VendorProxy]:
         return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
@@ -92,23 +103,31 @@ class LabEvidence:
         marks = {f"proxy:{id(p)}": len(p.flows()) for p in self._proxies()}
         for host in self._hosts:
             marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
+        for node in self._nodes():
+            marks[f"egress:{node.address}"] = node.machine.egress.position
         return marks
 
     def read(self, step: Step, marks: dict[str, int]) -> Evidence:
         evidence = Evidence()
-        for proxy in self._proxies():
-            flows = proxy.flows()
-            for flow in flows[marks.get(f"proxy:{id(proxy)}", 0):]:
+        for proxy in self._proxies():  # enrichment only: what each proxy's own log says
+            for flow in proxy.flows()[marks.get(f"proxy:{id(proxy)}", 0):]:
                 evidence.pull_flows.setdefault(str(flow["client"]), []).append((proxy, flow))
-            for flow in flows:
-                if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
-                    evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
         for host in self._hosts:
             seen = evidence.origin_sources.setdefault(host, {})
             for record in self.lab.origins.access_log(host)[marks[f"origin:{host}"]:]:
                 seen[record.source] = seen.get(record.source, 0) + 1
+                probe = probe_in(record.path)
+                if probe is not None:
+                    evidence.probe_sources.setdefault(probe, []).append(record.source)
         for violation in self.lab.origins.violations()[step.positions.get("violations", 0):]:
             evidence.violations.setdefault(violation.source, []).append(violation.origin)
+            evidence.refusals.append((violation.origin, violation.source, violation.source_port))
+        evidence.kubelet_via_proxy = {}
+        for node in self._nodes():
+            records = node.machine.egress.since(marks.get(f"egress:{node.address}", 0))
+            evidence.egress[node.address] = records
+            evidence.kubelet_via_proxy[node.address] = sum(
+                1 for r in node.machine.egress.records if r.client == "kubelet" and r.time >= step.started)
         evidence.hosts = {n.address: self._host_record(n, step.positions) for n in self._nodes()}
         routes = {s.name: (f"{s.scheme}://{s.hosts[0]}/", "go") for s in self.lab.origins.servers}
         for d in self.lab.settings.destinations:  # a customer's: its own URL, its own client
@@ -135,21 +154,39 @@ class LabEvidence:
             commands=node.ssh_commands, listening=node.is_listening)
 
     def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
-                evidence: Evidence) -> TrafficEvidence:
-        """The flows from the node to the destination's host (each marked whether the proxy the
-        route names logged it), the origin's direct requests from the node, the firewall's
-        refusal, and the certificate containerd was shown (curl.exe's fetches record none)."""
+                evidence: Evidence, probe: str | None = None) -> ProbeEvidence:
+        """What the node's client recorded of the probe (the invocation whose request carried its id),
+        where the destination's origin saw that id come from, the firewall's refusals of the probe's
+        direct connections (by source port) and of anyone but a node at that origin, and, for the
+        text only, what the named proxy's own log says."""
         host = destination.name
-        named = self.lab.proxy_server(route.proxy) if route.proxy is not None else None
-        flows = tuple((named is not None and proxy is named, f)
-                      for proxy, f in evidence.pull_flows.get(address, []) if f["host"] == host)
-        firewalled = self._firewalled(host)
-        refused = firewalled and self.lab.origins.server(host).name in evidence.violations.get(address, [])
-        issuer = self.lab.fleet.node(address).machine.pull_issuers.get(host) if destination.image else None
-        seen = PullEvidence(result.ok, result.output, flows, evidence.origin_sources.get(host, {}).get(address, 0),
-                            refused, issuer=issuer, origin_issuer=self._origin_issuer)
-        return TrafficEvidence(seen, "lab", firewalled=firewalled,
-                               proxy_down=named is not None and not named.running)
+        records = evidence.egress.get(address, [])
+        named = next((r for r in records if probe is not None and probe in r.url), None)
+        requests = tuple(r for r in records if named is not None and r.client == named.client
+                         and r.session == named.session)
+        ports = {r.local_port for r in requests if not r.through_proxy and r.local_port is not None}
+        origin = self._origin_name(host)
+        refused = sum(1 for o, source, port in evidence.refusals if o == origin and source == address and port in ports)
+        nodes = {n.address for n in self._nodes()}
+        foreign = tuple(source for o, source, _ in evidence.refusals if o == origin and source not in nodes)
+        proxy = self.lab.proxy_server(route.proxy) if route.proxy is not None else None
+        logged = [f for p, f in evidence.pull_flows.get(address, []) if p is proxy and f.get("host") == host]
+        return ProbeEvidence(
+            ok=result.ok, output=result.output, node=address, requests=requests,
+            arrived_from=tuple(dict.fromkeys(evidence.probe_sources.get(probe or "", []))),
+            refused=refused, foreign_refusals=foreign, origin_issuer=self._origin_issuer,
+            egress=self._egress_address(), firewalled=self._firewalled(host),
+            proxy_down=proxy is not None and not proxy.running, proxy_logged=logged_text(logged))
+
+    def _origin_name(self, host: str) -> str | None:
+        try:
+            return self.lab.origins.server(host).name
+        except KeyError:
+            return None
+
+    def _egress_address(self) -> str:
+        proxy = self.lab.proxy
+        return proxy.settings.egress_address or "" if proxy is not None else ""
 
     def _firewalled(self, host: str) -> bool:
         """Whether the egress firewall refuses a node's direct connection to ``host``."""
@@ -164,3 +201,16 @@ class LabEvidence:
             return []
         return [("the external reconciler's output (reconciler.log)", log.read_text(errors="replace"))]
 
+
+
+def logged_text(flows: list[dict[str, object]]) -> str:
+    """What a proxy's own log says of a probe, in a few words (enrichment: "" when it says nothing)."""
+    if not flows:
+        return ""
+    shown = []
+    for flow in flows[:3]:
+        code = flow.get("squid_code")
+        target = flow.get("connect_target") if flow.get("kind") == "connect" else flow.get("path")
+        shown.append(f"{flow.get('method')} {target} → {flow.get('status')}" + (f" ({code})" if code else ""))
+    more = f" and {len(flows) - 3} more" if len(flows) > 3 else ""
+    return f"the proxy logged {', '.join(shown)}{more}"

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from proxyfleet.simulators.origins.probes import is_probe_tag
+
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -79,6 +81,8 @@ class Registry:
         if not images:
             return _error(404, "NAME_UNKNOWN", "repository name not known to registry", {"name": name})
         found = next((i for i in images if reference in (i.tag, i.digest)), None)
+        if found is None and is_probe_tag(reference):
+            found = images[0]  # a probe's own tag (probes.py): the repository's first image
         if found is None:
             return _error(404, "MANIFEST_UNKNOWN", "manifest unknown", {"reference": reference})
         headers = {"Docker-Content-Digest": found.digest, "Content-Type": MANIFEST_TYPE,

@@ -41,6 +41,12 @@ def node_network(interpreter: Interpreter) -> tuple[LabNetwork | None, str]:
     return network, address
 
 
+def recording(machine: WindowsMachine, client: str) -> dict[str, Any]:
+    """An ``EgressSession``'s recorder arguments: every request of this invocation of ``client``
+    goes into the machine's egress log, under one session number."""
+    return {"client": client, "recorder": machine.egress.add, "session": machine.egress.new_session()}
+
+
 _TRUST_CACHE: dict[frozenset[str], ssl.SSLContext] = {}
 
 
@@ -100,16 +106,9 @@ async def pull_image(machine: WindowsMachine, network: LabNetwork | None, source
 
     Returns the image id (config digest); raises PullFailed with containerd's message.
     """
-    async with EgressSession(network, source, machine_trust(machine),
-                             user_agent="containerd/v1.7.0") as session:
-        try:
-            return await _pull(machine, session, environment, image)
-        finally:
-            issuers = [issuer for name, issuer in session.certificates if name == image.host.lower()]
-            if issuers:
-                machine.pull_issuers[image.host.lower()] = issuers[-1]
-            else:
-                machine.pull_issuers.pop(image.host.lower(), None)
+    async with EgressSession(network, source, machine_trust(machine), user_agent="containerd/v1.7.0",
+                             **recording(machine, "containerd")) as session:
+        return await _pull(machine, session, environment, image)
 
 
 async def _pull(machine: WindowsMachine, session: EgressSession, environment: Mapping[str, str],
@@ -382,7 +381,8 @@ async def curl(interpreter: Interpreter, name: str, args: list[str],
     headers = [tuple(h.split(":", 1)) for h in options["header"] if ":" in h]
     for url in urls:
         trace = Trace()
-        async with EgressSession(network, address, trust, trace, user_agent="curl/8.7.1") as session:
+        async with EgressSession(network, address, trust, trace, user_agent="curl/8.7.1",
+                                 **recording(machine, "curl")) as session:
             current, redirects = url, 0
             while True:
                 decision = rules.decide(env, current)

@@ -24,6 +24,7 @@ from typing import Any
 from proxyfleet.core.certificates import pem_blocks
 from proxyfleet.core.noproxy import CLIENTS
 from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
+from proxyfleet.simulators.egress.records import EgressRecord
 from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.windows.environment import EnvironmentBlock
 from proxyfleet.simulators.windows.machine import ProcessRecord, WindowsMachine
@@ -87,6 +88,12 @@ class SimulatedKubelet:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    def _record(self, record: EgressRecord) -> None:
+        """Only the kubelet's requests through a proxy are kept (the judge asks whether there was
+        any): its direct heartbeats, every second on every node, would crowd out the probes'."""
+        if record.through_proxy:
+            self.machine.egress.add(record)
+
     def start(self, process: ProcessRecord) -> None:
         self.stop()
         self._ready_since = None
@@ -106,7 +113,8 @@ class SimulatedKubelet:
 
     async def _run(self, environment: Mapping[str, str]) -> None:
         async with EgressSession(self.network, self.address, self._trust,
-                                 user_agent=f"kubelet/{KUBELET_VERSION} (windows/amd64)") as session:
+                                 user_agent=f"kubelet/{KUBELET_VERSION} (windows/amd64)", client="kubelet",
+                                 recorder=self._record, session=self.machine.egress.new_session()) as session:
             next_status = 0.0
             next_lease = 0.0
             self._pods_due.set()  # a (re)started kubelet starts the pods bound to it

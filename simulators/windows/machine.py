@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.windows.certstores import CertStores
 from proxyfleet.simulators.windows.environment import EnvironmentBlock, expand_references
 from proxyfleet.simulators.windows.filesystem import WindowsFilesystem
@@ -161,9 +162,9 @@ class WindowsMachine:
     processes: list[ProcessRecord] = field(default_factory=list)
     scm_environment: dict[str, str] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)  # pulled image reference -> image id
-    # Registry host -> issuer of the certificate containerd was last shown there (lab evidence: a
-    # real node keeps no record of it).
-    pull_issuers: dict[str, str] = field(default_factory=dict)
+    # Every request its clients made, as they saw it (lab evidence: a real node keeps no such
+    # record; the judge reads a route from it, whatever proxy carried it).
+    egress: EgressLog = field(default_factory=EgressLog)
     listeners: list[MachineListener] = field(default_factory=list)
     _pids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000, 4))
 

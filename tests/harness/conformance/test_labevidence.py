@@ -1,18 +1,21 @@
-"""Lab evidence for one step, from a real lab: proxy flows since the marks, origin access by
-source, firewall refusals — each grouped by the node it came from, from real traffic the node's
-curl.exe sends — and the records only a simulator has: boots and outage edges since the step
-began, Root store removals, the services' process environments."""
+"""Lab evidence for one step, from a real lab: each probe's route as the node's clients recorded it
+and the origins saw its id, firewall refusals matched to the node's connections — from real
+traffic the node's crictl and curl.exe send — and the records only a simulator has: boots and
+outage edges since the step began, Root store removals, the services' process environments."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from proxyfleet.core.contract import EGRESS_SERVICES
-from proxyfleet.harness.conformance import checks
+from proxyfleet.core.nodessh import encoded_command
+from proxyfleet.harness.conformance import checks, routing
 from proxyfleet.harness.conformance.evidence import Step
 from proxyfleet.harness.conformance.expectations import Expected
 from proxyfleet.harness.conformance.labevidence import LAB_DESTINATIONS, LabEvidence
 from proxyfleet.harness.conformance.probe import NodeProbe
+from proxyfleet.harness.conformance.routing import ProbeEvidence
+from proxyfleet.harness.conformance.trafficcommands import native_call_script
 from proxyfleet.harness.lab import Lab, LabSettings
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from tests.support import run_powershell, wait_until
@@ -20,7 +23,7 @@ from tests.support import run_powershell, wait_until
 DIRECT = Expected({"HTTP_PROXY": None, "HTTPS_PROXY": None, "NO_PROXY": None}, {}, {})
 
 
-async def test_a_steps_traffic_is_grouped_by_node() -> None:
+async def test_a_probes_route_is_read_from_the_nodes_and_the_origins_side() -> None:
     async with Lab(LabSettings(nodes=1)) as lab:
         assert lab.proxy is not None and lab.fleet.client_key is not None
         address = lab.fleet.nodes[0].address
@@ -28,32 +31,51 @@ async def test_a_steps_traffic_is_grouped_by_node() -> None:
         step = Step("a step", dt.datetime.now(dt.UTC), members=[address], deconfigured=[], before={},
                     positions=evidence.positions())
         marks = evidence.marks()
+        pull, intranet, fetch = LAB_DESTINATIONS
         probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
         try:
-            assert (await probe.fetch(address, f"https://{INTRANET_REGISTRY}/v2/")).ok  # direct, allowed
-            refused = await probe.fetch(address, f"https://{INTERNET_REGISTRY}/v2/")  # direct: refused at the firewall
+            # no proxy on the node yet: the intranet registry directly, the internet one refused
+            intranet_text, intranet_id = evidence.probe_target(intranet)
+            pull_text, pull_id = evidence.probe_target(pull)
+            assert intranet_id != pull_id and pull_id is not None and pull_id in pull_text
+            assert (await probe.pull(address, intranet_text)).ok
+            refused = await probe.pull(address, pull_text)
             assert not refused.ok
-            via_proxy = await probe._traffic(address, f"curl.exe -sS -f -x {lab.proxy_url} http://{INTERNET_HTTP_SITE}/", 30)
+            # through the lab's proxy, named on curl's command line
+            fetch_text, fetch_id = evidence.probe_target(fetch)
+            command = encoded_command(native_call_script("curl.exe", ["-sS", "-f", "-x", lab.proxy_url], fetch_text))
+            via_proxy = await probe._traffic(address, command, 30)
             assert via_proxy.ok, via_proxy.output
         finally:
             await probe.close()
         found = evidence.read(step, marks)
-        assert found.origin_sources[INTRANET_REGISTRY] == {address: 1}
+        egress = lab.proxy.settings.egress_address
+        # the origins saw each probe's id: the intranet one from the node, the fetch from the proxy
+        assert found.probe_sources[intranet_id or ""] == [address]  # its HEAD by the tag (then by digest)
+        assert found.probe_sources[fetch_id or ""] == [egress]
+        assert pull_id not in found.probe_sources  # refused before a request arrived
         assert found.violations == {address: ["internet-registry"]}
-        assert [flow["host"] for _, flow in found.pull_flows[address]] == [INTERNET_HTTP_SITE]
-        assert [flow["host"] for flow in found.step_flows[address]] == [INTERNET_HTTP_SITE]
-        # the proxy reached the origin from its egress address, not the node's
-        assert address not in found.origin_sources[INTERNET_HTTP_SITE]
-        assert sum(found.origin_sources[INTERNET_HTTP_SITE].values()) == 1
-        # The registry's evidence, judged through the seam: refused at the firewall, as a node
-        # without a proxy must be; the same evidence for a node the cluster sends through the proxy
-        # fails (nothing went through it).
-        pull = LAB_DESTINATIONS[0]
-        seen = evidence.traffic(address, pull, DIRECT.route(pull.route_url), refused, found)
-        assert seen.observed_by == "lab" and seen.firewalled and seen.seen.refused and not seen.seen.flows
-        assert checks.traffic(pull.text, True, DIRECT.route(pull.route_url), seen).ok
+        assert found.kubelet_via_proxy == {address: 0}
+        # the node's own records of the three
+        records = found.egress[address]
+        assert {r.client for r in records} == {"containerd", "curl"}
+        through = [r for r in records if r.through_proxy]
+        assert [(r.mode, r.client) for r in through] == [("absolute-form", "curl")]
+        # The pull's evidence, judged through the seam: refused at the firewall (matched by the
+        # connection's source port), as a node without a proxy must be; the same evidence for a
+        # node the cluster sends through the proxy fails, saying it went direct.
+        seen = evidence.traffic(address, pull, DIRECT.route(pull.route_url), refused, found, pull_id)
+        assert isinstance(seen, ProbeEvidence) and seen.firewalled and seen.refused >= 1 and not seen.arrived_from
+        assert routing.judge(pull.text, "pull", DIRECT.route(pull.route_url), seen).ok
         proxied = Expected({"HTTP_PROXY": lab.proxy_url, "HTTPS_PROXY": lab.proxy_url, "NO_PROXY": None}, {}, {})
-        assert not checks.traffic(pull.text, True, proxied.route(pull.route_url), seen).ok
+        wrong = routing.judge(pull.text, "pull", proxied.route(pull.route_url), seen)
+        assert not wrong.ok and "went direct" in wrong.observed
+        # the fetch through the proxy: carried by it, as the node and the origin saw it
+        carried = evidence.traffic(address, fetch, proxied.route(fetch.route_url, "curl"), via_proxy, found, fetch_id)
+        assert isinstance(carried, ProbeEvidence)
+        verdict = routing.judge(fetch.text, "fetch", proxied.route(fetch.route_url, "curl"), carried)
+        assert verdict.ok and verdict.observed == "through the proxy (plain HTTP, absolute-form request)"
+        assert carried.proxy_logged.startswith("the proxy logged GET")  # the lab's mitmdump's own log, for a failure
         # ... and the firewall check names the bypass only where the cluster names a proxy
         assert found.origin_routes is not None
         assert checks.firewall_bypasses(found.violations[address], found.origin_routes, DIRECT.route) == []

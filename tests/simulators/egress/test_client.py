@@ -17,6 +17,7 @@ from aiohttp import web
 from cryptography import x509
 
 from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
+from proxyfleet.simulators.egress.records import EgressRecord
 from proxyfleet.simulators.network import Endpoint, LabNetwork
 
 
@@ -197,3 +198,58 @@ async def test_an_https_proxy_is_verified_then_tunnels_tls_inside_tls(servers: S
         assert untrusted.value.kind == "proxy-tls-unknown-authority"
     finally:
         proxy.close()
+
+
+async def test_every_request_is_recorded_as_the_client_saw_it(servers: Servers) -> None:
+    """Direct, absolute-form through a proxy, and a CONNECT a proxy refused with the schemes it
+    offered: the lab's evidence of each route, no credential in it."""
+    records: list[EgressRecord] = []
+    async with EgressSession(servers.network, "127.0.0.1", trusting(servers.ca), client="curl",
+                             recorder=records.append, session=3) as session:
+        await session.request("GET", "https://secure.example/a")
+        await session.request("GET", "https://secure.example/b")  # the kept connection: the same route
+        await session.request("GET", "http://plain.example/c", proxy="http://user:p%40ss@proxy.example:3128")
+    issuer = x509.load_pem_x509_certificate(servers.ca.cert_pem.bytes()).subject.rfc4514_string()
+    direct, again, proxied = records
+    assert (direct.mode, direct.proxy, direct.issuer, direct.status, direct.client, direct.session) == (
+        "direct", None, issuer, 200, "curl", 3)
+    assert direct.local_port == again.local_port == servers.seen.requests[0][0]  # what the server saw
+    assert (proxied.mode, proxied.proxy, proxied.credentials_sent, proxied.status) == (
+        "absolute-form", "proxy.example:3128", True, 200)
+    assert proxied.proxy_endpoint is not None and proxied.proxy_endpoint.startswith("127.0.0.1:")
+    assert "p@ss" not in repr(records) and "p%40ss" not in repr(records)
+
+
+async def test_a_refused_connect_is_recorded_with_what_the_proxy_offered() -> None:
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: NTLM\r\n"
+                     b"Proxy-Authenticate: Negotiate\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    network = LabNetwork()
+    network.add("proxy.example", 3128, Endpoint("127.0.0.1", server.sockets[0].getsockname()[1]), "proxy")
+    network.add("secure.example", 443, Endpoint("127.0.0.1", 9), "internet")
+    records: list[EgressRecord] = []
+    try:
+        async with EgressSession(network, "127.0.0.1", trust_context([]), recorder=records.append) as session:
+            with pytest.raises(EgressError):
+                await session.request("GET", "https://secure.example/", proxy="http://u:secret@proxy.example:3128")
+    finally:
+        server.close()
+        await server.wait_closed()
+    [record] = records
+    assert (record.mode, record.connect_status, record.proxy_authenticate, record.credentials_sent) == (
+        "connect", 407, ("NTLM", "Negotiate"), True)
+    assert (record.error_kind, record.status) == ("proxy-status", None)
+
+
+async def test_a_proxy_that_refuses_connections_is_recorded_as_such(servers: Servers) -> None:
+    servers.network.add("down.example", 3128, Endpoint("127.0.0.1", 9), "proxy")  # nothing listens there
+    records: list[EgressRecord] = []
+    async with EgressSession(servers.network, "127.0.0.1", trusting(servers.ca), recorder=records.append) as session:
+        with pytest.raises(EgressError):
+            await session.request("GET", "https://secure.example/", proxy="http://down.example:3128")
+    assert [(r.mode, r.proxy, r.error_kind) for r in records] == [("connect", "down.example:3128", "proxy-refused")]

@@ -59,3 +59,13 @@ async def test_unknown_names_are_the_registrys_404s(served: tuple[str, Registry]
     async with aiohttp.ClientSession() as http, http.get(base + path) as response:
         assert response.status == 404
         assert (await response.json())["errors"][0]["code"] == code
+
+
+async def test_a_probes_own_tag_names_the_repositorys_image(served: tuple[str, Registry]) -> None:
+    base, registry = served
+    image = registry.images[0]
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{base}/v2/openshift/windows-test/manifests/pf-0123456789ab") as tagged:
+            assert tagged.status == 200 and tagged.headers["Docker-Content-Digest"] == image.digest
+        async with session.get(f"{base}/v2/openshift/windows-test/manifests/pf-nothex") as other:
+            assert other.status == 404  # only a probe's tag is an alias, nothing else is guessed

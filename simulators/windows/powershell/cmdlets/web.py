@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from proxyfleet.simulators.egress.client import EgressError, EgressSession
-from proxyfleet.simulators.windows.egress import machine_trust, node_network
+from proxyfleet.simulators.windows.egress import machine_trust, node_network, recording
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
 from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.values import Hashtable, PSObject, to_string
@@ -41,7 +41,8 @@ async def invoke_web_request(ctx: CommandContext, args: dict[str, Any]) -> None:
     headers = [(to_string(k), to_string(v)) for k, v in (args.get("Headers") or Hashtable()).items()]
     async with EgressSession(network, address, machine_trust(machine),
                              user_agent="Mozilla/5.0 (Windows NT; Windows NT 10.0; en-US) "
-                                        "WindowsPowerShell/5.1.20348.2031") as session:
+                                        "WindowsPowerShell/5.1.20348.2031",
+                             **recording(machine, "powershell")) as session:
         try:
             response = await session.request(method, uri, proxy=proxy, headers=headers,
                                              body=to_string(args.get("Body") or "").encode())
