@@ -44,6 +44,10 @@ def proxy_options(function: Any) -> Any:
                      help="A file or directory copied into {config_dir}, placeholders filled in (repeatable)."),
         click.option("--proxy-user", help="Run the proxy as this user (when proxyfleet runs as root; Squid "
                                           "refuses to run as root); it owns {config_dir}."),
+        click.option("--proxy-unbound-egress", is_flag=True,
+                     help="Your proxy cannot choose the address it connects from: its connections leave from "
+                          "127.0.0.1 (Linux's choice on loopback), which the lab's internet origins then accept "
+                          "instead of an egress address of the lab's ({egress_address} is 127.0.0.1)."),
         click.option("--proxy-etc-hosts", is_flag=True,
                      help="Run the proxy process in a mount namespace of its own whose /etc/hosts is the lab's "
                           "(for a proxy that reads only /etc/hosts; needs root)."),
@@ -64,4 +68,5 @@ def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
                         config=tuple(values.pop("proxy_config", ()) or ()), user=values.pop("proxy_user", None),
                         access_log=values.pop("proxy_access_log", None),
                         own_etc_hosts=bool(values.pop("proxy_etc_hosts", False)),
+                        unbound_egress=bool(values.pop("proxy_unbound_egress", False)),
                         tls_port=values.pop("proxy_tls_port", None), tls_ca_file=values.pop("proxy_tls_ca", None))

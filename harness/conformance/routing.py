@@ -137,11 +137,15 @@ def _why_not_through(proxy: str, route: Route, seen: ProbeEvidence, direct: list
     if answered is not None and 400 <= answered < 500 and not seen.arrived_from:
         return (f"the proxy refused the request for {host} ({answered}) and the origin never saw it: it must "
                 f"forward plain HTTP to {host}")
-    if answered is not None and answered >= 500 and not seen.arrived_from:
-        if seen.foreign_refusals:
-            egress = EGRESS_HINT.format(egress=seen.egress or "the egress address")
-            return (f"the proxy answered {answered} and the origin never saw the request: your proxy connected "
-                    f"from {', '.join(sorted(set(seen.foreign_refusals)))}; {egress}")
+    failed_upstream = answered is not None and answered >= 500
+    if not seen.arrived_from and seen.foreign_refusals:
+        # The firewall refused someone who is not a node at that origin: the proxy, leaving from an
+        # address the internet origins do not accept (its CONNECT may even have been answered 200).
+        egress = EGRESS_HINT.format(egress=seen.egress or "the egress address")
+        return ((f"the proxy answered {answered} and " if failed_upstream else "")
+                + f"the origin never saw the request: the egress firewall refused your proxy's connection from "
+                f"{', '.join(sorted(set(seen.foreign_refusals)))}; {egress}")
+    if failed_upstream and not seen.arrived_from:
         return (f"the proxy answered {answered} and the origin never saw the request: your proxy could not "
                 f"reach {host}: {RESOLVE_HINT}")
     failed = next((r for r in seen.requests if r.error_kind), None)

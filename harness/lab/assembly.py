@@ -36,7 +36,13 @@ from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.addressclaims import NoFreeLabIndex, claim_lab_index, release
 from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
-from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxyError, VendorProxySettings, VendorProxySpec
+from proxyfleet.harness.lab.vendor import (
+    UNBOUND_EGRESS,
+    VendorProxy,
+    VendorProxyError,
+    VendorProxySettings,
+    VendorProxySpec,
+)
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.disruption import pod_ready
@@ -258,6 +264,8 @@ class Lab:
             self.settings.install_config = self._install_config_with_proxy()
         proxy_listen = self.network.allocate(PROXY_NETWORK)
         proxy_egress = self.network.allocate(PROXY_NETWORK)
+        if vendor is not None and vendor.unbound_egress:
+            proxy_egress = UNBOUND_EGRESS  # what its connections leave from: the origins accept that instead
 
         self._control_plane = ControlPlane(ControlPlaneSettings(
             state_dir=self.state_dir / "cluster",

@@ -58,6 +58,9 @@ from proxyfleet.simulators.network import Endpoint
 log = logging.getLogger(__name__)
 
 STOP_GRACE = 10.0
+# Where a loopback connection from a socket bound to no address leaves from on Linux (the route
+# "local 127.0.0.0/8 dev lo src 127.0.0.1"): a proxy that cannot choose its outgoing address.
+UNBOUND_EGRESS = "127.0.0.1"
 DEFAULT_ACCESS_LOG = "{config_dir}/access.log"
 CONFIG_FILE_LIMIT = 64 * 1024 * 1024  # bytes of one --proxy-config file
 # /proc/net/tcp socket states that still belong to a live client connection (its access-log line,
@@ -118,6 +121,9 @@ class VendorProxySpec:
     access_log: str | None = None
     image: str | None = None
     own_etc_hosts: bool = False
+    # It cannot choose the address it connects from: its connections leave from UNBOUND_EGRESS,
+    # which the lab's internet origins then accept (and ``{egress_address}`` names).
+    unbound_egress: bool = False
     tls_port: int | None = None  # also an https:// proxy on this port of the same address
     tls_ca_pem: bytes | None = None  # a running proxy's TLS certificate's CA (started ones get the lab's)
 

@@ -27,6 +27,7 @@ class ProxyOptions:
     user: str | None = None
     access_log: str | None = None
     own_etc_hosts: bool = False
+    unbound_egress: bool = False
     tls_port: int | None = None
     tls_ca_file: Path | None = None
 
@@ -45,7 +46,8 @@ class ProxyOptions:
                 "ca_file": str(self.ca_file) if self.ca_file else None,
                 "auth_file": str(self.auth_file) if self.auth_file else None,
                 "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log,
-                "own_etc_hosts": self.own_etc_hosts, "tls_port": self.tls_port,
+                "own_etc_hosts": self.own_etc_hosts, "unbound_egress": self.unbound_egress,
+                "tls_port": self.tls_port,
                 "tls_ca_file": str(self.tls_ca_file) if self.tls_ca_file else None}
 
     @classmethod
@@ -55,6 +57,7 @@ class ProxyOptions:
                    auth_file=Path(data["auth_file"]) if data.get("auth_file") else None,
                    config=tuple(Path(p) for p in data.get("config") or ()), user=data.get("user"),
                    access_log=data.get("access_log"), own_etc_hosts=bool(data.get("own_etc_hosts")),
+                   unbound_egress=bool(data.get("unbound_egress")),
                    tls_port=data.get("tls_port"),
                    tls_ca_file=Path(data["tls_ca_file"]) if data.get("tls_ca_file") else None)
 
@@ -69,7 +72,8 @@ class ProxyOptions:
                                listen=parse_listen(self.listen) if self.listen else None,
                                config_files=self.config, ca_pem=_ca("--proxy-ca", self.ca_file), auth=self._auth(),
                                user=self.user, access_log=self.access_log, image=self.image,
-                               own_etc_hosts=self.own_etc_hosts, tls_port=self.tls_port,
+                               own_etc_hosts=self.own_etc_hosts, unbound_egress=self.unbound_egress,
+                               tls_port=self.tls_port,
                                tls_ca_pem=_ca("--proxy-tls-ca", self.tls_ca_file))
 
     def _auth(self) -> str | None:

@@ -89,8 +89,14 @@ def test_a_proxy_that_cannot_reach_the_lab_is_told_what_to_change() -> None:
     # …and the firewall refused a connection from an address that is not a node's: the wrong egress
     wrong_egress = dataclasses.replace(unresolved, foreign_refusals=("127.20.1.1", "127.20.1.1"))
     verdict = judge(IMAGE, "pull", PROXIED, wrong_egress)
-    assert ("your proxy connected from 127.20.1.1; the internet origins accept only 127.20.1.2 ({egress_address}; "
-            "a proxy that cannot choose its outgoing address: --proxy-unbound-egress)") in verdict.observed
+    assert ("the proxy answered 502 and the origin never saw the request: the egress firewall refused your proxy's "
+            "connection from 127.20.1.1; the internet origins accept only 127.20.1.2 ({egress_address}; a proxy that "
+            "cannot choose its outgoing address: --proxy-unbound-egress)") in verdict.observed
+    # a tunnelling proxy answers the CONNECT first; the firewall then resets its connection upstream
+    tunnelled = seen(request(error_kind="reset", issuer=None, status=None), ok=False, arrived=(),
+                     foreign_refusals=("127.0.0.1",))
+    assert ("the origin never saw the request: the egress firewall refused your proxy's connection from 127.0.0.1"
+            in judge(IMAGE, "pull", PROXIED, tunnelled).observed)
     # plain HTTP: the proxy's own 5xx answer to the absolute-form request
     plain = seen(request(HTTP_URL + "?proxyfleet-probe=pf-0123456789ab", mode="absolute-form", status=503),
                  ok=False, arrived=())
