@@ -56,6 +56,9 @@ class LabEvidence:
         # through a tunnelling proxy; an intercepting one shows its own CA instead.
         self._origin_issuer = x509.load_pem_x509_certificate(
             lab.public_ca.cert_pem.bytes()).subject.rfc4514_string()
+        self._indexed: Evidence | None = None
+        self._by_origin_source: dict[tuple[str, str], list[int]] = {}
+        self._foreign: dict[str, list[str]] = {}
 
     def destinations(self) -> list[ProbedDestination]:
         return list(self._destinations)
@@ -165,10 +168,10 @@ class LabEvidence:
         requests = tuple(r for r in records if named is not None and r.client == named.client
                          and r.session == named.session)
         ports = {r.local_port for r in requests if not r.through_proxy and r.local_port is not None}
-        origin = self._origin_name(host)
-        refused = sum(1 for o, source, port in evidence.refusals if o == origin and source == address and port in ports)
-        nodes = {n.address for n in self._nodes()}
-        foreign = tuple(source for o, source, _ in evidence.refusals if o == origin and source not in nodes)
+        origin = self._origin_name(host) or ""
+        refusals, foreign_by_origin = self._refusals(evidence)
+        refused = sum(1 for port in refusals.get((origin, address), []) if port in ports)
+        foreign = tuple(foreign_by_origin.get(origin, []))
         proxy = self.lab.proxy_server(route.proxy) if route.proxy is not None else None
         logged = [f for p, f in evidence.pull_flows.get(address, []) if p is proxy and f.get("host") == host]
         return ProbeEvidence(
@@ -177,6 +180,20 @@ class LabEvidence:
             refused=refused, foreign_refusals=foreign, origin_issuer=self._origin_issuer,
             egress=self._egress_address(), firewalled=self._firewalled(host),
             proxy_down=proxy is not None and not proxy.running, proxy_logged=logged_text(logged))
+
+    def _refusals(self, evidence: Evidence) -> tuple[dict[tuple[str, str], list[int]], dict[str, list[str]]]:
+        """The step's firewall refusals: the source ports by (origin, source), and by origin the
+        sources that are no node (a proxy leaving from the wrong address) — indexed once per read,
+        not scanned per node and destination (a thousand nodes refused before a proxy is set)."""
+        if self._indexed is not evidence:
+            nodes = {n.address for n in self._nodes()}
+            self._by_origin_source, self._foreign = {}, {}
+            for origin, source, port in evidence.refusals:
+                self._by_origin_source.setdefault((origin, source), []).append(port)
+                if source not in nodes:
+                    self._foreign.setdefault(origin, []).append(source)
+            self._indexed = evidence
+        return self._by_origin_source, self._foreign
 
     def _origin_name(self, host: str) -> str | None:
         try:
