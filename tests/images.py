@@ -16,6 +16,9 @@ from proxyfleet.harness.lab.vendorcontainer import engine_available, image_prese
 MIRROR = "http://deb.debian.org/debian"
 SQUID_PACKAGES = ("squid-openssl",)
 SQUID_IMAGE = "proxyfleet-test/squid:bookworm-squid-openssl"
+# Apache httpd (examples/apache): about 40 s to build on two cores, 335 MB.
+APACHE_PACKAGES = ("apache2",)
+APACHE_IMAGE = "proxyfleet-test/apache:bookworm-apache2"
 
 
 class ImageUnavailable(Exception):

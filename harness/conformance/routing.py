@@ -131,6 +131,10 @@ def _why_not_through(proxy: str, route: Route, seen: ProbeEvidence, direct: list
         if first.credentials_sent:
             return "the proxy answered 407: it refused the credentials the node sent"
         return "the proxy answered 407: it wants credentials and the proxy URL has none"
+    if answered == 401 and not seen.arrived_from:
+        # tinyproxy 1.11 answers a wrong password so; a proxy's own challenge is 407
+        said = "refused the credentials the node sent" if first.credentials_sent else "wants credentials"
+        return f"the proxy answered 401 (a proxy's challenge is 407): it {said}"
     if connect is not None and 400 <= connect < 500:
         return (f"the proxy refused CONNECT to {host}:{port} ({connect} {first.connect_reason or ''}".rstrip()
                 + f"): it must allow CONNECT to {host} on port {port}")

@@ -24,6 +24,8 @@ from proxyfleet.harness.reconciler import VARIANTS
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.harness.cli.commands import marked_processes
+from tests.harness.cli.test_vendor_matrix import needs as needs_vendor
+from tests.harness.cli.test_vendor_matrix import vendor_options
 
 # variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
 # either check may name it; "a&b": both must
@@ -272,24 +274,27 @@ def test_a_wrong_proxy_password_is_reported_as_such(tmp_path: Path) -> None:
     assert "not-the-password" not in result.stderr + json.dumps(report)
 
 
-@needs_squid
 @pytest.mark.slow
-def test_no_proxy_password_is_on_any_command_line_while_the_run_lasts(tmp_path: Path) -> None:
+# Squid checks the password with a helper it starts; Apache httpd (examples/apache) in its own
+# worker processes, started in a mount namespace of their own (--proxy-etc-hosts)
+@pytest.mark.parametrize("proxy", [pytest.param("squid", marks=needs_squid), "apache"])
+def test_no_proxy_password_is_on_any_command_line_while_the_run_lasts(tmp_path: Path, proxy: str) -> None:
+    options = squid(tmp_path, "basic-auth") if proxy == "squid" else vendor_options(tmp_path, needs_vendor(proxy))
     token = uuid.uuid4().hex
     report = tmp_path / "r.json"
     process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", "conformance", "--json", str(report),
-                                "--nodes", "2", "--workflow", "runtime-add", *squid(tmp_path, "basic-auth")],
+                                "--nodes", "2", "--workflow", "runtime-add", *options],
                                env={**os.environ, "PROXYFLEET_TEST_RUN": token}, cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: dict[int, str] = {}
     deadline = time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
-        seen.update(marked_processes(f"PROXYFLEET_TEST_RUN={token}"))  # every process of the run, Squid's too
+        seen.update(marked_processes(f"PROXYFLEET_TEST_RUN={token}"))  # every process of the run, the proxy's too
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=0.02)  # the next sample, unless the run has ended
     process.wait(timeout=60)
     assert process.returncode == 0 and json.loads(report.read_text())["summary"]["passed"] == 1
-    assert any("squid" in line for line in seen.values())
+    assert any({"squid": "squid", "apache": "apache2"}[proxy] in line for line in seen.values())
     assert any("proxyfleet.harness conformance" in line for line in seen.values())
     assert not [line for line in seen.values() if "s3cret" in line]
 

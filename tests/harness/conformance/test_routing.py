@@ -119,6 +119,13 @@ def test_a_refused_authentication_is_named(fields: dict[str, object], says: str)
     assert not verdict.ok and says in verdict.observed
 
 
+def test_a_401_from_a_proxy_is_read_as_a_refused_authentication() -> None:
+    wrong = seen(request(HTTP_URL + "?proxyfleet-probe=pf-0123456789ab", mode="absolute-form", status=401,
+                         credentials_sent=True), ok=False, arrived=())
+    assert "the proxy answered 401 (a proxy's challenge is 407): it refused the credentials the node sent" in \
+        judge(HTTP_URL, "fetch", PROXIED, wrong).observed
+
+
 def test_a_connect_refused_for_its_port_names_the_port() -> None:
     refused = seen(request("https://registry.acme.example:8443/v2/x/manifests/pf-0123456789ab", connect_status=403,
                            connect_reason="Forbidden", error_kind="proxy-status", issuer=None, status=None),
