@@ -115,9 +115,14 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         raise click.UsageError("--proxy-tls-port/--proxy-tls-ca: TLS to the proxy is not supported against an "
                                "existing cluster yet")
     vendor = bool(proxy.command or proxy.image)
-    if not vendor and (proxy.config or proxy.user or proxy.access_log or proxy.own_etc_hosts):
-        raise click.UsageError("--proxy-config/--proxy-user/--proxy-access-log/--proxy-etc-hosts: only for a vendor's "
-                               "proxy the run starts (--proxy-command or --proxy-image with --proxy-listen)")
+    if not vendor and (proxy.config or proxy.user or proxy.access_log or proxy.own_etc_hosts
+                       or proxy.log_format != "auto"):
+        raise click.UsageError("--proxy-config/--proxy-user/--proxy-access-log/--proxy-log-format/--proxy-etc-hosts: "
+                               "only for a vendor's proxy the run starts (--proxy-command or --proxy-image with "
+                               "--proxy-listen)")
+    if proxy.unbound_egress:
+        raise click.UsageError("--proxy-unbound-egress: the lab's firewall setting; against an existing cluster the "
+                               "run's proxy leaves from --proxy-egress (or wherever the system routes it)")
     if vendor and not proxy.listen:
         raise click.UsageError("with --kubeconfig a proxy the run starts (--proxy-command/--proxy-image) needs "
                                "--proxy-listen ADDR:PORT: where the cluster's nodes reach it")
@@ -133,7 +138,7 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         run_proxy = RunProxySpec(listen, run_proxy_options["proxy_hosts"], run_proxy_options["proxy_egress"],
                                  run_proxy_options["proxy_upstream_ca"], command=proxy.command, image=proxy.image,
                                  config_files=tuple(proxy.config), user=proxy.user, access_log=proxy.access_log,
-                                 own_etc_hosts=proxy.own_etc_hosts)
+                                 log_format=proxy.log_format, own_etc_hosts=proxy.own_etc_hosts)
     elif any(run_proxy_options.values()):
         names = ", ".join(f"--{n.replace('_', '-')}" for n, v in run_proxy_options.items() if v)
         raise click.UsageError(f"{names}: only for the run's own proxy (--proxy-listen)")
@@ -171,7 +176,7 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         proxy_ca_pems=cas, no_proxy=values.pop("no_proxy") or "", ssh_port=values.pop("ssh_port"),
         known_hosts=values.pop("ssh_known_hosts"), instances=instances,
         internet_image=values.pop("internet_image"), intranet_image=values.pop("intranet_image"),
-        http_url=values.pop("http_url"))
+        http_url=values.pop("http_url"), proxy_log_format=proxy.log_format)
     try:
         target.check_destinations()
         target.ssh_key()

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from proxyfleet.harness.lab.accesslogs import AUTO, NAMED, LogFormatError, check_format
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 
 EXAMPLE = "squid -N -n {instance} -f {config_dir}/squid.conf"
@@ -52,11 +53,26 @@ def proxy_options(function: Any) -> Any:
                      help="Run the proxy process in a mount namespace of its own whose /etc/hosts is the lab's "
                           "(for a proxy that reads only /etc/hosts; needs root)."),
         click.option("--proxy-access-log", metavar="PATH",
-                     help="Where the proxy writes its access log in Squid's native format "
-                          "(default {config_dir}/access.log)."),
+                     help="Where the proxy writes its access log (default {config_dir}/access.log), read as "
+                          "--proxy-log-format says; what it says is shown beside verdicts, never decides one."),
+        click.option("--proxy-log-format", metavar="FORMAT", default=AUTO, show_default=True,
+                     callback=_log_format,
+                     help=f"How to read --proxy-access-log: {', '.join(NAMED)} (Squid's native layout, Traffic "
+                          "Server's squid format, Apache's/nginx's common or combined, tinyproxy's own log), "
+                          f"{AUTO} (each line by the first of those that reads it), or a regular expression with "
+                          "named groups: client, and target (a URL or host:port) or host; optionally method, "
+                          "status, time, port, path."),
     ]):
         function = option(function)
     return function
+
+
+def _log_format(_context: click.Context, _parameter: click.Parameter, value: str) -> str:
+    """A bad --proxy-log-format is refused as the command line is read."""
+    try:
+        return check_format(value)
+    except LogFormatError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
@@ -67,6 +83,7 @@ def proxy_options_from(values: dict[str, Any]) -> ProxyOptions:
                         auth_file=values.pop("proxy_auth_file", None),
                         config=tuple(values.pop("proxy_config", ()) or ()), user=values.pop("proxy_user", None),
                         access_log=values.pop("proxy_access_log", None),
+                        log_format=values.pop("proxy_log_format", None) or AUTO,
                         own_etc_hosts=bool(values.pop("proxy_etc_hosts", False)),
                         unbound_egress=bool(values.pop("proxy_unbound_egress", False)),
                         tls_port=values.pop("proxy_tls_port", None), tls_ca_file=values.pop("proxy_tls_ca", None))

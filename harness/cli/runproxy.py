@@ -1,7 +1,7 @@
 """The proxy a run against an existing cluster starts itself (``--proxy-listen ADDR:PORT``): by
 default the lab's instrumented mitmdump, intercepting with a CA the run makes, so every flow is
 attributed to the node it came from; or a vendor's (``--proxy-command``/``--proxy-image``, as in
-the lab), judged by its native access log. The run's mitmdump demands the ``--proxy-auth-file``
+the lab), judged by its access log (any format ``accesslogs`` reads). The run's mitmdump demands the ``--proxy-auth-file``
 credentials when given, serves only the instances' addresses and, resolving through the system,
 reaches no address of the machine it runs on (a vendor's proxy is configured by its vendor). It
 resolves upstream names through ``--proxy-hosts`` (or the system), leaves from ``--proxy-egress``
@@ -47,6 +47,7 @@ class RunProxySpec:
     vendor_ca_pem: bytes | None = None  # a vendor's interception CA (--proxy-ca)
     user: str | None = None
     access_log: str | None = None
+    log_format: str = "auto"  # how a vendor's access log is read (``accesslogs``)
     own_etc_hosts: bool = False
     # The run's mitmdump: the credentials it demands ("user:password", from --proxy-auth-file) and
     # the only clients it serves (the instances' addresses). A vendor's proxy enforces its own.
@@ -117,7 +118,8 @@ class RunProxy:
                 egress_address=spec.egress_address or "",
                 hosts_text=spec.hosts_file.read_text() if spec.hosts_file else NO_HOSTS,
                 command=spec.command, config_files=list(spec.config_files), ca_pem=spec.vendor_ca_pem,
-                user=spec.user, access_log=spec.access_log, public_ca_pem=upstream, image=spec.image,
+                user=spec.user, access_log=spec.access_log, log_format=spec.log_format, public_ca_pem=upstream,
+                image=spec.image,
                 own_etc_hosts=spec.own_etc_hosts))
         else:
             self.ca = trustme.CA(organization_name="proxyfleet run proxy", key_type=trustme.KeyType.RSA)
@@ -145,7 +147,7 @@ class RunProxy:
 
     @property
     def access_log(self) -> Path | None:
-        """A vendor's native access log (None for the run's mitmdump)."""
+        """A vendor's access log (None for the run's mitmdump)."""
         return self.vendor.access_log_path if self.vendor is not None else None
 
     def __enter__(self) -> RunProxy:

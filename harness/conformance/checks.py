@@ -180,7 +180,9 @@ def at_run_proxy(what: str, action: str, route: Route, seen: PullEvidence, throu
     outcome = f"{action} {'succeeded' if seen.ok else 'failed'} ({redact_text(last_line(seen.output))})"
     flows = [f for _, f in seen.flows]
     if route.proxy is not None:
-        carried = [f for f in flows if f["status"] == 200 and f["kind"] in ("request", "connect")]
+        # (tinyproxy logs no status: that it reached the origin is what its log says of success)
+        carried = [f for f in flows if f["kind"] in ("request", "connect")
+                   and (f.get("status") == 200 or (f.get("status") is None and f.get("origin_connected")))]
         intercepted = any(f["kind"] == "request" and f.get("intercepted") for f in carried)
         plain = any(f["kind"] == "request" and f.get("scheme") == "http" for f in carried)
         denied = sorted({_refusal(f, route) for f in flows if (f.get("status") or 0) >= 400})

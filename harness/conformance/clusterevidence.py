@@ -1,6 +1,6 @@
 """An existing cluster as an evidence source. The run owns none of its origins, and a proxy only when
 it started one itself (``--proxy-listen``): then that proxy's log (the run's mitmdump's flow log, or
-a vendor proxy's native access log) shows each node's route. Nothing a simulator records exists
+a vendor proxy's access log, in any format ``accesslogs`` reads) shows each node's route. Nothing a simulator records exists
 here (``Evidence.hosts`` stays None), so each check that needs it reports ``skipped``."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.evidence import Evidence, ProbedDestination, Step
 from proxyfleet.harness.conformance.expectations import Route
 from proxyfleet.harness.conformance.probe import PullResult
-from proxyfleet.harness.lab.squidlog import read_native_file
+from proxyfleet.harness.lab.accesslogs import read_file
 from proxyfleet.harness.lab.vendor import parse_listen, wait_until_closed
 from proxyfleet.simulators.network import ClusterEndpoint
 from proxyfleet.simulators.proxy.runner import read_flow_log
@@ -61,7 +61,7 @@ class ClusterEvidence:
 
     def _flows(self) -> list[dict[str, Any]]:
         if self.target.proxy_access_log is not None:
-            return read_native_file(self.target.proxy_access_log)
+            return read_file(self.target.proxy_access_log, self.target.proxy_log_format).records
         return read_flow_log(self.target.proxy_flow_log) if self.target.proxy_flow_log is not None else []
 
     def marks(self) -> dict[str, int]:
@@ -75,7 +75,8 @@ class ClusterEvidence:
         for flow in flows[marks.get("run-proxy", 0):]:
             evidence.pull_flows.setdefault(str(flow["client"]), []).append((RUN_PROXY, flow))
         for flow in flows:
-            if dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
+            # (a log without times — a format of the user's with no time group — says nothing of when)
+            if flow.get("time") and dt.datetime.fromisoformat(str(flow["time"])) >= step.started:
                 evidence.step_flows.setdefault(str(flow["client"]), []).append(flow)
         return evidence
 

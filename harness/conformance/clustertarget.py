@@ -56,9 +56,10 @@ class ClusterTarget:
     # The proxy the run started itself (--proxy-listen): its flow log, read as evidence of each
     # node's route (None: the proxy is not the run's, so no route is observed).
     proxy_flow_log: Path | None = None
-    # …or a vendor's proxy the run started: its native access log and where it listens (to wait
-    # until it has logged every connection so far)
+    # …or a vendor's proxy the run started: its access log, the format to read it in (``accesslogs``)
+    # and where it listens (to wait until it has logged every connection so far)
     proxy_access_log: Path | None = None
+    proxy_log_format: str = "auto"
     proxy_listen: str = ""
     # The run's saved cluster objects: a maintenance cordon the run sets is noted there first, so
     # that the restore (also ``proxyfleet restore`` after a run killed outright) lifts it
@@ -188,6 +189,7 @@ class ClusterTarget:
                 "baseline_file": str(self.baseline_file) if self.baseline_file else None,
                 "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None,
                 "proxy_access_log": str(self.proxy_access_log) if self.proxy_access_log else None,
+                "proxy_log_format": self.proxy_log_format,
                 "proxy_listen": self.proxy_listen,
                 "snapshot_file": str(self.snapshot_file) if self.snapshot_file else None,
                 "host_keys_file": str(self.host_keys_file) if self.host_keys_file else None}
@@ -209,6 +211,7 @@ class ClusterTarget:
                    baseline_file=Path(data["baseline_file"]) if data.get("baseline_file") else None,
                    proxy_flow_log=Path(data["proxy_flow_log"]) if data.get("proxy_flow_log") else None,
                    proxy_access_log=Path(data["proxy_access_log"]) if data.get("proxy_access_log") else None,
+                   proxy_log_format=str(data.get("proxy_log_format") or "auto"),
                    proxy_listen=str(data.get("proxy_listen") or ""),
                    snapshot_file=Path(data["snapshot_file"]) if data.get("snapshot_file") else None,
                    host_keys_file=Path(data["host_keys_file"]) if data.get("host_keys_file") else None)

@@ -24,6 +24,7 @@ from proxyfleet.harness.conformance.expectations import Route
 from proxyfleet.harness.conformance.probe import PullResult
 from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.lab import Lab
+from proxyfleet.harness.lab.accesslogs import describe_flows
 from proxyfleet.harness.lab.vendor import VendorProxy
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.origins.probes import new_probe_id, probe_in, tagged_image, tagged_url
@@ -179,7 +180,8 @@ class LabEvidence:
             arrived_from=tuple(dict.fromkeys(evidence.probe_sources.get(probe or "", []))),
             refused=refused, foreign_refusals=foreign, origin_issuer=self._origin_issuer,
             egress=self._egress_address(), firewalled=self._firewalled(host),
-            proxy_down=proxy is not None and not proxy.running, proxy_logged=logged_text(logged))
+            proxy_down=proxy is not None and not proxy.running,
+            proxy_logged=describe_flows(logged) if logged else "")
 
     def _refusals(self, evidence: Evidence) -> tuple[dict[tuple[str, str], list[int]], dict[str, list[str]]]:
         """The step's firewall refusals: the source ports by (origin, source), and by origin the
@@ -219,15 +221,3 @@ class LabEvidence:
         return [("the external reconciler's output (reconciler.log)", log.read_text(errors="replace"))]
 
 
-
-def logged_text(flows: list[dict[str, object]]) -> str:
-    """What a proxy's own log says of a probe, in a few words (enrichment: "" when it says nothing)."""
-    if not flows:
-        return ""
-    shown = []
-    for flow in flows[:3]:
-        code = flow.get("squid_code")
-        target = flow.get("connect_target") if flow.get("kind") == "connect" else flow.get("path")
-        shown.append(f"{flow.get('method')} {target} → {flow.get('status')}" + (f" ({code})" if code else ""))
-    more = f" and {len(flows) - 3} more" if len(flows) > 3 else ""
-    return f"the proxy logged {', '.join(shown)}{more}"

@@ -351,7 +351,8 @@ class Lab:
                 state_dir=self.state_dir / "proxy", listen=listen, egress_address=egress,
                 hosts_text=self.network.hosts_file(), command=vendor.command, url=vendor.url,
                 config_files=list(vendor.config_files), ca_pem=vendor.ca_pem, auth=vendor.auth,
-                user=vendor.user, access_log=vendor.access_log, public_ca_pem=self.public_ca.cert_pem.bytes(),
+                user=vendor.user, access_log=vendor.access_log, log_format=vendor.log_format,
+                public_ca_pem=self.public_ca.cert_pem.bytes(),
                 image=vendor.image, own_etc_hosts=vendor.own_etc_hosts,
                 # a temporary state directory, or a run's scratch, goes with the run
                 state_kept=self._temporary is None and not self.settings.state_is_scratch,

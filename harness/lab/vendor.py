@@ -10,9 +10,9 @@ origins' certificates chain to, the lab's "internet", for a proxy that verifies 
 intercepts), and a name of its own (``{instance}``: letters and digits, different for every proxy
 the lab starts) for what a proxy names machine-wide after itself — Squid names its shared memory
 segments after its service name, and two Squids with the same name starting at once can make one
-of them exit (``squid -n {instance}``). It is judged without instrumentation: by the origins' access
-logs, the certificates the nodes were shown, and its own access log when it writes one in
-Squid's native format.
+of them exit (``squid -n {instance}``). It is judged without instrumentation, by what the lab owns (the
+nodes' own records of their requests, the origins' logs, the firewall's refusals); its own access
+log, in any format ``accesslogs`` reads, only adds to a failure's text.
 
 With ``tls_port`` the proxy also listens with TLS on that port of the same address (an
 ``https://`` proxy URL): the lab issues it a server certificate for its names
@@ -50,8 +50,8 @@ from proxyfleet.core.privatedirs import NotPrivateError
 from proxyfleet.core.safefiles import Skipped, UnsafeFileError, chown_tree, read_named, regular_files
 from proxyfleet.core.secretfiles import open_private_append, write_private
 from proxyfleet.harness.lab import configdirs, proxylogs
+from proxyfleet.harness.lab.accesslogs import AUTO, read_lines
 from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
-from proxyfleet.harness.lab.squidlog import read_native
 from proxyfleet.harness.lab.vendorcontainer import ContainerError, ProxyContainer
 from proxyfleet.simulators.network import Endpoint
 
@@ -89,6 +89,7 @@ class VendorProxySettings:
     auth: str | None = None  # "user:password" the nodes send
     user: str | None = None  # run as this user (as root); it owns {config_dir}
     access_log: str | None = None  # where it writes its access log (placeholders allowed)
+    log_format: str = AUTO  # how that log is read (``accesslogs``: a format's name or a regex)
     public_ca_pem: bytes = b""  # the lab's public root CA, for {public_ca_file}
     image: str | None = None  # run ``command`` (or the image's own) in a container of this image
     # Run the process in a mount namespace of its own whose /etc/hosts is the lab's hosts file: for
@@ -119,6 +120,7 @@ class VendorProxySpec:
     auth: str | None = None
     user: str | None = None
     access_log: str | None = None
+    log_format: str = AUTO  # ``accesslogs.check_format``: a format's name or a regex
     image: str | None = None
     own_etc_hosts: bool = False
     # It cannot choose the address it connects from: its connections leave from UNBOUND_EGRESS,
@@ -305,7 +307,7 @@ class VendorProxy:
             data = proxylogs.read_log(self.config_dir, path)
         except OSError:
             return []
-        return read_native(data.decode(errors="replace").splitlines())
+        return read_lines(data.decode(errors="replace").splitlines(), self.settings.log_format).records
 
     async def settle(self, deadline_seconds: float = 5.0) -> bool:
         """Wait until no client connection to the proxy is open, so every transaction so far has

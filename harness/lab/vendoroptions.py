@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
+from proxyfleet.harness.lab.accesslogs import AUTO, LogFormatError, check_format
 from proxyfleet.harness.lab.vendor import VendorProxyError, VendorProxySpec, parse_listen
 
 
@@ -26,6 +27,7 @@ class ProxyOptions:
     config: tuple[Path, ...] = field(default_factory=tuple)
     user: str | None = None
     access_log: str | None = None
+    log_format: str = AUTO  # how the access log is read (``accesslogs``): a format's name or a regex
     own_etc_hosts: bool = False
     unbound_egress: bool = False
     tls_port: int | None = None
@@ -46,6 +48,7 @@ class ProxyOptions:
                 "ca_file": str(self.ca_file) if self.ca_file else None,
                 "auth_file": str(self.auth_file) if self.auth_file else None,
                 "config": [str(p) for p in self.config], "user": self.user, "access_log": self.access_log,
+                "log_format": self.log_format,
                 "own_etc_hosts": self.own_etc_hosts, "unbound_egress": self.unbound_egress,
                 "tls_port": self.tls_port,
                 "tls_ca_file": str(self.tls_ca_file) if self.tls_ca_file else None}
@@ -56,7 +59,8 @@ class ProxyOptions:
                    ca_file=Path(data["ca_file"]) if data.get("ca_file") else None,
                    auth_file=Path(data["auth_file"]) if data.get("auth_file") else None,
                    config=tuple(Path(p) for p in data.get("config") or ()), user=data.get("user"),
-                   access_log=data.get("access_log"), own_etc_hosts=bool(data.get("own_etc_hosts")),
+                   access_log=data.get("access_log"), log_format=str(data.get("log_format") or AUTO),
+                   own_etc_hosts=bool(data.get("own_etc_hosts")),
                    unbound_egress=bool(data.get("unbound_egress")),
                    tls_port=data.get("tls_port"),
                    tls_ca_file=Path(data["tls_ca_file"]) if data.get("tls_ca_file") else None)
@@ -68,10 +72,15 @@ class ProxyOptions:
         if self.url is not None and "@" in self.url:
             raise VendorProxyError("--proxy-url must not carry credentials (they would show in process lists): "
                                    "put user:password in a file and pass --proxy-auth-file")
+        try:
+            check_format(self.log_format)
+        except LogFormatError as exc:
+            raise VendorProxyError(f"--proxy-log-format: {exc}") from None
         return VendorProxySpec(command=self.command, url=self.url,
                                listen=parse_listen(self.listen) if self.listen else None,
                                config_files=self.config, ca_pem=_ca("--proxy-ca", self.ca_file), auth=self._auth(),
-                               user=self.user, access_log=self.access_log, image=self.image,
+                               user=self.user, access_log=self.access_log, log_format=self.log_format,
+                               image=self.image,
                                own_etc_hosts=self.own_etc_hosts, unbound_egress=self.unbound_egress,
                                tls_port=self.tls_port,
                                tls_ca_pem=_ca("--proxy-tls-ca", self.tls_ca_file))

@@ -85,6 +85,8 @@ def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str,
     ({"ssh_key": "key"}, {}, "--kubeconfig needs --proxy-url .* or --proxy-listen"),
     ({"ssh_key": "key"}, {"url": "http://p:3128", "command": "squid"}, "needs --proxy-listen ADDR:PORT"),
     ({"ssh_key": "key"}, {"url": "http://p:3128", "user": "proxy"}, "only for a vendor's proxy the run starts"),
+    ({"ssh_key": "key"}, {"url": "http://p:3128", "log_format": "combined"}, "only for a vendor's proxy the run"),
+    ({"ssh_key": "key"}, {"url": "http://p:3128", "unbound_egress": True}, "--proxy-unbound-egress: the lab's"),
     ({"ssh_key": "key"}, {"listen": "10.0.0.9:3128", "tls_port": 3129}, "TLS to the proxy is not supported"),
     ({"ssh_key": "key"}, {"listen": "10.0.0.9"}, "is not ADDRESS:PORT"),
     ({"ssh_key": "key"}, {"listen": "10.0.0.9:3128", "ca_file": "ca"}, "intercepts with a CA the run makes"),
@@ -147,8 +149,10 @@ def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(file
     # a vendor's, started by the run: its interception CA goes with it (published by the run)
     vendor = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
                          ProxyOptions(listen="10.0.0.9:3130", command="squid -N -n {instance} -f {config_dir}/squid.conf",
-                                      ca_file=files["ca"], user="proxy"))
+                                      ca_file=files["ca"], user="proxy", log_format="combined"))
     assert vendor is not None and vendor[1] is not None
+    # its access log is read in the format asked for, by the proxy and by the run's evidence
+    assert vendor[1].log_format == "combined" and vendor[0].proxy_log_format == "combined"
     assert vendor[1].vendor and vendor[1].vendor_ca_pem == files["ca"].read_bytes() and vendor[0].proxy_ca_pems == []
     assert "a vendor's proxy (command) on 10.0.0.9:3130" in "\n".join(plan(vendor[0], (), vendor[1]))
 

@@ -29,11 +29,11 @@ def test_every_option_reaches_proxy_options(tmp_path: Path) -> None:
                                           "127.0.0.2:3128", "--proxy-auth-file", str(auth), "--proxy-config",
                                           str(tmp_path), "--proxy-config", str(auth), "--proxy-user", "proxy",
                                           "--proxy-access-log", "{config_dir}/a.log", "--proxy-tls-port", "3129",
-                                          "--proxy-tls-ca", str(auth)])
+                                          "--proxy-tls-ca", str(auth), "--proxy-log-format", "tinyproxy"])
     assert result.exit_code == 0, result.output
     assert seen == [ProxyOptions(command="squid -f {config_dir}/s.conf", listen="127.0.0.2:3128", auth_file=auth,
                                  config=(tmp_path, auth), user="proxy", access_log="{config_dir}/a.log",
-                                 tls_port=3129, tls_ca_file=auth)]
+                                 log_format="tinyproxy", tls_port=3129, tls_ca_file=auth)]
     assert ProxyOptions.from_json(seen[0].to_json()) == seen[0]
 
 
@@ -62,3 +62,17 @@ def test_the_readme_examples_use_only_real_options() -> None:
     for name in ("{config_dir}", "{listen_host}", "{listen_port}", "{hosts_file}", "{egress_address}",
                  "{public_ca_file}"):
         assert name in section
+
+
+def test_a_bad_log_format_is_refused_as_the_command_line_is_read() -> None:
+    seen: list[ProxyOptions] = []
+
+    @click.command()
+    @proxy_options
+    def command(**values: Any) -> None:
+        seen.append(proxy_options_from(values))
+
+    assert CliRunner().invoke(command, []).exit_code == 0 and seen[0].log_format == "auto"
+    result = CliRunner().invoke(command, ["--proxy-log-format", r"(?P<client>\S+) (?P<user>\S+)"])
+    assert result.exit_code == 2 and len(seen) == 1
+    assert "Invalid value for '--proxy-log-format': unknown group(s) user" in result.output

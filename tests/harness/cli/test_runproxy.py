@@ -149,3 +149,13 @@ def test_the_instances_addresses_are_known_before_the_proxy_serves_them() -> Non
         instance_addresses(["win-1.nowhere.invalid"])
     with pytest.raises(InstanceAddressError, match="windows-instances is empty"):
         instance_addresses([])
+
+
+def test_a_vendors_proxy_is_read_in_the_log_format_asked_for(tmp_path: Path) -> None:
+    spec = RunProxySpec(ClusterEndpoint("127.23.0.9", 3128), egress_address="127.0.0.1", command="tinyproxy -d",
+                        log_format="tinyproxy")
+    proxy = RunProxy(spec, tmp_path / "run-proxy")  # not started: nothing runs until it is entered
+    try:
+        assert proxy.vendor is not None and proxy.vendor.settings.log_format == "tinyproxy"
+    finally:
+        proxy._loop.close()

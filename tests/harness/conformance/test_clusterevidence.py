@@ -97,3 +97,16 @@ def test_traffic_with_the_runs_proxy_log_sees_the_nodes_flows_to_that_host(tmp_p
     # a direct route with a flow at the run's proxy fails
     direct = evidence.traffic("10.0.0.5", IMAGE, DIRECT.route(IMAGE.route_url), PullResult(True, "ok"), found)
     assert not checks.traffic(IMAGE.text, True, DIRECT.route(IMAGE.route_url), direct).ok
+
+
+def test_a_vendors_access_log_is_read_in_the_format_the_run_was_given(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    evidence = ClusterEvidence(ClusterTarget(tmp_path / "kubeconfig", tmp_path / "id", PROXY, proxy_access_log=log,
+                                             proxy_log_format="combined"))
+    marks = evidence.marks()
+    # Apache httpd 2.4.71 (Debian), Debian's `combined` LogFormat, as a forward proxy
+    log.write_text('10.0.0.5 - - [25/Nov/2026:21:17:27 +0000] "CONNECT quay.io:443 HTTP/1.1" 200 2126 "-" "curl"\n'
+                   "1795641499.998 4 10.0.0.6 TCP_TUNNEL/200 2089 CONNECT quay.io:443 - HIER_DIRECT/127.0.0.1 -\n")
+    found = evidence.read(_step(), marks)
+    assert {a: [(f["host"], f["format"]) for _, f in fs] for a, fs in found.pull_flows.items()} == {
+        "10.0.0.5": [("quay.io", "combined")]}  # the Squid line is not in the format given

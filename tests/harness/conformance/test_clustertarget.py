@@ -37,8 +37,10 @@ def test_each_named_destination_feeds_its_check(tmp_path: Path) -> None:
 def test_the_settings_survive_json_and_the_plan_shows_no_credential(tmp_path: Path) -> None:
     target = _target(tmp_path, proxy_ca_pems=[b"-----BEGIN CERTIFICATE-----\n"], instances={"10.0.0.5": "admin"},
                      second_proxy_url="http://svc:S3cr3t@proxy2.corp.example:8080", baseline_file=tmp_path / "b.json",
-                     host_keys_file=tmp_path / "host-keys.json")
+                     host_keys_file=tmp_path / "host-keys.json", proxy_access_log=tmp_path / "access.log",
+                     proxy_log_format="combined")
     assert ClusterTarget.from_json(target.to_json()) == target
+    assert ClusterTarget.from_json({**target.to_json(), "proxy_log_format": None}).proxy_log_format == "auto"
     plan = "\n".join(target.describe())
     assert "S3cr3t" not in plan and "svc" not in plan
     assert "admin@10.0.0.5" in plan and "1 CA certificate(s)" in plan

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 from pathlib import Path
 
 import pytest
 
 from proxyfleet.harness.lab import Lab, LabError, LabNotStarted, LabSettings
+from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySpec
 
 
 @pytest.mark.parametrize("part", ["control_plane", "origins", "fleet"])
@@ -47,3 +49,20 @@ async def test_a_missing_state_directory_is_made_private(tmp_path: Path) -> None
     state = tmp_path / "labs" / "one"
     async with Lab(LabSettings(nodes=1, proxy=False, workloads=False, state_dir=state)) as lab:
         assert lab.state_dir == state and stat.S_IMODE(state.stat().st_mode) == 0o700
+
+
+async def test_a_vendor_proxy_is_read_in_the_log_format_asked_for(tmp_path: Path) -> None:
+    def hang_up(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    running = await asyncio.start_server(hang_up, "127.0.0.1", 0)  # a "running proxy" that answers
+    port = running.sockets[0].getsockname()[1]
+    lab = Lab(LabSettings(nodes=1))
+    lab.state_dir = tmp_path
+    try:
+        await lab._start_vendor_proxy(VendorProxySpec(url=f"http://127.0.0.1:{port}", log_format="combined"),
+                                      "127.0.0.1", "127.0.0.1")
+        assert isinstance(lab.proxy, VendorProxy) and lab.proxy.settings.log_format == "combined"
+    finally:
+        await lab.stop()
+        running.close()

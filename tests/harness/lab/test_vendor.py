@@ -550,3 +550,22 @@ def test_etc_hosts_wrapping_mounts_first_then_drops_privileges() -> None:
     assert argv.index("setpriv") < argv.index("squid") and argv[-2:] == ["squid", "-N"]
     with pytest.raises(VendorProxyError, match="--proxy-etc-hosts is for a proxy process"):
         VendorProxySpec(image="x", command="squid", own_etc_hosts=True)
+
+
+def test_the_access_log_is_read_in_the_format_asked_for(tmp_path: Path) -> None:
+    # tinyproxy 1.11.1's own log (LogLevel Connect): not Squid's layout, read only as tinyproxy's
+    lines = ("CONNECT   Nov 25 21:16:37.449 [3144]: Connect (file descriptor 5): 127.10.0.1\n"
+             "CONNECT   Nov 25 21:16:37.449 [3144]: Request (file descriptor 5): CONNECT quay.io:443 HTTP/1.1\n")
+    flows = {}
+    for log_format in ("tinyproxy", "squid", "auto"):
+        proxy = VendorProxy(_settings(tmp_path / log_format, user=None, access_log="{config_dir}/tinyproxy.log",
+                                      log_format=log_format))
+        proxy._prepare()
+        try:
+            assert proxy.config_dir is not None
+            (proxy.config_dir / "tinyproxy.log").write_text(lines)
+            flows[log_format] = [(f["client"], f["host"], f["format"]) for f in _flows_within(proxy)]
+        finally:
+            proxy.remove()
+    assert flows == {"tinyproxy": [("127.10.0.1", "quay.io", "tinyproxy")], "squid": [],
+                     "auto": [("127.10.0.1", "quay.io", "tinyproxy")]}

@@ -18,7 +18,8 @@ def test_the_options_travel_as_paths_and_are_read_on_the_other_side(tmp_path: Pa
     ca = tmp_path / "ca.pem"
     ca.write_bytes(trustme.CA().cert_pem.bytes())
     options = ProxyOptions(command="squid -N -n {instance} -f {config_dir}/squid.conf", listen="127.0.0.9:3128",
-                           ca_file=ca, auth_file=auth, config=(tmp_path,), user="proxy")
+                           ca_file=ca, auth_file=auth, config=(tmp_path,), user="proxy", log_format="combined",
+                           unbound_egress=True)
     written = options.write(tmp_path / "options.json").read_text()
     assert "pa$$" not in written  # the credentials stay in their file
     again = ProxyOptions.from_json(json.loads(written))
@@ -26,6 +27,8 @@ def test_the_options_travel_as_paths_and_are_read_on_the_other_side(tmp_path: Pa
     spec = again.spec()
     assert spec.auth == "vendor:pa$$ word:with colon" and spec.listen == Endpoint("127.0.0.9", 3128)
     assert spec.ca_pem == ca.read_bytes() and spec.config_files == (tmp_path,)
+    assert spec.log_format == "combined" and ProxyOptions(command="x").spec().log_format == "auto"
+    assert spec.unbound_egress and not ProxyOptions(command="x").spec().unbound_egress
     assert not ProxyOptions(command="x").serial and not ProxyOptions().given
 
 
@@ -34,6 +37,8 @@ def test_the_options_travel_as_paths_and_are_read_on_the_other_side(tmp_path: Pa
     (ProxyOptions(url="http://u:p@127.0.0.1:3128"), "must not carry credentials"),
     (ProxyOptions(command="squid", listen="3128"), "not ADDRESS:PORT"),
     (ProxyOptions(command="squid", listen="192.168.1.1:3128"), "not a loopback address"),
+    (ProxyOptions(command="squid", log_format="(?P<client>"), "--proxy-log-format: not a regular expression"),
+    (ProxyOptions(command="squid", log_format="apache"), r"--proxy-log-format: no \(\?P<client>"),
 ])
 def test_bad_options_are_named(options: ProxyOptions, message: str) -> None:
     with pytest.raises(VendorProxyError, match=message):
