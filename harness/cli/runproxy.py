@@ -1,14 +1,14 @@
-"""The proxy a run against an existing cluster starts itself (``--proxy-listen ADDR:PORT``): by
-default the lab's instrumented mitmdump, intercepting with a CA the run makes, so every flow is
-attributed to the node it came from; or a vendor's (``--proxy-command``/``--proxy-image``, as in
-the lab), judged by its access log (any format ``accesslogs`` reads). The run's mitmdump demands the ``--proxy-auth-file``
-credentials when given, serves only the instances' addresses and, resolving through the system,
-reaches no address of the machine it runs on (a vendor's proxy is configured by its vendor). It
-resolves upstream names through ``--proxy-hosts`` (or the system), leaves from ``--proxy-egress``
-(or wherever the system routes it) and trusts ``--proxy-upstream-ca`` (or certifi's public roots)
-upstream — for a vendor's, those fill ``{hosts_file}``, ``{egress_address}`` and
-``{public_ca_file}``. It runs on an event loop of its
-own, in a thread, for the whole run: the scenarios run in this process's main thread."""
+"""The proxy a run against an existing cluster starts itself (``--proxy-listen ADDR:PORT``): by default
+the lab's instrumented mitmdump, intercepting with a CA the run makes, so every flow is attributed
+to the node it came from; or a vendor's (``--proxy-command``/``--proxy-image``, as in the lab),
+judged by its access log (any format ``accesslogs`` reads). The run's mitmdump demands the
+``--proxy-auth-file`` credentials when given, serves only the instances' addresses and, resolving
+through the system, reaches no address of the machine it runs on (a vendor's proxy is configured by
+its vendor). It resolves upstream names through ``--proxy-hosts`` (or the system), leaves from
+``--proxy-egress`` (or wherever the system routes it) and trusts ``--proxy-upstream-ca`` (or
+certifi's public roots) upstream — for a vendor's, those fill ``{hosts_file}``, ``{egress_address}``
+and ``{public_ca_file}``. It runs on an event loop of its own, in a thread, for the whole run: the
+scenarios run in this process's main thread."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """An existing cluster as an evidence source. The run owns none of its origins, and a proxy only when
 it started one itself (``--proxy-listen``): then that proxy's log (the run's mitmdump's flow log, or
-a vendor proxy's access log, in any format ``accesslogs`` reads) shows each node's route. Nothing a simulator records exists
-here (``Evidence.hosts`` stays None), so each check that needs it reports ``skipped``."""
+a vendor proxy's access log, in any format ``accesslogs`` reads) shows each node's route. Nothing a
+simulator records exists here (``Evidence.hosts`` stays None), so each check that needs it reports ``skipped``."""
 
 from __future__ import annotations
 
