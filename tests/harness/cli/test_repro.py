@@ -58,7 +58,7 @@ def test_repro_adds_the_customers_destinations_and_says_why_one_fails(inputs: Pa
     assert result.returncode == 1
     [scenario] = json.loads((inputs / "r.json").read_text())["scenarios"]
     [failed] = [c for c in scenario["checks"] if c["check"] == "destinations" and c["status"] == "failed"]
-    assert "https://api.partner.example/health via" in failed["expected"] and "request failed" in failed["observed"]
+    assert "https://api.partner.example/health via" in failed["expected"] and "fetch failed" in failed["observed"]
 
 
 def test_repro_refuses_a_destination_it_cannot_serve(inputs: Path) -> None:
