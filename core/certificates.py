@@ -14,9 +14,11 @@ import datetime as dt
 import functools
 import hashlib
 import re
+import warnings
 from dataclasses import dataclass
 
 from cryptography import x509
+from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.x509.oid import NameOID
 
 _PEM_BLOCK = re.compile(
@@ -77,6 +79,15 @@ class Certificate:
 
     @classmethod
     def _parse(cls, der: bytes) -> Certificate:
+        with warnings.catch_warnings():
+            # A few roots of the public set (certifi's) have a negative serial number, which
+            # cryptography 42+ reads with a warning every command would print; Windows loads them
+            # all the same.
+            warnings.filterwarnings("ignore", message=".*serial number.*", category=CryptographyDeprecationWarning)
+            return cls._read(der)
+
+    @classmethod
+    def _read(cls, der: bytes) -> Certificate:
         try:
             cert = x509.load_der_x509_certificate(der)
         except ValueError as exc:

@@ -61,3 +61,16 @@ def test_trusted_certificate_blocks_count_as_certificates() -> None:
 def test_bad_pem_is_a_specific_error(data: bytes, message: str) -> None:
     with pytest.raises(CertificateFormatError, match=message):
         Certificate.from_pem(data)
+
+
+def test_the_public_root_set_parses_without_a_warning() -> None:
+    """certifi ships roots with a negative serial number; cryptography 42+ warns about them when read,
+    which every command printed on its output (the lab publishes the whole set)."""
+    import warnings
+
+    import certifi
+
+    with open(certifi.where(), "rb") as handle, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parsed = [Certificate._parse(der) for der in pem_blocks(handle.read())]  # not the cached parse
+    assert len(parsed) > 100
