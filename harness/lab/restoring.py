@@ -233,10 +233,15 @@ def steps(snapshot: ClusterSnapshot) -> list[RestoreStep]:
 
 
 def _api_error(exc: ApiException) -> str:
-    message = ""
+    """``422 Invalid: <the API server's message>``: the Status object's own reason where it sent one
+    (the HTTP reason phrase differs between servers and Python versions: 3.13 says "Unprocessable
+    Content" where kube-apiserver says "Unprocessable Entity")."""
+    message, reason = "", exc.reason
     with contextlib.suppress(ValueError, TypeError, AttributeError):
-        message = str(json.loads(exc.body or "").get("message") or "")
-    return redact_text(f"{exc.status} {exc.reason}" + (f": {message}" if message else ""))
+        status = json.loads(exc.body or "")
+        message = str(status.get("message") or "")
+        reason = str(status.get("reason") or reason)
+    return redact_text(f"{exc.status} {reason}" + (f": {message}" if message else ""))
 
 
 async def _attempt(step: RestoreStep, api: client.ApiClient, attempts: int, sleep: Sleep) -> str | None:

@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import ssl
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from proxyfleet.core.contract import (
     OPENSHIFT_CONFIG_MANAGED,
     TRUSTED_BUNDLE_NAME,
 )
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.simulators.controlplane.errors import APIError
 from proxyfleet.simulators.controlplane.openshift import (
     ClusterNetworking,
@@ -237,8 +239,11 @@ def parse_time(text: str | None) -> dt.datetime | None:
 
 
 def stale_nodes(nodes: list[dict[str, Any]], leases: dict[str, dict[str, Any]], now: dt.datetime,
-                grace: float) -> list[str]:
-    """Nodes whose kubelet has not renewed its lease within ``grace`` seconds and still show Ready."""
+                grace: float, stalled: Callable[[float], float] = lambda ago: 0.0) -> list[str]:
+    """Nodes whose kubelet has not renewed its lease within ``grace`` seconds and still show Ready.
+    ``stalled(seconds_ago)`` is how long the lab's own event loop could not run since then: the
+    kubelets share it, so a lease renewed late because the lab was starved is not a kubelet's
+    silence (its grace is extended by that much)."""
     stale = []
     for node in nodes:
         name = node["metadata"]["name"]
@@ -247,7 +252,8 @@ def stale_nodes(nodes: list[dict[str, Any]], leases: dict[str, dict[str, Any]], 
             node["metadata"].get("creationTimestamp"))
         ready: dict[str, Any] = next((c for c in node.get("status", {}).get("conditions", []) or []
                                       if c.get("type") == "Ready"), {})
-        silent = renewed is not None and (now - renewed).total_seconds() > grace
+        ago = (now - renewed).total_seconds() if renewed is not None else 0.0
+        silent = renewed is not None and ago > grace and ago > grace + stalled(ago)
         if silent and ready.get("status") != "Unknown":
             stale.append(name)
     return stale
@@ -257,14 +263,21 @@ class NodeLifecycleController:
     """Marks a node Ready=Unknown when its kubelet stops renewing its lease."""
 
     def __init__(self, store: Store, grace: float = 40.0, period: float = 5.0,
-                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
+                 clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+                 stalled: Callable[[float], float] | None = None) -> None:
+        """``stalled(seconds_ago)``: the lab's measured starvation since then (default: the running
+        loop's ``process_monitor``, from ``start``)."""
         self.store = store
         self.grace = grace
         self.period = period
         self.clock = clock
+        self.stalled = stalled
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        if self.stalled is None:
+            monitor = process_monitor()
+            self.stalled = lambda ago: monitor.stalled(time.monotonic() - ago)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="node lifecycle controller")
 
     async def stop(self) -> None:
@@ -282,7 +295,8 @@ class NodeLifecycleController:
         now = self.clock()
         leases = {lease["metadata"]["name"]: lease
                   for lease in self.store.list(LEASES, "kube-node-lease")}
-        marked = stale_nodes(self.store.list(NODES, None), leases, now, self.grace)
+        marked = stale_nodes(self.store.list(NODES, None), leases, now, self.grace,
+                             self.stalled or (lambda ago: 0.0))
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         for name in marked:
             node = self.store.get(NODES, "", name)

@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -32,10 +33,15 @@ from proxyfleet.simulators.network import Endpoint, LabNetwork
 
 ADDON = Path(__file__).with_name("addon.py")
 _LIVE: set[int] = set()  # process groups to kill if the interpreter exits abruptly
+_SOCKET_DIRS: set[Path] = set()  # short control-socket directories to remove at exit
 
 
 @atexit.register
 def _kill_leftovers() -> None:
+    # A stop cut short (a second signal during a lab's teardown) leaves the short socket directory
+    # in the temporary directory; the interpreter's exit still removes it.
+    for directory in list(_SOCKET_DIRS):
+        shutil.rmtree(directory, ignore_errors=True)
     for pgid in list(_LIVE):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
@@ -106,6 +112,7 @@ class ProxyServer:
         if len(str(self.control_path.resolve())) > UNIX_SOCKET_PATH_LIMIT:
             # AF_UNIX paths are limited to 108 bytes; a deep state directory gets a short socket dir.
             self.control_path = Path(tempfile.mkdtemp(prefix="proxyfleet-")) / "control.sock"
+            _SOCKET_DIRS.add(self.control_path.parent)
         self.port = settings.port
         self.started_seconds: float | None = None
         self._process: asyncio.subprocess.Process | None = None

@@ -218,7 +218,7 @@ def test_a_put_back_the_cluster_refuses_keeps_the_snapshot_for_restore(tmp_path:
         saved = target.snapshot_file
         assert saved is not None and saved.exists() and saved.parent == tmp_path / "state" / "proxyfleet" / "cluster-runs"
         assert stat.S_IMODE(saved.stat().st_mode) == 0o600 and stat.S_IMODE(saved.parent.stat().st_mode) == 0o700
-        assert "could not put back Proxy/cluster spec: 422 Unprocessable Entity: denied by policy" in output
+        assert "could not put back Proxy/cluster spec: 422 Invalid: denied by policy" in output
         assert f"could not put back ConfigMap openshift-config/{RUN_CA}: left in place" in output
         assert f"proxyfleet restore --kubeconfig {target.kubeconfig} --snapshot {saved}" in output.replace("\n", "")
         # the cause fixed (here: the same cluster reached directly), the kept file finishes the job

@@ -100,7 +100,7 @@ async def test_each_object_is_put_back_on_its_own_and_every_failure_is_named(pla
         report = await restore(snapshot, through, sleep=no_wait)
     assert not report.complete
     assert report.failed == [
-        "Proxy/cluster spec: 422 Unprocessable Entity: admission webhook denied the request",
+        "Proxy/cluster spec: 422 Invalid: admission webhook denied the request",
         # its bundle stays while the Proxy still names it: deleting it would break the Proxy too
         f"ConfigMap {OPENSHIFT_CONFIG}/{RUN_CA}: left in place: the Proxy still names it as its trusted CA"]
     assert report.done == [f"ConfigMap {OPENSHIFT_CONFIG}/acme-ca restored",

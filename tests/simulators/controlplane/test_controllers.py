@@ -5,6 +5,7 @@ merged, injected and rotated."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from typing import Any
 
 import trustme
@@ -102,3 +103,18 @@ async def test_trusted_ca_merge_injection_and_rotation(api: client.ApiClient, co
 
 async def _contains(text: Any, needle: str) -> bool:
     return needle in await text
+
+
+def test_a_lease_renewed_late_while_the_lab_was_starved_is_not_a_silent_kubelet() -> None:
+    from proxyfleet.simulators.controlplane.controllers import stale_nodes
+
+    now = dt.datetime(2026, 11, 25, 12, 0, 10, tzinfo=dt.UTC)
+    node = {"metadata": {"name": "win-0001"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    lease = {"spec": {"renewTime": "2026-11-25T12:00:04.000000Z"}}  # six seconds ago
+    leases = {"win-0001": lease}
+    assert stale_nodes([node], leases, now, grace=4.0) == ["win-0001"]
+    # the lab's own loop could not run for three of those seconds: the kubelet could not renew
+    assert stale_nodes([node], leases, now, grace=4.0, stalled=lambda ago: 3.0) == []
+    # a second of stall does not excuse six seconds of silence
+    assert stale_nodes([node], leases, now, grace=4.0, stalled=lambda ago: 1.0) == ["win-0001"]

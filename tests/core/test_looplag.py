@@ -1,0 +1,45 @@
+"""The loop's own lag: stalls counted inside a window (partly when they straddle it), the worst one,
+and a real starved loop measured as such."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from proxyfleet.core.looplag import LagMonitor, LagRecord, process_monitor
+
+
+def test_stalls_are_counted_for_the_part_inside_the_window() -> None:
+    record = LagRecord()
+    record.add(10.0, 0.005)  # jitter: not kept
+    record.add(12.0, 1.0)  # the loop could not run from 11.0 to 12.0
+    record.add(20.0, 3.0)  # from 17.0 to 20.0
+    assert record.stalled(0.0) == pytest.approx(4.0)
+    assert record.stalled(11.5) == pytest.approx(3.5)  # half of the first
+    assert record.stalled(12.0) == pytest.approx(3.0)
+    assert record.stalled(0.0, 18.0) == pytest.approx(2.0)  # the first, and a second of the other
+    assert record.stalled(13.0, 16.0) == 0.0
+    assert record.worst(0.0) == pytest.approx(3.0) and record.worst(0.0, 15.0) == pytest.approx(1.0)
+    assert record.worst(20.0) == 0.0
+
+
+async def test_a_loop_held_up_is_measured() -> None:
+    monitor = LagMonitor(interval=0.01)
+    monitor.start()
+    try:
+        await asyncio.sleep(0.05)  # a turn or two of its own first
+        before = time.monotonic()
+        time.sleep(0.3)  # noqa: ASYNC251 - nothing on the loop runs meanwhile: what a starved process looks like
+        await asyncio.sleep(0.05)
+        assert monitor.stalled(before) >= 0.25
+        assert monitor.worst(before) >= 0.25
+    finally:
+        await monitor.stop()
+
+
+async def test_one_monitor_serves_a_loop() -> None:
+    first = process_monitor()
+    assert process_monitor() is first
+    await first.stop()
