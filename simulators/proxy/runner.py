@@ -14,11 +14,9 @@ import atexit
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,25 +24,29 @@ from typing import Any
 
 import trustme
 
+from proxyfleet.core import owneddirs
 from proxyfleet.core.lifecycle import die_with_parent, terminate_group
 from proxyfleet.core.noproxy.urls import with_userinfo
+from proxyfleet.core.privatedirs import runtime_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.network import Endpoint, LabNetwork
 
 ADDON = Path(__file__).with_name("addon.py")
 _LIVE: set[int] = set()  # process groups to kill if the interpreter exits abruptly
 _SOCKET_DIRS: set[Path] = set()  # short control-socket directories to remove at exit
+SOCKET_PREFIX = "mitmdump-"
 
 
 @atexit.register
 def _kill_leftovers() -> None:
-    # A stop cut short (a second signal during a lab's teardown) leaves the short socket directory
-    # in the temporary directory; the interpreter's exit still removes it.
-    for directory in list(_SOCKET_DIRS):
-        shutil.rmtree(directory, ignore_errors=True)
     for pgid in list(_LIVE):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+    # A stop cut short (a second signal during a lab's teardown) leaves the short socket directory
+    # in the temporary directory; the interpreter's exit still removes it, once no mitmdump is left
+    # to create its socket there.
+    for directory in list(_SOCKET_DIRS):
+        owneddirs.remove(directory)
 
 
 UNIX_SOCKET_PATH_LIMIT = 100
@@ -52,6 +54,17 @@ UNIX_SOCKET_PATH_LIMIT = 100
 
 class ProxyError(RuntimeError):
     reason = "ProxyError"
+
+
+def _short_socket_path() -> Path:
+    """A control-socket path short enough for AF_UNIX (108 bytes), for a proxy whose state directory
+    is deep: in this user's runtime directory, with its owner recorded, so that a directory left by a
+    process killed outright (no stop, no exit handler) is swept by the next one made."""
+    parent = runtime_directory() / "sockets"
+    owneddirs.sweep(parent, SOCKET_PREFIX)
+    directory = owneddirs.make(parent, SOCKET_PREFIX)
+    _SOCKET_DIRS.add(directory)
+    return directory / "control.sock"
 
 
 def _free_port(address: str) -> int:
@@ -110,9 +123,7 @@ class ProxyServer:
         self.control_path = self.directory / "control.sock"
         self.auth_path = self.directory / "proxyauth"
         if len(str(self.control_path.resolve())) > UNIX_SOCKET_PATH_LIMIT:
-            # AF_UNIX paths are limited to 108 bytes; a deep state directory gets a short socket dir.
-            self.control_path = Path(tempfile.mkdtemp(prefix="proxyfleet-")) / "control.sock"
-            _SOCKET_DIRS.add(self.control_path.parent)
+            self.control_path = _short_socket_path()
         self.port = settings.port
         self.started_seconds: float | None = None
         self._process: asyncio.subprocess.Process | None = None
@@ -155,7 +166,10 @@ class ProxyServer:
 
     def _prepare(self) -> None:
         self.confdir.mkdir(parents=True, exist_ok=True)
-        self.control_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.control_path.parent == self.directory:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        elif not self.control_path.parent.exists():  # a restart: its last one went with its stop
+            self.control_path = _short_socket_path()
         write_private(self.ca_key_path, self.mitm_ca.private_key_pem.bytes() + self.mitm_ca.cert_pem.bytes())
         (self.confdir / "mitmproxy-ca-cert.pem").write_bytes(self.mitm_ca.cert_pem.bytes())
         (self.directory / "upstream-trust.pem").write_bytes(self.settings.upstream_ca_pem)
@@ -250,8 +264,8 @@ class ProxyServer:
         with contextlib.suppress(FileNotFoundError):
             self.control_path.unlink()
         if self.control_path.parent != self.directory:
-            with contextlib.suppress(OSError):
-                self.control_path.parent.rmdir()  # the short socket directory; made again on start
+            owneddirs.remove(self.control_path.parent)  # the short socket directory; a new one on start
+            _SOCKET_DIRS.discard(self.control_path.parent)
 
     async def __aenter__(self) -> ProxyServer:
         await self.start()

@@ -115,3 +115,28 @@ async def test_stopping_the_proxy_leaves_nothing_behind(lab: TrafficLab, tmp_pat
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, 0)
     assert proxy.started_seconds is not None and proxy.started_seconds > 0
+
+
+async def test_a_deep_state_directory_gets_a_short_socket_directory_that_goes_with_the_proxy(
+        lab: TrafficLab, tmp_path: Path) -> None:
+    from proxyfleet.core import owneddirs
+    from proxyfleet.core.owners import current_owner
+
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 5)  # beyond AF_UNIX's 108 bytes
+    proxy = ProxyServer(ProxySettings(deep, lab.network, lab.public_ca.cert_pem.bytes(),
+                                      listen_address=lab.network.allocate(PROXY_NETWORK),
+                                      egress_address=lab.proxy.settings.egress_address))
+    socket_dir = proxy.control_path.parent
+    assert len(str(proxy.control_path)) < 108 and socket_dir.name.startswith("mitmdump-")
+    # its owner is recorded beside it, so that one left by a process killed outright is swept
+    assert owneddirs.recorded_owner(socket_dir.parent, socket_dir.name) == current_owner()
+    await proxy.start()
+    try:
+        assert (await proxy.set_faults(delay=0))["delay"] == 0  # the control socket answers
+        await proxy.go_down()
+        assert not socket_dir.exists()  # gone with its stop
+        await proxy.come_back()
+        assert proxy.control_path.parent.is_dir() and (await proxy.set_faults(delay=0))["delay"] == 0
+    finally:
+        await proxy.stop()
+    assert not proxy.control_path.parent.exists()
