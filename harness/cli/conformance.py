@@ -109,14 +109,18 @@ class Collector:
         scenario = ScenarioResult.from_json(data) if data else ScenarioResult(
             name=nodeid.split("::")[-1], workflow="?", status="failed", ending="error")
         scenario.status = state["status"]
+        if scenario.status == "passed" and scenario.inconclusive():
+            scenario.status = "inconclusive"  # nothing failed; the lab's starvation left checks unjudged
         scenario.duration_s = state["duration"]
         failed_on_checks = scenario.status == "failed" and scenario.ending == "checks-failed"
-        scenario.error = "" if scenario.status == "passed" or failed_on_checks else redact_text(state["error"])
+        scenario.error = "" if scenario.status in ("passed", "inconclusive") or failed_on_checks else \
+            redact_text(state["error"])
         self.run.scenarios.append(scenario)
         failed = len(scenario.failures())
         status = scenario.status
         self.progress.console.print(Text.assemble(
-            (f"{status:7}", "green" if status == "passed" else "yellow" if status == "skipped" else "red"),
+            (f"{status:7}", "green" if status == "passed" else "yellow" if status in ("skipped", "inconclusive")
+             else "red"),
             f" {scenario.workflow:18} {scenario.name}" + (f"  ({failed} failed check(s))" if failed else "")))
         self.progress.update(self.task, advance=1, description=f"{len(self.run.scenarios)} scenario(s) done")
 
@@ -129,7 +133,7 @@ def summary_table(run: ConformanceRun) -> Table:
     for scenario in sorted(run.scenarios, key=lambda s: WORKFLOWS.index(s.workflow) if s.workflow in WORKFLOWS else 99):
         failures = scenario.failures()
         first = sorted({f.check for f in failures})
-        colour = {"passed": "green", "failed": "red", "skipped": "yellow"}[scenario.status]
+        colour = {"passed": "green", "failed": "red", "skipped": "yellow", "inconclusive": "yellow"}[scenario.status]
         error_line = scenario.error.strip().splitlines()[0][:160] if scenario.error.strip() else ""
         detail = ", ".join(first) if first else error_line
         skipped = sum(1 for c in scenario.checks if c.status == "skipped")
@@ -188,6 +192,18 @@ class RunOutcome:
     @property
     def passed(self) -> bool:
         return self.run.passed and self.pytest_code == 0
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit status: 0 passed, 1 failed (or the scenarios did not run), 4 nothing
+        failed but the lab's own starvation left something unjudged (``ConformanceRun.exit_code``)."""
+        return self.run.exit_code if self.pytest_code in (0, 1) else 1
+
+    def verdict(self) -> str:
+        """The run's last line."""
+        return {0: "[green]PASSED[/]", 4: "[yellow]INCONCLUSIVE[/] (the lab was starved: nothing failed, but "
+                   "something could not be judged; run again on a machine less busy)"}.get(self.exit_code,
+                                                                                          "[red]FAILED[/]")
 
 
 def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected: int) -> RunOutcome:
@@ -314,10 +330,10 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
         write_reports(outcome, console, json_path, junit, html, flows)
         if keep:
             console.print(f"kept every lab's state under {outcome.state_dir}", markup=False, highlight=False)
-        console.print("[green]PASSED[/]" if outcome.passed else "[red]FAILED[/]")
+        console.print(outcome.verdict())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    sys.exit(0 if outcome.passed else 1)
+    sys.exit(outcome.exit_code)
 
 
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
@@ -327,7 +343,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
     last (and the run's own proxy, if it starts one, running in between)."""
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-cluster-"))
     scratch.chmod(0o700)
-    passed = False
+    code = 1
     try:
         with contextlib.ExitStack() as stack:
             snapshot = stack.enter_context(cluster_restored(cluster, console))
@@ -354,8 +370,8 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             for line in skipped_summary(outcome.run):
                 console.print(line, markup=False, highlight=False)
             write_reports(outcome, console, *reports, None)
-            passed = outcome.passed
-        console.print("[green]PASSED[/]" if passed else "[red]FAILED[/]")
+            code = outcome.exit_code
+        console.print(outcome.verdict())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    sys.exit(0 if passed else 1)
+    sys.exit(code)

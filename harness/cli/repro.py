@@ -187,7 +187,7 @@ def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None,
             for failure in scenario.failures()[:20]:
                 console.print(Text.assemble(("✗", "red"), f" {failure.describe()}"))
         write_reports(outcome, console, json_path, junit, html, flows)
-        console.print("[green]PASSED[/]" if outcome.passed else "[red]FAILED[/]")
+        console.print(outcome.verdict())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    sys.exit(0 if outcome.passed else 1)
+    sys.exit(outcome.exit_code)

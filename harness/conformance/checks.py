@@ -56,6 +56,9 @@ class Verdict:
     expected: str
     observed: str
     skipped: bool = False  # the evidence the check needs is not there: neither passed nor failed
+    # the evidence could be the lab's own starvation (its event loop stalled): neither passed nor
+    # failed, reported with the measured lag
+    inconclusive: bool = False
 
     @classmethod
     def skip(cls, expected: str, reason: str) -> Verdict:
@@ -276,18 +279,31 @@ def node_problem(node: Mapping[str, Any] | None, admin_cordoned: bool = False) -
     return None
 
 
+# A stall of the lab's own event loop this long can keep a simulated kubelet from renewing its lease
+# on time (the lab's heartbeat period), which its Node then shows as Ready=Unknown.
+STARVED_SECONDS = 1.0
+
+
 def node_ready(node: Mapping[str, Any] | None, api_flows: int | None, api_host: str,
-               admin_cordoned: bool = False) -> Verdict:
+               admin_cordoned: bool = False, starved: float = 0.0) -> Verdict:
     """The Node is Ready and schedulable (cordoned, when the administrator cordoned it), and no
     kubelet API request went through a proxy (``api_flows`` None: the proxy's log is not the run's,
-    so only the Node is judged, and the expectation says so)."""
+    so only the Node is judged, and the expectation says so). A Node whose status went Unknown
+    while the lab's own event loop stalled ``starved`` seconds (its kubelet is the lab's, on that
+    loop) and whose kubelet sent nothing through a proxy is ``inconclusive``: the lab, not the
+    reconciler, may have kept the kubelet silent."""
     problem = node_problem(node, admin_cordoned)
     ok = problem is None and not api_flows
     schedulable = "cordoned by the administrator" if admin_cordoned else "schedulable"
     traffic = (f"no kubelet traffic to {api_host} through a proxy" if api_flows is not None else
                "(kubelet traffic not judged: the proxy's log is not the run's)")
-    return Verdict(ok, f"Ready, {schedulable}, {traffic}",
-                   "Ready" if ok else (problem or f"{api_flows} API request(s) went through the proxy"))
+    expected = f"Ready, {schedulable}, {traffic}"
+    if not ok and not api_flows and problem is not None and "NodeStatusUnknown" in problem \
+            and starved >= STARVED_SECONDS:
+        return Verdict(False, expected, f"{problem} while the lab's own event loop stalled up to {starved:.1f} s "
+                                        "(the lab's kubelet may not have had its turn): not judged",
+                       inconclusive=True)
+    return Verdict(ok, expected, "Ready" if ok else (problem or f"{api_flows} API request(s) went through the proxy"))
 
 
 @dataclass(frozen=True)

@@ -92,5 +92,8 @@ class ClusterEvidence:
                                through_run_proxy=self.target.is_run_proxy(route.proxy),
                                network_decides=network_decides)
 
+    async def lags(self, since: float) -> dict[str, dict[str, float]]:
+        return {}  # the run's proxy runs on the judge's own process (a vendor's is not the run's to measure)
+
     def readable_logs(self) -> list[tuple[str, str]]:
         return []  # the operator's own logs are the cluster's (its credentials check reads the API)

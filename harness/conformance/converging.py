@@ -116,11 +116,17 @@ class Looks:
 
 
 async def converge(looks: Looks, members: list[str], others: list[str], changes: NodeChanges,
-                   converged: dict[str, float], quiet: float, within: float) -> dict[str, str]:
+                   converged: dict[str, float], quiet: float, within: float,
+                   stalled: Callable[[float], float] = lambda since: 0.0) -> dict[str, str]:
     """Wait, at most ``within`` seconds, until every node (``members``, then ``others`` whose
     Nodes are not judged) holds its target for ``quiet`` seconds; returns the reason each node that
     never did was still off at the deadline, or sooner when every node still off is one the
-    reconciler reports done (``ClaimWatch``). ``converged`` gets, per node, the seconds it took."""
+    reconciler reports done (``ClaimWatch``). ``converged`` gets, per node, the seconds it took.
+
+    The deadline moves by ``stalled(since)``, the seconds the lab's own event loop could not run
+    since the wait began (its lag: ``core/looplag``): time in which nothing of the lab's moved —
+    its simulated hosts, its control plane, the judge itself, the reference reconciler beside
+    them — is not time the reconciler had. Its own slowness is never excused."""
     addresses = members + others
     started = time.monotonic()
     deadline = started + within
@@ -187,6 +193,7 @@ async def converge(looks: Looks, members: list[str], others: list[str], changes:
             pending = list(problems)
             quiet_from = time.monotonic()
         now = time.monotonic()
+        deadline = started + within + stalled(started)
         if now > deadline:
             return problems
         if not pending:

@@ -18,6 +18,7 @@ traffic outcome is "outcome only"): the check that needs it reports ``skipped`` 
 from __future__ import annotations
 
 import datetime as dt
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -168,6 +169,10 @@ class Step:
     # (node, revision) claims of "applied" already on the Nodes when the step began
     claims_before: set[tuple[str, str]] = field(default_factory=set)
     converged: dict[str, float] = field(default_factory=dict)  # address -> seconds after the action
+    clock: float = field(default_factory=time.monotonic)  # when it began, on the loops' common clock
+    # How late each process's event loop was during the step (process -> worst and summed stall, s):
+    # the lab's own starvation, which no verdict may blame on a reconciler
+    lag: dict[str, dict[str, float]] = field(default_factory=dict)
     results: list[CheckResult] = field(default_factory=list)
 
 
@@ -212,3 +217,7 @@ class EvidenceSource(Protocol):
 
     def readable_logs(self) -> list[tuple[str, str]]:
         """(where, text) of logs ordinary users read that the run holds (a credential must not be there)."""
+
+    async def lags(self, since: float) -> dict[str, dict[str, float]]:
+        """How late the event loops of the run's other processes (its proxies) have been since
+        ``since`` (``time.monotonic()``): process -> {"worst_s", "stalled_s"}."""

@@ -37,6 +37,7 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.harness.conformance import checks, clusterobjects, routing
@@ -79,6 +80,13 @@ log = logging.getLogger(__name__)
 CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
 
 
+# A Node left Unknown while the lab starved is looked at again: for at most this long, and once the
+# lab's loop has run this long without a stall of half the heartbeat.
+REJUDGE_WITHIN = 30.0
+REJUDGE_CALM = 3.0
+REJUDGE_SETTLE = 10.0  # a lease renewal (1 s) and a status post (5 s) of the lab's kubelet, with room
+
+
 @dataclass(frozen=True)
 class Probed:
     """One pull or fetch a member made after a step, and the id it carried (None: none)."""
@@ -105,6 +113,9 @@ class Conformance:
         self.evidence: EvidenceSource
         self._addresses: list[str] = []
         self._ticks = itertools.count()
+        # Whose event loop the judge's is: in the lab, everything but the proxies shares it.
+        self._process_name = "judge" if lab is None else (
+            "lab (control plane, fleet, judge" + (", reconciler)" if lab.reconciler is not None else ")"))
         if lab is not None:
             assert lab.fleet.client_key is not None
             self.api: client.ApiClient = lab.api()
@@ -278,7 +289,7 @@ class Conformance:
         """Per step: seconds each node took to converge, and the environment nodes were given
         (credentials redacted)."""
         return [{"step": s.name, "converged_s": {a: round(t, 3) for a, t in sorted(s.converged.items())},
-                 "nodes": len(s.members) + len(s.deconfigured),
+                 "nodes": len(s.members) + len(s.deconfigured), "lag_s": s.lag,
                  "environment": {k: redact_url(v) for k, v in s.expected.environment.items()}}
                 for s in self.steps]
 
@@ -429,6 +440,11 @@ class Conformance:
             self._targets[address] = UNCONFIGURED
         problems = await self._converge(step)
         await self._verify(step, problems)
+        await self._rejudge_starved(step)
+        own = process_monitor()
+        step.lag = {self._process_name: {"worst_s": round(own.worst(step.clock), 3),
+                                         "stalled_s": round(own.stalled(step.clock), 3)},
+                    **await self.evidence.lags(step.clock)}
         return step.results
 
     async def _published(self, within: float = 30.0) -> Expected:
@@ -446,6 +462,45 @@ class Conformance:
                 raise AssertionError(f"the cluster did not publish the change within {within}s "
                                      f"(Proxy status: {env_text(expected.environment)})")
             await asyncio.sleep(0.1)
+
+    def _starved(self, step: Step) -> float:
+        """The longest stall of the lab's own event loop since the step began — where the kubelets
+        are the lab's, on that loop (a real cluster's are not: 0)."""
+        return process_monitor().worst(step.clock) if self._lab is not None else 0.0
+
+    async def _rejudge_starved(self, step: Step, settle: float = REJUDGE_SETTLE) -> None:
+        """Look again, once the lab has recovered, at each Node left Unknown while the lab starved
+        (``node-ready`` inconclusive): Ready again, it passes (the lab's kubelet had its turn);
+        still Unknown with the lab calm, it fails; still Unknown with the lab still starved, it
+        stays inconclusive. The wait is bounded (moved by the lab's own stall meanwhile): a Node
+        still Unknown is given ``settle`` seconds of a calm lab (a lease renewal and a status post
+        of the lab's kubelet) before it is judged."""
+        pending = [i for i, r in enumerate(step.results) if r.check == "node-ready" and r.status == "inconclusive"]
+        if not pending:
+            return
+        monitor = process_monitor()
+        earlier = monitor.worst(step.clock)
+        began = time.monotonic()
+        addresses = {step.results[i].node for i in pending}
+        while True:
+            nodes = await self._node_objects()
+            calm = monitor.worst(time.monotonic() - REJUDGE_CALM) < checks.STARVED_SECONDS / 2
+            ready = all(checks.node_problem(nodes.get(a), a in self.admin_cordoned) is None for a in addresses)
+            waited = time.monotonic() - began
+            if (calm and (ready or waited > settle)) or waited > REJUDGE_WITHIN + monitor.stalled(began):
+                break
+            await asyncio.sleep(0.5)
+        api_host = self.evidence.api_hosts[0] if self.evidence.api_hosts else "the API server"
+        for index in pending:
+            result = step.results[index]
+            verdict = checks.node_ready(nodes.get(result.node), 0, api_host, result.node in self.admin_cordoned,
+                                        monitor.worst(began))
+            if verdict.ok:
+                verdict = checks.Verdict(True, verdict.expected, "Ready once the lab's own event loop recovered "
+                                                                 f"(it had stalled up to {earlier:.1f} s)")
+            status: Status = "inconclusive" if verdict.inconclusive else "passed" if verdict.ok else "failed"
+            step.results[index] = CheckResult(result.node, result.check, status, verdict.expected, verdict.observed,
+                                              step.name)
 
     def _change(self, step: Step, address: str) -> checks.ChangeKind:
         """What this step did to the node's target (or the node, when it drifted out of band)."""
@@ -505,8 +560,9 @@ class Conformance:
                     and await self._stuck_reported(step))
 
         looks = Looks(machine, node, self._activity, lambda: self._claimed(step), self._listening, settled)
+        lag = process_monitor()
         return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
-                              self.quiet, self.converge_timeout)
+                              self.quiet, self.converge_timeout, lag.stalled)
 
     async def _claimed(self, step: Step) -> set[str]:
         """Members that claimed the current revision during this step. A claim older than the step
@@ -616,7 +672,8 @@ class Conformance:
 
     @staticmethod
     def _record(step: Step, address: str, check: str, verdict: checks.Verdict) -> None:
-        status: Status = "skipped" if verdict.skipped else "passed" if verdict.ok else "failed"
+        status: Status = ("skipped" if verdict.skipped else "inconclusive" if verdict.inconclusive
+                          else "passed" if verdict.ok else "failed")
         step.results.append(CheckResult(address, check, status, verdict.expected, verdict.observed, step.name))
 
     def _disruption_budget(self, step: Step, addresses: list[str], evidence: Evidence,
@@ -687,7 +744,8 @@ class Conformance:
             api_flows = sum(1 for f in evidence.step_flows.get(address, []) if f.get("host") in self.evidence.api_hosts)
         record("node-ready", checks.node_ready(node_object, api_flows,
                                                self.evidence.api_hosts[0] if self.evidence.api_hosts
-                                               else "the API server", address in self.admin_cordoned))
+                                               else "the API server", address in self.admin_cordoned,
+                                               self._starved(step)))
         record("firewall", checks.firewall(checks.firewall_bypasses(evidence.violations.get(address, []),
                                                                     evidence.origin_routes, target.route))
                if evidence.origin_routes is not None else self._lab_only("firewall"))

@@ -214,6 +214,16 @@ class LabEvidence:
         except KeyError:
             return False
 
+    async def lags(self, since: float) -> dict[str, dict[str, float]]:
+        """The lab's mitmdumps' own loops (a vendor's proxy is not the lab's to measure)."""
+        found = {}
+        for name, proxy in (("proxy", self.lab.proxy), ("proxy2", self.lab.proxy2)):
+            if isinstance(proxy, ProxyServer):
+                measured = await proxy.lag(since)
+                if measured:
+                    found[f"mitmdump ({name})"] = measured
+        return found
+
     def readable_logs(self) -> list[tuple[str, str]]:
         log = self.lab.state_dir / "reconciler.log"
         if not log.exists():

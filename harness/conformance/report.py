@@ -2,15 +2,16 @@
 
 JSON schema (``--json``)::
 
-    {"summary": {"passed": int, "failed": int, "skipped": int},   # scenarios
+    {"summary": {"passed": int, "failed": int, "skipped": int, "inconclusive": int},   # scenarios
      "duration_s": float, "nodes": int, "variant": str,
-     "scenarios": [{"name": str, "workflow": str, "status": "passed"|"failed"|"skipped",
+     "scenarios": [{"name": str, "workflow": str, "status": "passed"|"failed"|"skipped"|"inconclusive",
                     "ending": "passed"|"checks-failed"|"error"|"skipped", "nodes": int,
                     "api_internal_host": str,
                     "duration_s": float, "error": str (only when the scenario broke outside its checks),
                     "checks": [{"node": str, "check": str, "status": str, "expected": str,
                                 "observed": str, "step": str}],
-                    "timeline": [{"step": str, "nodes": int, "converged_s": {node: seconds}}],
+                    "timeline": [{"step": str, "nodes": int, "converged_s": {node: seconds},
+                                  "lag_s": {process: {"worst_s": float, "stalled_s": float}}}],
                     "flows": {"<proxy> <kind> <host> <status>": {"count": int}},
                     "violations": [{"time", "origin", "source", "source_port"}]}]}
 
@@ -79,7 +80,7 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
     A family none of whose checks could be judged (``skipped``: the evidence it needs is not there)
     is a skipped testcase whose message is the reason."""
     cases: list[ET.Element] = []
-    failures = skipped = 0
+    failures = skipped = errors = 0
     for scenario in run.scenarios:
         classname = f"proxyfleet.{scenario.workflow}"
         if scenario.error or scenario.status == "skipped" or not scenario.checks:
@@ -96,18 +97,24 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
         for family in _families(scenario):
             checks = [c for c in scenario.checks if c.check == family]
             bad = [c for c in checks if c.status == "failed"]
+            unjudged = [c for c in checks if c.status == "inconclusive"]
             case = ET.Element("testcase", classname=classname, name=f"{scenario.name} [{family}]", time="0")
             if bad:
                 failures += 1
                 failure = ET.SubElement(case, "failure",
                                         message=f"{len(bad)} of {len(checks)} {family} check(s) failed")
                 failure.text = "\n".join(c.describe() for c in bad)
+            elif unjudged:  # the lab's own starvation: neither a pass nor a failure of the reconciler
+                errors += 1
+                error = ET.SubElement(case, "error", message=f"{len(unjudged)} of {len(checks)} {family} "
+                                                             "check(s) inconclusive: the lab was starved")
+                error.text = "\n".join(c.describe() for c in unjudged)
             elif checks and all(c.status == "skipped" for c in checks):
                 skipped += 1
                 ET.SubElement(case, "skipped", message="; ".join(skip_reasons(checks)))
             cases.append(case)
     suite = ET.Element("testsuite", name="proxyfleet conformance", tests=str(len(cases)), failures=str(failures),
-                       errors="0", skipped=str(skipped), time=f"{run.duration_s:.3f}")
+                       errors=str(errors), skipped=str(skipped), time=f"{run.duration_s:.3f}")
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="nodes", value=str(run.nodes))
     ET.SubElement(properties, "property", name="variant", value=run.variant)
@@ -154,9 +161,13 @@ def _matrix(scenario: ScenarioResult) -> str:
                 cells.append('<td class="cell skip">&ndash;</td>')
                 continue
             bad = [c for c in checks if c.status == "failed"]
+            unjudged = [c for c in checks if c.status == "inconclusive"]
             tip = "\n".join(f"{c.step}: {c.status}: expected {c.expected}; observed {c.observed}" for c in checks)
             if not bad and all(c.status == "skipped" for c in checks):
                 cells.append(f'<td class="cell skip" title="{_e(tip)}">skipped</td>')
+                continue
+            if not bad and unjudged:
+                cells.append(f'<td class="cell skip" title="{_e(tip)}">?</td>')
                 continue
             mark = "✗" if bad else "✓"
             cells.append(f'<td class="cell {"fail" if bad else "pass"}" title="{_e(tip)}">{mark}'
@@ -240,12 +251,25 @@ def _violations(scenario: ScenarioResult) -> str:
     return f"<h3>Firewall violations</h3><table><tr><th>time</th><th>node</th><th>origin</th></tr>{rows}</table>"
 
 
+def _lags(scenario: ScenarioResult) -> str:
+    """Per step, how late each process's event loop was: the lab's own starvation, beside the
+    verdicts it must not have decided."""
+    steps = [s for s in scenario.timeline if s.get("lag_s")]
+    if not steps:
+        return ""
+    rows = "".join(f"<tr><td>{_e(s['step'])}</td><td>{_e(process)}</td><td>{lag.get('worst_s', 0):.2f}</td>"
+                   f"<td>{lag.get('stalled_s', 0):.2f}</td></tr>"
+                   for s in steps for process, lag in s["lag_s"].items())
+    return ("<h3>Event-loop lag (the lab's own starvation)</h3><table><tr><th>step</th><th>process</th>"
+            f"<th>worst stall (s)</th><th>stalled in all (s)</th></tr>{rows}</table>")
+
+
 def render_html(run: ConformanceRun) -> str:
     summary = run.summary()
-    verdict = "pass" if run.passed else "fail"
+    verdict, said = {0: ("pass", "PASSED"), 4: ("skip", "INCONCLUSIVE")}.get(run.exit_code, ("fail", "FAILED"))
     overview = "".join(
         f'<tr><td><a href="#{_e(s.name)}">{_e(s.name)}</a></td><td>{_e(s.workflow)}</td>'
-        f'<td><span class="badge {"pass" if s.status == "passed" else "skip" if s.status == "skipped" else "fail"}">'
+        f'<td><span class="badge {"pass" if s.status == "passed" else "fail" if s.status == "failed" else "skip"}">'
         f"{_e(s.status)}</span></td><td>{len(s.failures())}/{len(s.checks)}</td><td>{s.duration_s:.1f}s</td></tr>"
         for s in run.scenarios)
     sections = []
@@ -253,12 +277,13 @@ def render_html(run: ConformanceRun) -> str:
         error = f"<pre>{_e(s.error)}</pre>" if s.error else ""
         sections.append(f'<h2 id="{_e(s.name)}">{_e(s.workflow)}: {_e(s.name)}</h2>{error}'
                         f"<h3>Node &times; check</h3>{_matrix(s)}{_failures(s)}{_skipped(s)}{_timeline_svg(s)}"
-                        f"{_flows(s)}{_violations(s)}")
+                        f"{_lags(s)}{_flows(s)}{_violations(s)}")
     return ("<!doctype html><html><head><meta charset=utf-8><title>proxyfleet conformance</title>"
             f"<style>{_STYLE}</style></head><body><h1>proxyfleet conformance "
-            f'<span class="badge {verdict}">{"PASSED" if run.passed else "FAILED"}</span></h1>'
+            f'<span class="badge {verdict}">{said}</span></h1>'
             f"<p>{run.nodes} node(s) per lab, reconciler {_e(run.variant)}, {run.duration_s:.1f}s; scenarios: "
-            f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped.</p>"
+            f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped, "
+            f"{summary['inconclusive']} inconclusive.</p>"
             "<table><tr><th>scenario</th><th>workflow</th><th>status</th><th>failed checks</th>"
             f"<th>duration</th></tr>{overview}</table>{''.join(sections)}</body></html>\n")
 

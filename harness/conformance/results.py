@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
-Status = Literal["passed", "failed", "skipped"]
+# inconclusive: the evidence could be the lab's own starvation (checks.Verdict.inconclusive)
+Status = Literal["passed", "failed", "skipped", "inconclusive"]
 
 # Every check a scenario step can run, in report order, with what it proves.
 CHECK_FAMILIES: dict[str, str] = {
@@ -42,7 +43,7 @@ class ChecksFailed(AssertionError):
 
 
 def _status(value: Any) -> Status:
-    if value not in ("passed", "failed", "skipped"):
+    if value not in ("passed", "failed", "skipped", "inconclusive"):
         raise ValueError(f"unknown status {value!r}")
     return cast(Status, value)
 
@@ -122,6 +123,9 @@ class ScenarioResult:
     def failures(self) -> list[CheckResult]:
         return [c for c in self.checks if c.status == "failed"]
 
+    def inconclusive(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status == "inconclusive"]
+
 
 @dataclass
 class ConformanceRun:
@@ -133,14 +137,26 @@ class ConformanceRun:
     duration_s: float = 0.0
 
     def summary(self) -> dict[str, int]:
-        counts = {"passed": 0, "failed": 0, "skipped": 0}
+        counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
         for scenario in self.scenarios:
             counts[scenario.status] += 1
         return counts
 
     @property
     def passed(self) -> bool:
-        return bool(self.scenarios) and all(s.status != "failed" and not s.failures() for s in self.scenarios)
+        """Every scenario passed (or was skipped): no failed check, and none left inconclusive."""
+        return bool(self.scenarios) and all(s.status in ("passed", "skipped") and not s.failures()
+                                            and not s.inconclusive() for s in self.scenarios)
+
+    @property
+    def exit_code(self) -> int:
+        """0: passed; 1: something failed; 4: nothing failed, but the lab's own starvation left
+        something unjudged (neither a pass nor a failure: run again on a machine less busy)."""
+        if self.passed:
+            return 0
+        if any(s.status == "failed" or s.failures() for s in self.scenarios) or not self.scenarios:
+            return 1
+        return 4
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,

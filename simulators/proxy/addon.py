@@ -35,6 +35,7 @@ from mitmproxy.io import FlowWriter
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.tls import TlsData
 
+from proxyfleet.core.looplag import LagMonitor
 from proxyfleet.simulators.network import LabNetwork, NetworkError, NoSuchHost
 from proxyfleet.simulators.proxy.authentication import ProxyAuthentication
 from proxyfleet.simulators.proxy.guards import ClientAllowList, DestinationGuard, RefusedDestination
@@ -235,13 +236,16 @@ class FlowLog(OptionFile):
 
 
 class Faults:
-    """Run-time fault injection, driven over a unix control socket (JSON lines)."""
+    """Run-time fault injection, driven over a unix control socket (JSON lines); the same socket
+    answers how late the proxy's own event loop has been (``{"op": "lag", "since": monotonic}``:
+    the lab's measure of its starvation, ``core/looplag``)."""
 
     def __init__(self) -> None:
         self.refuse = False
         self.bad_gateway: list[str] = []
         self.delay = 0.0
         self._server: asyncio.AbstractServer | None = None
+        self._lag = LagMonitor()
 
     def load(self, loader: Any) -> None:
         loader.add_option("control_socket", str, "", "Unix socket for fault control.")
@@ -252,10 +256,12 @@ class Faults:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
             self._server = await asyncio.start_unix_server(self._serve, path)
+        self._lag.start()
 
     async def done(self) -> None:
         if self._server is not None:
             self._server.close()
+        await self._lag.stop()
 
     def state(self) -> dict[str, Any]:
         return {"refuse": self.refuse, "bad_gateway": self.bad_gateway, "delay": self.delay}
@@ -264,11 +270,17 @@ class Faults:
         try:
             while line := await reader.readline():
                 request = json.loads(line)
+                answer: dict[str, Any] = {"ok": True, "state": self.state()}
                 if request.get("op") == "set":
                     self.refuse = bool(request.get("refuse", self.refuse))
                     self.bad_gateway = list(request.get("bad_gateway", self.bad_gateway))
                     self.delay = float(request.get("delay", self.delay))
-                writer.write((json.dumps({"ok": True, "state": self.state()}) + "\n").encode())
+                    answer["state"] = self.state()
+                elif request.get("op") == "lag":  # CLOCK_MONOTONIC is the machine's: the judge's own times
+                    since = float(request.get("since", 0.0))
+                    answer["lag"] = {"worst_s": round(self._lag.worst(since), 3),
+                                     "stalled_s": round(self._lag.stalled(since), 3)}
+                writer.write((json.dumps(answer) + "\n").encode())
                 await writer.drain()
         finally:
             writer.close()

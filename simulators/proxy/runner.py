@@ -301,6 +301,14 @@ class ProxyServer:
             request["delay"] = delay
         return (await self._control(request))["state"]  # type: ignore[no-any-return]
 
+    async def lag(self, since: float) -> dict[str, float]:
+        """How late its event loop has been since ``since`` (``time.monotonic()``): the worst single
+        stall and their sum, in seconds (empty while it is down)."""
+        if not self.running:
+            return {}
+        answer = await self._control({"op": "lag", "since": since})
+        return {k: float(v) for k, v in (answer.get("lag") or {}).items()}
+
     async def go_down(self) -> None:
         """The "proxy down" fault: nothing listens on the proxy's port any more."""
         await self.stop()

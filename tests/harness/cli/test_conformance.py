@@ -80,7 +80,7 @@ def test_every_broken_variant_has_a_catch() -> None:
 def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: Path) -> None:
     result, report = conformance(tmp_path, "--nodes", "10", "--junit", "r.xml", "--html", "r.html")
     assert result.returncode == 0, result.stderr[-5000:]
-    assert report["summary"] == {"passed": 12, "failed": 0, "skipped": 0}
+    assert report["summary"] == {"passed": 12, "failed": 0, "skipped": 0, "inconclusive": 0}
     scenarios = report["scenarios"]
     assert isinstance(scenarios, list)
     assert {s["workflow"] for s in scenarios} == {"install-time", "runtime-add", "change", "remove", "baseline",
@@ -211,7 +211,7 @@ def _runs_through(tmp_path: Path, mode: str, route: str, image: str | None) -> N
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
                                  "--keep", str(tmp_path / "labs"), *squid(tmp_path, mode, image=image))
     assert result.returncode == 0, result.stderr[-4000:] + errors(report)
-    assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
+    assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0, "inconclusive": 0}
     # Judged from the nodes' own records, the origins' logs and the certificate each node was shown
     # (Squid's log only adds what it says):
     assert f"through the proxy, {route}" in observed(report, "pull-internet")
@@ -248,7 +248,7 @@ def test_squid_over_tls_is_the_clusters_https_proxy(tmp_path: Path) -> None:
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
                                  *options)
     assert result.returncode == 0, result.stderr[-4000:]
-    assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0}
+    assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0, "inconclusive": 0}
     assert any("HTTP_PROXY='http://proxy.corp.internal:3128', HTTPS_PROXY='https://proxy.corp.internal:3129'" in o
                for o in observed(report, "registry-env"))
     assert "through the proxy, tunnelled, origin certificate" in observed(report, "pull-internet")

@@ -303,3 +303,16 @@ def test_at_the_runs_own_proxy_a_route_is_judged_by_what_that_proxy_carried() ->
     assert checks.at_run_proxy("quay.io/a:1", "pull", direct, checks.PullEvidence(False, "x"), True, True).skipped
     # through a proxy that is not the run's: the outcome only
     assert checks.at_run_proxy("quay.io/a:1", "pull", via, checks.PullEvidence(True, "ok"), False, False).skipped
+
+
+def test_a_node_gone_unknown_while_the_lab_starved_is_not_judged() -> None:
+    unknown = {"metadata": {"name": "win-0"}, "spec": {},
+               "status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]}}
+    starved = checks.node_ready(unknown, 0, "api-int.lab", starved=2.5)
+    assert starved.inconclusive and not starved.ok
+    assert "while the lab's own event loop stalled up to 2.5 s" in starved.observed
+    calm = checks.node_ready(unknown, 0, "api-int.lab", starved=0.2)  # the kubelet had its turns: its silence
+    assert not calm.ok and not calm.inconclusive
+    # a kubelet that sent its requests through a proxy is the reconciler's doing, starved or not
+    proxied = checks.node_ready(unknown, 3, "api-int.lab", starved=2.5)
+    assert not proxied.ok and not proxied.inconclusive

@@ -5,6 +5,7 @@ a node that is down or unreachable refutes no claim. The looks are plain callabl
 scenarios drive the same loop with SSH probes and the API."""
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from proxyfleet.harness.conformance.converging import (
@@ -182,3 +183,13 @@ async def test_a_node_change_during_a_pass_wakes_the_next_wait() -> None:
     looks = Looks(machine, fleet.node, fleet.activity, fleet.claimed, fleet.listening, fleet.settled)
     assert await converge(looks, ["a"], [], changes, {}, quiet=0.01, within=600.0) == {}
     assert woken == [True]  # not lost, and not mistaken for one from before the pass
+
+
+async def test_the_deadline_moves_by_the_labs_own_stall_and_no_further() -> None:
+    """Time the lab's loop could not run is not the reconciler's: the wait lasts that much longer."""
+    fleet = Fleet({"b": "registry-env"})
+    started = time.monotonic()
+    problems = await converge(fleet.looks(), ["b"], [], NoNodeChanges(), {}, quiet=0.01, within=0.2,
+                              stalled=lambda since: 0.6)  # as if the loop had stalled 0.6 s meanwhile
+    waited = time.monotonic() - started
+    assert problems == {"b": "registry-env"} and waited >= 0.8

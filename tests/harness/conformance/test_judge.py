@@ -133,3 +133,32 @@ async def test_a_key_pinned_in_one_scenario_binds_the_next_and_a_changed_one_is_
         await second.close()
     assert node.ssh_commands == commands  # nothing ran on the host that showed the other key
     assert target.host_key_pins([node.address]) == {node.address: original}  # the first pin stays
+
+
+# --- the lab's own starvation is not a verdict -------------------------------------------------------
+
+UNKNOWN_NODE = {"metadata": {"name": "win-0"}, "spec": {},
+                "status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown"}]}}
+
+
+@pytest.mark.parametrize(("node", "status", "says"), [
+    (READY_NODE, "passed", "Ready once the lab's own event loop recovered (it had stalled up to"),
+    (UNKNOWN_NODE, "failed", "Node not Ready (NodeStatusUnknown)"),  # the lab calm, and still silent
+])
+async def test_a_node_left_unknown_while_the_lab_starved_is_looked_at_again(
+        tmp_path: Path, node: dict[str, object], status: str, says: str) -> None:
+    judge = _cluster_judge(tmp_path)
+
+    async def nodes() -> dict[str, dict[str, object]]:
+        return {ADDRESS: node}
+
+    judge._node_objects = nodes  # type: ignore[method-assign]
+    step = Step("proxy added", dt.datetime.now(dt.UTC), members=[ADDRESS], deconfigured=[], before={})
+    step.results.append(CheckResult(ADDRESS, "node-ready", "inconclusive", "Ready, schedulable",
+                                    "Node not Ready (NodeStatusUnknown) while the lab's own event loop stalled up "
+                                    "to 2.0 s", step.name))
+    step.results.append(CheckResult(ADDRESS, "registry-env", "passed", "x", "x", step.name))
+    await judge._rejudge_starved(step, settle=0.5)
+    [again] = [r for r in step.results if r.check == "node-ready"]
+    assert again.status == status and says in again.observed
+    assert [r.check for r in step.results] == ["node-ready", "registry-env"]  # only that one looked at again

@@ -19,7 +19,9 @@ def _run() -> ConformanceRun:
         CheckResult("127.10.0.1", "registry-env", "passed", "HTTPS_PROXY=x", "HTTPS_PROXY=x", "proxy added"),
         CheckResult("127.10.0.1", "reboots", "passed", "at most 1", "1", "proxy added"),
     ], duration_s=3.0, timeline=[{"step": "proxy added", "nodes": 2, "converged_s": {"127.10.0.1": 1.5,
-                                                                                     "127.10.0.2": 2.5}}],
+                                                                                     "127.10.0.2": 2.5},
+                                  "lag_s": {"lab (control plane, fleet, judge)": {"worst_s": 0.42, "stalled_s": 1.1},
+                                            "mitmdump (proxy)": {"worst_s": 0.05, "stalled_s": 0.05}}}],
         flows={"proxy request quay.io 200": {"count": 4}})
     bad = ScenarioResult("test_bad", "change", "failed", [
         CheckResult("127.10.0.1", "registry-env", "failed", f"HTTPS_PROXY={SECRET}", "HTTPS_PROXY=unset", "url"),
@@ -37,7 +39,7 @@ def test_json_follows_the_documented_schema_without_credentials(tmp_path: Path) 
     text = path.read_text()
     assert "pa$(x)" not in text and "o'brien" not in text
     data = json.loads(text)
-    assert data["summary"] == {"passed": 1, "failed": 1, "skipped": 1}
+    assert data["summary"] == {"passed": 1, "failed": 1, "skipped": 1, "inconclusive": 0}
     assert {"duration_s", "nodes", "scenarios"} <= set(data)
     scenario = data["scenarios"][1]
     assert {"name", "workflow", "status", "checks"} <= set(scenario)
@@ -60,6 +62,11 @@ def test_junit_has_one_testcase_per_scenario_and_check_family(tmp_path: Path) ->
     assert "127.10.0.1: registry-env after 'url'" in (failure.text or "")
     assert suite.get("failures") == "2" and suite.get("skipped") == "1"
     assert b"pa$(x)" not in path.read_bytes()
+
+
+def test_html_shows_each_steps_event_loop_lag_per_process() -> None:
+    page = render_html(_run())
+    assert "Event-loop lag" in page and "lab (control plane, fleet, judge)" in page and "0.42" in page
 
 
 def test_html_shows_matrix_timeline_flows_and_violations() -> None:
@@ -138,3 +145,17 @@ def test_html_shows_the_same_escapes_and_no_raw_control_character() -> None:
     assert "curl: \\x00\\x1b[31m\\x0bfailed\\x7f \\ud800 \\ufffe" in page
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]", page)
     page.encode("utf-8")  # a lone surrogate would not even write
+
+
+def test_a_check_the_lab_starved_is_a_junit_error_not_a_failure(tmp_path: Path) -> None:
+    starved = ScenarioResult("test_starved", "change", "inconclusive", [
+        CheckResult("127.10.0.1", "node-ready", "inconclusive", "Ready", "Node not Ready (NodeStatusUnknown) while "
+                    "the lab's own event loop stalled up to 3.0 s", "url")])
+    run = ConformanceRun(nodes=1, variant="correct", scenarios=[starved])
+    write_junit(run, tmp_path / "r.xml")
+    suite = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("failures"), suite.get("errors")) == ("0", "1")
+    [error] = suite.iter("error")
+    assert "inconclusive: the lab was starved" in (error.get("message") or "")
+    page = render_html(run)
+    assert "INCONCLUSIVE" in page and "1 inconclusive" in page

@@ -95,3 +95,16 @@ def test_the_summary_names_what_a_broken_scenario_raised_not_where() -> None:
     console = Console(width=300, record=True)
     console.print(summary_table(run))
     assert "RuntimeError: the proxy exited during start-up; its output:" in console.export_text()
+
+
+def test_a_run_the_lab_starved_is_neither_passed_nor_failed() -> None:
+    unjudged = CheckResult("127.10.0.1", "node-ready", "inconclusive", "Ready", "Node not Ready (NodeStatusUnknown) "
+                           "while the lab's own event loop stalled up to 3.0 s", "proxy added")
+    starved = scenario(status="inconclusive", ending="passed", checks=[unjudged])
+    run = ConformanceRun(nodes=2, variant="correct", scenarios=[starved, scenario(status="passed", checks=[])])
+    assert not run.passed and run.exit_code == 4
+    assert run.summary() == {"passed": 1, "failed": 0, "skipped": 0, "inconclusive": 1}
+    assert ConformanceRun.from_json(json.loads(json.dumps(run.to_json()))).exit_code == 4
+    failed = ConformanceRun(nodes=2, variant="correct", scenarios=[starved, scenario()])
+    assert failed.exit_code == 1  # a failure is a failure, whatever else could not be judged
+    assert ConformanceRun(nodes=2, variant="correct", scenarios=[scenario(status="passed", checks=[])]).exit_code == 0
