@@ -44,11 +44,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from proxyfleet.core.lifecycle import die_with_parent, terminate_group
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError
 from proxyfleet.core.safefiles import Skipped, UnsafeFileError, chown_tree, read_named, regular_files
 from proxyfleet.core.secretfiles import open_private_append, write_private
+from proxyfleet.core.startupclock import StartupClock
 from proxyfleet.harness.lab import configdirs, proxylogs
 from proxyfleet.harness.lab.accesslogs import AUTO, read_lines
 from proxyfleet.harness.lab.external import ExternalReconcilerError, command_line
@@ -58,6 +60,9 @@ from proxyfleet.simulators.network import Endpoint
 log = logging.getLogger(__name__)
 
 STOP_GRACE = 10.0
+# Seconds a proxy the lab started may take to listen once it runs, longer while it keeps working
+# (core/startupclock); a running proxy (--proxy-url) answers within it, plus the lab's own stall.
+STARTUP_LIMIT = 30.0
 # Where a loopback connection from a socket bound to no address leaves from on Linux (the route
 # "local 127.0.0.0/8 dev lo src 127.0.0.1"): a proxy that cannot choose its outgoing address.
 UNBOUND_EGRESS = "127.0.0.1"
@@ -409,8 +414,10 @@ class VendorProxy:
         return private_etc_hosts(argv, Path(self.values()["hosts_file"]), self.settings.user) \
             if self.settings.own_etc_hosts else argv
 
-    async def start(self, startup_limit: float = 30.0) -> None:
-        """Start the process (or check that the running proxy answers) and wait until it listens."""
+    async def start(self, startup_limit: float = STARTUP_LIMIT) -> None:
+        """Start the process (or check that the running proxy answers) and wait until it listens:
+        ``startup_limit`` seconds from when it runs (a container's creation, its image copied on a
+        slow storage driver, is not counted), longer while it is still working (``StartupClock``)."""
         if self.started_by_lab and self.running:
             return
         started = time.monotonic()
@@ -420,7 +427,8 @@ class VendorProxy:
                 await self._start_container(self.settings.image)
             elif self.started_by_lab:
                 await self._start_process()
-            await self._wait_listening(started + startup_limit)
+            root = await self._root_pid()
+            await self._wait_listening(StartupClock(startup_limit, lambda: root, process_monitor().stalled))
         except BaseException:
             # A proxy that did not start leaves nothing behind: its logs go to the lab's directory
             # (for the error), its configuration directory (maybe keys) is deleted.
@@ -491,7 +499,13 @@ class VendorProxy:
             detail += f"\nnot copied from {{config_dir}}: {', '.join(map(str, skipped))}"
         return detail
 
-    async def _wait_listening(self, deadline: float) -> None:
+    async def _root_pid(self) -> int | None:
+        """The started proxy's first process as this host sees it (a container's init), if known."""
+        if self._container is not None:
+            return await asyncio.to_thread(lambda: self._container.pid if self._container is not None else None)
+        return self.pid if self.started_by_lab else None
+
+    async def _wait_listening(self, clock: StartupClock) -> None:
         while True:
             if self.settings.image is not None:
                 exited = not await asyncio.to_thread(container_up, self._container)
@@ -505,10 +519,11 @@ class VendorProxy:
                     writer.close()
                 return
             except OSError as exc:
-                if time.monotonic() > deadline:
+                if clock.expired():
                     what = "did not start listening" if self.started_by_lab else "does not answer"
                     raise VendorProxyError(
-                        f"the proxy {what} on {endpoint.address}:{endpoint.port} ({exc.strerror or exc})"
+                        f"the proxy {what} on {endpoint.address}:{endpoint.port} ({exc.strerror or exc}; "
+                        f"{clock.why()})"
                         + (f"; {self._failure_detail()}" if self.started_by_lab else "")) from None
                 await asyncio.sleep(0.05)
 

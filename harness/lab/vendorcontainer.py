@@ -155,6 +155,26 @@ class ProxyContainer:
         _LIVE[self._container.id] = self._container
 
     @property
+    def pid(self) -> int | None:
+        """The container's first process as this host sees it (blocking), None when not running."""
+        if self._container is None:
+            return None
+        try:
+            self._container.reload()
+        except Exception:
+            return None
+        pid = self._container.attrs.get("State", {}).get("Pid")
+        if not isinstance(pid, int) or pid <= 0:
+            return None
+        # An engine elsewhere (DOCKER_HOST) numbers its own processes: only a process of this host
+        # whose control group names the container is it.
+        try:
+            cgroups = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            return None
+        return pid if self._container.id in cgroups else None
+
+    @property
     def running(self) -> bool:
         if self._container is None:
             return False

@@ -26,9 +26,11 @@ import trustme
 
 from proxyfleet.core import owneddirs
 from proxyfleet.core.lifecycle import die_with_parent, terminate_group
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import runtime_directory
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.core.startupclock import StartupClock
 from proxyfleet.simulators.network import Endpoint, LabNetwork
 
 ADDON = Path(__file__).with_name("addon.py")
@@ -229,7 +231,8 @@ class ProxyServer:
             stderr.close()
         _LIVE.add(self._process.pid)
         try:
-            await self._wait_ready(started + startup_limit)
+            pid = self._process.pid
+            await self._wait_ready(StartupClock(startup_limit, lambda: pid, process_monitor().stalled))
         except BaseException:
             await self.stop()
             raise
@@ -239,8 +242,9 @@ class ProxyServer:
             self.ca_key_path.unlink(missing_ok=True)
         self.started_seconds = time.monotonic() - started
 
-    async def _wait_ready(self, deadline: float) -> None:
-        """Probe the listening port and the control socket until both answer."""
+    async def _wait_ready(self, clock: StartupClock) -> None:
+        """Probe the listening port and the control socket until both answer (as long as mitmdump
+        keeps working at it: ``StartupClock``)."""
         while True:
             if self._process is None or self._process.returncode is not None:
                 log = self._stderr_path.read_text(errors="replace")[-2000:]
@@ -251,8 +255,8 @@ class ProxyServer:
                 await self._control({"op": "get"})
                 return
             except OSError:
-                if time.monotonic() > deadline:
-                    raise ProxyError("mitmdump did not start listening in time") from None
+                if clock.expired():
+                    raise ProxyError(f"mitmdump did not start listening ({clock.why()})") from None
                 await asyncio.sleep(0.05)
 
     async def stop(self, grace: float = 10.0) -> None:

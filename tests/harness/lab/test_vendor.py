@@ -569,3 +569,37 @@ def test_the_access_log_is_read_in_the_format_asked_for(tmp_path: Path) -> None:
             proxy.remove()
     assert flows == {"tinyproxy": [("127.10.0.1", "quay.io", "tinyproxy")], "squid": [],
                      "auto": [("127.10.0.1", "quay.io", "tinyproxy")]}
+
+
+# A "proxy" that works (burns CPU) for a while before it listens, as Squid does loading its bundle on
+# a busy machine, and one that sits idle and never listens.
+_WORKS_THEN_LISTENS = """
+import socket, sys, time
+end = time.process_time() + float(sys.argv[3])
+while time.process_time() < end:
+    pass
+server = socket.create_server((sys.argv[1], int(sys.argv[2])))
+while True:
+    server.accept()[0].close()
+"""
+
+
+async def test_a_proxy_still_working_at_its_start_up_limit_is_given_its_time(tmp_path: Path) -> None:
+    script = tmp_path / "slow-proxy.py"
+    script.write_text(_WORKS_THEN_LISTENS)
+    proxy = VendorProxy(_settings(tmp_path, command=f"{sys.executable} {script} {{listen_host}} {{listen_port}} 1.5",
+                                  config_files=[], user=None))
+    try:
+        await proxy.start(startup_limit=0.2)  # 1.5 s of CPU before it listens: far past the limit
+        assert proxy.running
+    finally:
+        await proxy.stop()
+        proxy.remove()
+
+
+async def test_a_proxy_idle_past_its_start_up_limit_is_reported_with_what_it_did(tmp_path: Path) -> None:
+    proxy = VendorProxy(_settings(tmp_path, command="sleep 600", config_files=[], user=None))
+    with pytest.raises(VendorProxyError, match=r"did not start listening on .*; waited \d+ s; it used [\d.]+ s of "
+                                               r"CPU and none in the last \d+ s"):
+        await proxy.start(startup_limit=0.2)
+    assert not proxy.running

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.core.owners import current_owner
+from proxyfleet.core.startupclock import tree_cpu_seconds
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxyError, VendorProxySettings
 from proxyfleet.harness.lab.vendorcontainer import (
     LABEL_PREFIX,
@@ -147,6 +148,22 @@ def test_a_proxy_user_is_given_to_the_container_as_numbers(tmp_path: Path) -> No
 def _with_config(config: Path) -> list[str]:
     """Proxy containers (of any state) that mount ``config``: this test's."""
     return [c.short_id for c in _ours() if str(config) in str(c.attrs)]  # type: ignore[attr-defined]
+
+
+def test_a_running_containers_process_is_found_for_its_start_up_clock(tmp_path: Path, tiny_image: str) -> None:
+    # The start-up wait watches the container's processes work (core/startupclock): its init as this
+    # host numbers it, confirmed by its control group.
+    config = tmp_path / "config"
+    config.mkdir()
+    container = ProxyContainer(tiny_image, ["sh", "-c", "sleep 600"], config, {}, None, tmp_path / "proxy.log")
+    container.start()
+    try:
+        pid = container.pid
+        assert pid is not None and pid != os.getpid()
+        assert tree_cpu_seconds(pid) is not None
+    finally:
+        container.stop(1)
+    assert container.pid is None
 
 
 def test_a_container_whose_command_cannot_run_is_removed(tmp_path: Path, tiny_image: str) -> None:
