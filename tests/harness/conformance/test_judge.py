@@ -162,3 +162,35 @@ async def test_a_node_left_unknown_while_the_lab_starved_is_looked_at_again(
     [again] = [r for r in step.results if r.check == "node-ready"]
     assert again.status == status and says in again.observed
     assert [r.check for r in step.results] == ["node-ready", "registry-env"]  # only that one looked at again
+
+
+class _StarvedLoop:
+    """A lag monitor of a loop that never recovers: every look sees a 2 s stall."""
+
+    def worst(self, since: float, until: float | None = None) -> float:
+        return 2.0
+
+    def stalled(self, since: float, until: float | None = None) -> float:
+        return 0.0
+
+
+async def test_a_node_still_unknown_while_the_lab_stays_starved_stays_inconclusive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxyfleet.harness.conformance import judge as judging
+
+    judge = _cluster_judge(tmp_path)
+
+    async def nodes() -> dict[str, dict[str, object]]:
+        return {ADDRESS: UNKNOWN_NODE}
+
+    judge._node_objects = nodes  # type: ignore[method-assign]
+    monkeypatch.setattr(judging, "process_monitor", _StarvedLoop)
+    monkeypatch.setattr(judging, "REJUDGE_WITHIN", 1.0)
+    step = Step("proxy added", dt.datetime.now(dt.UTC), members=[ADDRESS], deconfigured=[], before={})
+    step.results.append(CheckResult(ADDRESS, "node-ready", "inconclusive", "Ready, schedulable",
+                                    "Node not Ready (NodeStatusUnknown) while the lab's own event loop stalled up "
+                                    "to 2.0 s", step.name))
+    await judge._rejudge_starved(step, settle=0.5)
+    [again] = step.results
+    assert again.status == "inconclusive"
+    assert "stalled up to 2.0 s" in again.observed and "not judged" in again.observed
