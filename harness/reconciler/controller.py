@@ -294,6 +294,15 @@ class Reconciler:
         with contextlib.suppress(Exception):
             await self.writer.annotate(node["metadata"]["name"], values, {STATE_LABEL: state})
 
+    async def _record_owed_reboot(self, node: dict[str, Any], record: NodeRecord, message: str, boot: str,
+                                  username: str) -> None:
+        """Record on the Node, before the node changes, that a reboot is owed from ``boot``; raises
+        when the API server does not take it (the pass ends, the node untouched, and is retried)."""
+        record.state, record.message = "applying", redact_text(message)
+        await self.writer.annotate(node["metadata"]["name"],
+                                   {MESSAGE: record.message, REBOOT_PENDING: boot, USERNAME: username},
+                                   {STATE_LABEL: "applying"})
+
     async def _reconcile(self, address: str) -> float | None:
         assert self.watch is not None
         # Decide nothing on a partial cache: without the Proxy, every node would look proxy-less.
@@ -468,9 +477,10 @@ class Reconciler:
                     if not pending and node is not None:
                         # Recorded before the node changes: a reconciler killed right after the
                         # apply still knows a reboot is owed (the registry is new, the services not).
-                        await self._set_state(node, record, "applying", plan.summary(),
-                                              {REBOOT_PENDING: observed.boot_time,
-                                               USERNAME: connection.target.username})
+                        # Not best-effort: unrecorded, a pass that fails before the reboot would
+                        # leave the next one a node that looks done (its registry already new).
+                        await self._record_owed_reboot(node, record, plan.summary(), observed.boot_time,
+                                                       connection.target.username)
                     await self._apply(connection, node, plan, record, live=False)
                     return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
                                                          deconfigure)

@@ -452,3 +452,38 @@ async def test_a_change_that_lands_during_the_drain_rides_the_same_reboot(lab: L
         assert changed and machine_env(node)["HTTPS_PROXY"] == later
         assert boots(node) == 2  # one reboot, carrying the later settings
         assert rec.records[node.address].reboots == 1
+
+
+async def test_a_reboot_owed_is_recorded_before_the_node_changes_or_the_node_is_not_changed(lab: Lab) -> None:
+    """The record of an owed reboot (``REBOOT_PENDING``) is written before the registry; when that
+    write fails (the API server restarting, a timeout at load) the node must not be changed — else a
+    pass that then fails before the reboot leaves the registry new, no record, and the next pass
+    claims the node done without ever restarting its services (seen at 100 nodes, in faults' API
+    server restart and as instances join)."""
+    members = nodes(lab)[:1]
+    node = members[0]
+    await add_instances(lab, members)
+    await configure_proxy(lab, trustme.CA())
+    rec = reconciler(lab)
+    annotate, cordon_for_reboot = rec.writer.annotate, rec.writer.cordon_for_reboot
+    refused = {"annotate": 0, "cordon": 0}
+
+    async def flaky_annotate(name: str, annotations: dict[str, str | None],
+                             labels: dict[str, str | None] | None = None) -> None:
+        if annotations.get(REBOOT_PENDING) and not refused["annotate"]:
+            refused["annotate"] += 1
+            raise client.ApiException(status=503, reason="Service Unavailable")
+        await annotate(name, annotations, labels)
+
+    async def flaky_cordon(name: str) -> str:
+        if not refused["cordon"]:
+            refused["cordon"] += 1
+            raise client.ApiException(status=503, reason="Service Unavailable")
+        return await cordon_for_reboot(name)
+
+    rec.writer.annotate = flaky_annotate  # type: ignore[method-assign]
+    rec.writer.cordon_for_reboot = flaky_cordon  # type: ignore[method-assign]
+    async with rec:
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the node configured")
+        assert refused["annotate"] == 1
+        assert boots(node) == 2  # the settings took effect by a reboot: never claimed without one
