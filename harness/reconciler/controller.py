@@ -286,22 +286,15 @@ class Reconciler:
         return float(min(self.settings.backoff_base * 2 ** (record.failures - 1), self.settings.backoff_max))
 
     async def _set_state(self, node: dict[str, Any] | None, record: NodeRecord, state: str, message: str,
-                         annotations: dict[str, str | None] | None = None) -> None:
+                         annotations: dict[str, str | None] | None = None, strict: bool = False) -> None:
+        """Record ``state`` here and on the Node: best-effort (a report), or ``strict`` (a record the
+        next pass decides by: raises when the API server does not take it)."""
         record.state, record.message = state, redact_text(message)
         if node is None:
             return
         values: dict[str, str | None] = {MESSAGE: record.message, **(annotations or {})}
-        with contextlib.suppress(Exception):
+        with contextlib.nullcontext() if strict else contextlib.suppress(Exception):
             await self.writer.annotate(node["metadata"]["name"], values, {STATE_LABEL: state})
-
-    async def _record_owed_reboot(self, node: dict[str, Any], record: NodeRecord, message: str, boot: str,
-                                  username: str) -> None:
-        """Record on the Node, before the node changes, that a reboot is owed from ``boot``; raises
-        when the API server does not take it (the pass ends, the node untouched, and is retried)."""
-        record.state, record.message = "applying", redact_text(message)
-        await self.writer.annotate(node["metadata"]["name"],
-                                   {MESSAGE: record.message, REBOOT_PENDING: boot, USERNAME: username},
-                                   {STATE_LABEL: "applying"})
 
     async def _reconcile(self, address: str) -> float | None:
         assert self.watch is not None
@@ -479,8 +472,9 @@ class Reconciler:
                         # apply still knows a reboot is owed (the registry is new, the services not).
                         # Not best-effort: unrecorded, a pass that fails before the reboot would
                         # leave the next one a node that looks done (its registry already new).
-                        await self._record_owed_reboot(node, record, plan.summary(), observed.boot_time,
-                                                       connection.target.username)
+                        await self._set_state(node, record, "applying", plan.summary(),
+                                              {REBOOT_PENDING: observed.boot_time,
+                                               USERNAME: connection.target.username}, strict=True)
                     await self._apply(connection, node, plan, record, live=False)
                     return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
                                                          deconfigure)
