@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
+import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
@@ -16,6 +18,7 @@ import trustme
 from aiohttp import web
 
 from proxyfleet.core.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
+from proxyfleet.core.owners import Owner, current_owner
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.resources import NODES, PODS
 from proxyfleet.simulators.fleet import Fleet
@@ -123,3 +126,15 @@ async def serving(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def dead_owner() -> Owner:
+    """This process's owner identity with the pid of one that has ended: provably gone."""
+    return dataclasses.replace(current_owner(), pid=dead_pid())

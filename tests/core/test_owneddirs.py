@@ -4,20 +4,13 @@ sweep's cases through the configuration directories)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import stat
-import subprocess
 from pathlib import Path
 
 from proxyfleet.core import owneddirs
 from proxyfleet.core.owners import current_owner
-
-
-def _dead_owner() -> dict[str, str]:
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return dataclasses.replace(current_owner(), pid=child.pid).as_labels()
+from tests.support import dead_owner
 
 
 def test_a_sweep_takes_only_its_own_prefix(tmp_path: Path) -> None:
@@ -27,6 +20,6 @@ def test_a_sweep_takes_only_its_own_prefix(tmp_path: Path) -> None:
     assert stat.S_IMODE(sockets.stat().st_mode) == 0o700 and stat.S_IMODE(parent.stat().st_mode) == 0o711
     assert owneddirs.recorded_owner(parent, sockets.name) == current_owner()
     for directory in (sockets, proxies):  # both owned by a process killed outright
-        owneddirs.record_path(directory).write_text(json.dumps(_dead_owner()))
+        owneddirs.record_path(directory).write_text(json.dumps(dead_owner().as_labels()))
     assert owneddirs.sweep(parent, "mitmdump-") == [sockets]
     assert not sockets.exists() and proxies.is_dir()

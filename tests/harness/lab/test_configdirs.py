@@ -7,7 +7,6 @@ import dataclasses
 import json
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from proxyfleet.core.owners import current_owner
 from proxyfleet.core.privatedirs import NotPrivateError
 from proxyfleet.harness.lab import configdirs
+from tests.support import dead_owner
 
 
 def mode(path: Path) -> int:
@@ -41,16 +41,10 @@ def test_a_parent_others_can_write_is_refused(tmp_path: Path) -> None:
         configdirs.make(parent)
 
 
-def _dead_owner() -> dict[str, str]:
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return dataclasses.replace(current_owner(), pid=child.pid).as_labels()
-
-
 def test_the_sweep_removes_only_directories_whose_owner_is_provably_gone(tmp_path: Path) -> None:
     parent = tmp_path / "proxies"
     killed = configdirs.make(parent)  # as if its proxyfleet had been SIGKILLed
-    configdirs.record_path(killed).write_text(json.dumps(_dead_owner()))
+    configdirs.record_path(killed).write_text(json.dumps(dead_owner().as_labels()))
     (killed / "passwd").write_text("vendor:$apr1$...")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -63,7 +57,7 @@ def test_the_sweep_removes_only_directories_whose_owner_is_provably_gone(tmp_pat
     theirs = dataclasses.replace(current_owner(), pid_namespace=current_owner().pid_namespace + 1, pid=1)
     configdirs.record_path(elsewhere).write_text(json.dumps(theirs.as_labels()))
     stale = parent / (configdirs.PREFIX + "gone" + configdirs.RECORD)  # a record whose directory went
-    stale.write_text(json.dumps(_dead_owner()))
+    stale.write_text(json.dumps(dead_owner().as_labels()))
     assert configdirs.sweep(parent) == [killed]
     assert not killed.exists() and not configdirs.record_path(killed).exists() and not stale.exists()
     assert (outside / "keep").read_text() == "not the proxy's"
@@ -75,7 +69,7 @@ def test_a_record_the_proxy_could_forge_is_not_read_through_a_link(tmp_path: Pat
     parent = tmp_path / "proxies"
     directory = configdirs.make(parent)
     forged = tmp_path / "forged.json"
-    forged.write_text(json.dumps(_dead_owner()))
+    forged.write_text(json.dumps(dead_owner().as_labels()))
     record = configdirs.record_path(directory)
     os.unlink(record)
     record.symlink_to(forged)

@@ -32,6 +32,7 @@ from proxyfleet.harness.lab.vendorcontainer import (
     sweep_orphans,
 )
 from proxyfleet.simulators.network import Endpoint
+from tests.support import dead_pid
 
 TINY_IMAGE = "proxyfleet-test/tiny:host-sh-sleep"
 
@@ -188,16 +189,10 @@ async def test_a_container_that_exits_at_start_up_is_removed_and_its_output_quot
     assert list(parent.iterdir()) == []
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen(["true"])
-    child.wait()
-    return child.pid
-
-
 def test_the_owner_labels_decide_what_is_orphaned() -> None:
     me = current_owner()
     assert not orphaned(me.as_labels(LABEL_PREFIX))
-    dead = dataclasses.replace(me, pid=_dead_pid())
+    dead = dataclasses.replace(me, pid=dead_pid())
     assert orphaned(dead.as_labels(LABEL_PREFIX))
     assert not orphaned(dataclasses.replace(dead, pid_namespace=me.pid_namespace + 1).as_labels(LABEL_PREFIX))
     assert not orphaned(dataclasses.replace(dead, boot_id="another-boot").as_labels(LABEL_PREFIX))
@@ -236,7 +231,7 @@ def created(tiny_image: str) -> Iterator[Created]:
 
 def test_the_sweep_removes_only_containers_whose_owner_is_provably_dead(created: Created) -> None:
     me = current_owner()
-    dead = dataclasses.replace(me, pid=_dead_pid())
+    dead = dataclasses.replace(me, pid=dead_pid())
     created.make("dead", dead.as_labels(LABEL_PREFIX))
     # a shared engine: another PID namespace's owner, whose pid is nobody here
     created.make("other namespace",
