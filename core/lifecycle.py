@@ -51,6 +51,17 @@ async def terminate_group(process: asyncio.subprocess.Process, grace: float | No
         await process.wait()
 
 
+def exit_description(returncode: int) -> str:
+    """How a child ended, as a shell says it: ``exit status 1`` or ``killed by SIGTERM`` (asyncio and
+    subprocess report a signal as a negative return code)."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
 def process_alive(pid: int) -> bool:
     """Whether a process with this id exists (another user's counts: signalling it is refused)."""
     if pid <= 0:

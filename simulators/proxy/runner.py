@@ -25,7 +25,7 @@ from typing import Any
 import trustme
 
 from proxyfleet.core import owneddirs
-from proxyfleet.core.lifecycle import die_with_parent, terminate_group
+from proxyfleet.core.lifecycle import die_with_parent, exit_description, terminate_group
 from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import runtime_directory
@@ -220,15 +220,17 @@ class ProxyServer:
         if not self.port:
             self.port = _free_port(self.settings.listen_address)
         started = time.monotonic()
-        stderr = self._stderr_path.open("ab")  # handed to the child
+        # Both streams: mitmdump's terminal log (the error that stopped it) goes to stdout, its
+        # "Error logged during startup, exiting..." to stderr.
+        output = self._stderr_path.open("ab")  # handed to the child
         try:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
                 *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=stderr,
+                stdout=output, stderr=output,
                 start_new_session=True, preexec_fn=die_with_parent)
         finally:
-            stderr.close()
+            output.close()
         _LIVE.add(self._process.pid)
         try:
             pid = self._process.pid
@@ -246,9 +248,12 @@ class ProxyServer:
         """Probe the listening port and the control socket until both answer (as long as mitmdump
         keeps working at it: ``StartupClock``)."""
         while True:
-            if self._process is None or self._process.returncode is not None:
-                log = self._stderr_path.read_text(errors="replace")[-2000:]
-                raise ProxyError(f"mitmdump exited during start-up:\n{log}")
+            if self._process is None:  # a lab bug, not mitmdump's: say so, not "exited"
+                raise ProxyError("mitmdump was stopped by the lab while it was starting")
+            if self._process.returncode is not None:
+                log = self._stderr_path.read_text(errors="replace")[-2000:] or "(no output)\n"
+                raise ProxyError(f"mitmdump exited during start-up "
+                                 f"({exit_description(self._process.returncode)}):\n{log}")
             try:
                 _, writer = await asyncio.open_connection(self.settings.listen_address, self.port)
                 writer.close()

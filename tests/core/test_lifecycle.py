@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from proxyfleet.core.lifecycle import interrupt_on_sigterm, process_alive, terminate_group
+from proxyfleet.core.lifecycle import exit_description, interrupt_on_sigterm, process_alive, terminate_group
 
 
 def test_sigterm_raises_keyboard_interrupt() -> None:
@@ -106,3 +106,11 @@ def test_process_alive() -> None:
     finished = subprocess.Popen(["true"])
     finished.wait()  # reaped: its id names no process now
     assert not process_alive(finished.pid)
+
+
+def test_exit_description_says_how_a_child_ended_as_a_shell_does() -> None:
+    assert exit_description(0) == "exit status 0"
+    assert exit_description(1) == "exit status 1"
+    assert exit_description(-signal.SIGTERM) == "killed by SIGTERM"
+    assert exit_description(-signal.SIGKILL) == "killed by SIGKILL"
+    assert exit_description(-200) == "killed by signal 200"

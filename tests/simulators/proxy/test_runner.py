@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.simulators.network import PROXY_NETWORK
-from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
+from proxyfleet.simulators.proxy.runner import ProxyError, ProxyServer, ProxySettings
 from tests.simulators.traffic import (
     PROXY_NAME,
     TrafficLab,
@@ -140,3 +140,24 @@ async def test_a_deep_state_directory_gets_a_short_socket_directory_that_goes_wi
     finally:
         await proxy.stop()
     assert not proxy.control_path.parent.exists()
+
+
+async def test_a_proxy_that_cannot_start_says_why_and_how_it_ended(lab: TrafficLab, tmp_path: Path) -> None:
+    """mitmdump prints the error that stopped it on stdout and only "Error logged during startup,
+    exiting..." on stderr: both are kept, with its exit status, so a rare start-up failure names its
+    cause instead of an empty log."""
+    import socket
+
+    listen = lab.network.allocate(PROXY_NETWORK)
+    with socket.socket() as taken:
+        taken.bind((listen, 0))
+        taken.listen()
+        proxy = ProxyServer(ProxySettings(tmp_path / "p", lab.network, lab.public_ca.cert_pem.bytes(),
+                                          listen_address=listen, port=taken.getsockname()[1],
+                                          egress_address=lab.proxy.settings.egress_address))
+        with pytest.raises(ProxyError) as raised:
+            await proxy.start()
+    message = str(raised.value)
+    assert message.startswith("mitmdump exited during start-up (exit status 1):")
+    assert "address already in use" in message and "Error logged during startup" in message
+    assert not proxy.running
