@@ -8,7 +8,11 @@ loop between two of its turns. A busy machine (another CI job, a CPU burner besi
 up here as lag, and the lab counts it against its own timings instead of against a reconciler.
 
 ``stalled(since, until)`` is how long the loop could not run between two moments (the sum of the
-lag it measured then), ``worst(since)`` the longest single stall. Times are ``time.monotonic()``.
+lag it measured then), ``worst(since)`` the longest single stall. Times are ``time.monotonic()``
+(one clock for every process of the machine, so stalls compare across processes).
+
+A process the lab cannot ask over a socket (``proxyfleet reconcile`` as an external reconciler)
+appends its stalls to the file named by ``PROXYFLEET_LAG_FILE`` (``LagLog``), which the lab reads.
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 INTERVAL = 0.05  # seconds between wake-ups asked for
 FLOOR = 0.01  # lag below this is the loop's ordinary jitter: not kept
 KEPT = 20_000  # stalls remembered (about an hour of a badly starved loop)
+LAG_FILE_ENV = "PROXYFLEET_LAG_FILE"  # set by the lab for a reconciler process it starts
 
 
 @dataclass(frozen=True)
@@ -61,14 +69,50 @@ class LagRecord:
         return max((s.lag for s in self._stalls if s.at > since and (until is None or s.at <= until)), default=0.0)
 
 
+class LagLog:
+    """Stalls as JSON lines (``{"at": …, "lag": …}``) in a file another process reads: how a process
+    the lab cannot ask reports its lag. Opened append-only, private to this user; a line is written
+    whole, so a reader sees complete lines (and skips a torn last one)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def write(self, stall: Stall) -> None:
+        os.write(self._fd, (json.dumps({"at": round(stall.at, 4), "lag": round(stall.lag, 4)}) + "\n").encode())
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    @staticmethod
+    def read(path: Path) -> LagRecord | None:
+        """The stalls a process logged (None: it logged nothing, not even that it measures)."""
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        record = LagRecord()
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+                record.add(float(entry["at"]), float(entry["lag"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line, or another writer's
+        return record
+
+
 class LagMonitor:
     """Measures the lag of the running event loop until stopped; one per process is enough (see
-    ``process_monitor``)."""
+    ``process_monitor``). With a ``log``, every stall kept is also written there."""
 
-    def __init__(self, interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, interval: float = INTERVAL, clock: Callable[[], float] = time.monotonic,
+                 log: LagLog | None = None) -> None:
         self.interval = interval
         self.clock = clock
         self.record = LagRecord()
+        self.log = log
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -87,7 +131,10 @@ class LagMonitor:
             asked = self.clock()
             await asyncio.sleep(self.interval)
             woke = self.clock()
-            self.record.add(woke, woke - asked - self.interval)
+            lag = woke - asked - self.interval
+            self.record.add(woke, lag)
+            if self.log is not None and lag >= FLOOR:
+                self.log.write(Stall(woke, lag))
 
     def stalled(self, since: float, until: float | None = None) -> float:
         return self.record.stalled(since, until)
@@ -101,12 +148,14 @@ _MONITORS: dict[asyncio.AbstractEventLoop, LagMonitor] = {}
 
 def process_monitor() -> LagMonitor:
     """The lag monitor of the running event loop, started on first use: every part of a lab that
-    shares the loop (control plane, fleet, judge, reconciler) reads the same one."""
+    shares the loop (control plane, fleet, judge, reconciler) reads the same one. Where the lab
+    named a lag file (``PROXYFLEET_LAG_FILE``), the stalls are written there too."""
     loop = asyncio.get_running_loop()
     for stale in [other for other in _MONITORS if other.is_closed()]:
         del _MONITORS[stale]
     monitor = _MONITORS.get(loop)
     if monitor is None:
-        monitor = _MONITORS[loop] = LagMonitor()
+        named = os.environ.get(LAG_FILE_ENV)
+        monitor = _MONITORS[loop] = LagMonitor(log=LagLog(Path(named)) if named else None)
     monitor.start()
     return monitor

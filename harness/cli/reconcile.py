@@ -10,6 +10,7 @@ import click
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.process_limits import raise_open_file_limit
 from proxyfleet.harness.cli.running import stop_requested
 from proxyfleet.harness.reconciler import VARIANTS, ReconcilerSettings, make_reconciler
@@ -18,6 +19,7 @@ from proxyfleet.harness.reconciler.hostkeys import HostKeyPolicyError
 
 async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | None) -> None:
     raise_open_file_limit()
+    process_monitor()  # its loop's lag, measured from the start (and logged where a lab asked)
     reconciler = make_reconciler(api_client(kubeconfig), settings, variant)
     with stop_requested() as stopped:
         await reconciler.start()

@@ -10,9 +10,12 @@ log, a vendor's access log) only adds what it says to the text."""
 
 from __future__ import annotations
 
+import asyncio
+
 from cryptography import x509
 
 from proxyfleet.core.contract import EGRESS_SERVICES
+from proxyfleet.core.looplag import LagLog
 from proxyfleet.harness.conformance.evidence import (
     Evidence,
     HostRecord,
@@ -215,13 +218,21 @@ class LabEvidence:
             return False
 
     async def lags(self, since: float) -> dict[str, dict[str, float]]:
-        """The lab's mitmdumps' own loops (a vendor's proxy is not the lab's to measure)."""
+        """The lab's mitmdumps' own loops (a vendor's proxy is not the lab's to measure), and an
+        external reconciler's where it logs them (``proxyfleet reconcile`` does; shown, never
+        counted for it: a reconciler's own slowness is not the lab's)."""
         found = {}
         for name, proxy in (("proxy", self.lab.proxy), ("proxy2", self.lab.proxy2)):
             if isinstance(proxy, ProxyServer):
                 measured = await proxy.lag(since)
                 if measured:
                     found[f"mitmdump ({name})"] = measured
+        external = self.lab.external_reconciler
+        if external is not None:
+            record = await asyncio.to_thread(LagLog.read, external.lag_path)
+            if record is not None:
+                found["reconciler (external)"] = {"worst_s": round(record.worst(since), 3),
+                                                  "stalled_s": round(record.stalled(since), 3)}
         return found
 
     def readable_logs(self) -> list[tuple[str, str]]:

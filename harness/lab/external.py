@@ -1,5 +1,7 @@
 """An external reconciler (``--reconciler-command``) run as the lab's operator: started after the
 fleet, stopped with SIGTERM (then SIGKILL) before it, its output in ``reconciler.log`` (0600).
+``PROXYFLEET_LAG_FILE`` names ``reconciler-lag.jsonl`` beside it: ``proxyfleet reconcile`` writes
+its event loop's stalls there (another program ignores it), and the report shows them per step.
 
 ``env="olm"`` runs it the way Operator Lifecycle Manager runs the Windows Machine Config
 Operator: ``HTTP_PROXY``, ``HTTPS_PROXY`` and ``NO_PROXY`` from ``Proxy/cluster`` status in its
@@ -19,6 +21,7 @@ from typing import Any
 
 from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.core.lifecycle import die_with_parent, terminate_group
+from proxyfleet.core.looplag import LAG_FILE_ENV
 from proxyfleet.core.secretfiles import open_private_append
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,7 @@ class ExternalReconciler:
                                           + ", ".join(ENV_MODES))
         self.argv = argv
         self.log_path = log_path
+        self.lag_path = log_path.with_name("reconciler-lag.jsonl")
         self.env_mode = env_mode
         self.process: asyncio.subprocess.Process | None = None
         self.injected: dict[str, str] = {}
@@ -64,7 +68,7 @@ class ExternalReconciler:
     def _environment(self) -> dict[str, str]:
         environment = {k: v for k, v in os.environ.items() if k.upper() not in PROXY_VARIABLES} \
             if self.env_mode == "olm" else dict(os.environ)
-        return {**environment, **self.injected}
+        return {**environment, **self.injected, LAG_FILE_ENV: str(self.lag_path)}
 
     async def start(self) -> None:
         output = open_private_append(self.log_path)

@@ -4,11 +4,14 @@ and a real starved loop measured as such."""
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import time
+from pathlib import Path
 
 import pytest
 
-from proxyfleet.core.looplag import LagMonitor, LagRecord, process_monitor
+from proxyfleet.core.looplag import LagLog, LagMonitor, LagRecord, process_monitor
 
 
 def test_stalls_are_counted_for_the_part_inside_the_window() -> None:
@@ -43,3 +46,24 @@ async def test_one_monitor_serves_a_loop() -> None:
     first = process_monitor()
     assert process_monitor() is first
     await first.stop()
+
+
+async def test_a_process_the_lab_cannot_ask_logs_its_stalls_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "lag.jsonl"
+    assert LagLog.read(path) is None  # nothing measured, not "no lag"
+    log = LagLog(path)
+    monitor = LagMonitor(interval=0.01, log=log)
+    monitor.start()
+    try:
+        await asyncio.sleep(0.05)
+        before = time.monotonic()
+        time.sleep(0.3)  # noqa: ASYNC251 - a starved loop
+        await asyncio.sleep(0.05)
+    finally:
+        await monitor.stop()
+        log.close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with path.open("a") as torn:
+        torn.write('{"at": 1')  # a reader may meet a line being written
+    record = LagLog.read(path)
+    assert record is not None and record.worst(before) >= 0.25 and record.stalled(before) >= 0.25
