@@ -505,13 +505,18 @@ def reveals(text: str, secrets: set[str], forms: set[str]) -> bool:
     return False
 
 
-def credentials(places: list[str]) -> Verdict:
-    """No proxy credential, in any encoding, in what the reconciler writes or ordinary users read
-    (``places`` names where one was found — never the credential itself)."""
-    return Verdict(not places, "no proxy credential (plain, percent-encoded, Basic, Base64 UTF-8/UTF-16LE) in "
-                               "Node annotations/labels, Events, ConfigMaps, Secrets or the reconciler's log",
-                   "none found" if not places else "found in " + "; ".join(sorted(set(places))[:5])
-                   + (f" and {len(set(places)) - 5} more" if len(set(places)) > 5 else ""))
+def credentials(places: list[str], unlisted: Mapping[str, str] | None = None) -> Verdict:
+    """No proxy credential, in any encoding, in anything the reconciler can write through the API or
+    in its log (``places`` names where one was found — never the credential itself); what the run
+    could not read (``unlisted``: resource -> why) is said, not guessed."""
+    observed = "none found" if not places else "found in " + "; ".join(sorted(set(places))[:5]) \
+        + (f" and {len(set(places)) - 5} more" if len(set(places)) > 5 else "")
+    if unlisted:
+        observed += "; not readable by this run: " + ", ".join(
+            f"{name} ({why})" for name, why in sorted(unlisted.items()))
+    return Verdict(not places, "no proxy credential (plain, percent-encoded, Basic, Base64 UTF-8/UTF-16LE) in any "
+                               "field of any object the run can list (metadata and status included) or the "
+                               "reconciler's log", observed)
 
 
 def trusted_ca(configmap: Mapping[str, Any] | None, wanted: frozenset[str], where: str) -> Verdict:

@@ -1,11 +1,10 @@
 """What the judge reads from the API server itself, on the lab and on an existing cluster alike:
-Nodes by address, Warning Events about Nodes, the trusted CA ConfigMap, and every place ordinary
-users read where a proxy credential could show up."""
+Nodes by address, Warning Events about Nodes, the trusted CA ConfigMap, and every object a proxy
+credential could be written into."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime as dt
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -15,11 +14,8 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
-from proxyfleet.harness.conformance import checks
+from proxyfleet.harness.conformance import checks, credentialscan
 from proxyfleet.harness.lab import admin
-
-# The install-config as the installer stores it: the Proxy's own input (it holds the proxy URL).
-INSTALL_CONFIG = "kube-system/cluster-config-v1"
 
 
 async def node_objects(api: client.ApiClient) -> dict[str, dict[str, Any]]:
@@ -64,48 +60,19 @@ async def trusted_ca_configmap(api: client.ApiClient) -> dict[str, Any] | None:
 
 
 async def credential_leaks(api: client.ApiClient, nodes: dict[str, dict[str, Any]], secrets: set[str],
-                           logs: Callable[[], Iterable[tuple[str, str]]]) -> dict[str, list[str]]:
-    """Where one of ``secrets`` (proxy credentials) shows up: by node address (its Node's
-    annotations and labels, Events about it) and under "" (anything else ordinary users read:
-    other Events, ConfigMaps and Secrets other than the install-config the Proxy came from, and
-    the (where, text) pairs ``logs`` gives, such as an external reconciler's log, read only when
-    there is a credential to look for)."""
+                           logs: Callable[[], Iterable[tuple[str, str]]],
+                           existing_cluster: bool = False,
+                           cache: credentialscan.ScanCache | None = None) -> credentialscan.Scan:
+    """Where one of ``secrets`` (proxy credentials) shows up: in any field of any object the API
+    server lets the run list (``credentialscan``), filed by node address where the place is a Node
+    or an Event about one and under "" otherwise, and in the (where, text) pairs ``logs`` gives
+    (an external reconciler's log) — all read only when there is a credential to look for."""
     if not secrets:
-        return {}
+        return credentialscan.Scan()
+    by_name = {str((node.get("metadata") or {}).get("name")): address for address, node in nodes.items()}
+    found = await credentialscan.scan_async(api, secrets, by_name, existing_cluster, cache)
     forms = checks.credential_forms(secrets)
-    found: dict[str, list[str]] = {}
-
-    def look(where: str, text: str, address: str = "") -> None:
-        if checks.reveals(text, secrets, forms):
-            found.setdefault(address, []).append(where)
-
-    by_name = {}
-    for address, node in nodes.items():
-        metadata = node.get("metadata") or {}
-        by_name[metadata.get("name")] = address
-        for kind in ("annotations", "labels"):
-            for key, value in (metadata.get(kind) or {}).items():
-                look(f"Node {metadata.get('name')} {kind[:-1]} {key}", f"{key}={value}", address)
-    core = client.CoreV1Api(api)
-
-    async def listed(function: Callable[[], Any]) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = api.sanitize_for_serialization(  # type: ignore[no-untyped-call]
-            (await asyncio.to_thread(function)).items)
-        return items
-
-    for event in await listed(core.list_event_for_all_namespaces):
-        involved = event.get("involvedObject") or {}
-        address = by_name.get(involved.get("name"), "") if involved.get("kind") == "Node" else ""
-        look(f"Event {event['metadata'].get('namespace')}/{event.get('reason')}",
-             "\n".join(str(event.get(k) or "") for k in ("reason", "message", "note", "action")), address)
-    for configmap in await listed(core.list_config_map_for_all_namespaces):
-        where = f"{configmap['metadata'].get('namespace')}/{configmap['metadata'].get('name')}"
-        if where != INSTALL_CONFIG:  # the Proxy's own input, as on a real cluster
-            values = [*(configmap.get("data") or {}).values(), *(configmap.get("binaryData") or {}).values()]
-            look(f"ConfigMap {where}", "\n".join(str(v) for v in values))
-    for secret in await listed(core.list_secret_for_all_namespaces):
-        texts = [base64.b64decode(v).decode("utf-8", errors="ignore") for v in (secret.get("data") or {}).values()]
-        look(f"Secret {secret['metadata'].get('namespace')}/{secret['metadata'].get('name')}", "\n".join(texts))
     for where, text in logs():
-        look(where, text)
+        if checks.reveals(text, secrets, forms):
+            found.found.setdefault("", []).append(where)
     return found

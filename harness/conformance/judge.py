@@ -40,7 +40,7 @@ from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api
 from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.core.noproxy import redact_url
-from proxyfleet.harness.conformance import checks, clusterobjects, routing
+from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, routing
 from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
@@ -153,6 +153,7 @@ class Conformance:
         self._old_user_ca: set[str] = set()
         # Every proxy credential this scenario (or the lab's install-config) used: none may leak.
         self._secrets: set[str] = set()
+        self._credential_cache = credentialscan.ScanCache()  # a step walks only the objects that changed
         if lab is not None:
             for url in (lab.proxy2_url if lab.proxy2 is not None else "",
                         f"http://{lab.settings.proxy_auth}@proxy" if lab.settings.proxy_auth else ""):
@@ -660,8 +661,8 @@ class Conformance:
                 self._record(step, address, "disruption-budget", budget(address))
                 if trusted is not None:
                     self._record(step, address, "trusted-ca", trusted)
-                leaked = leaks.get(address, []) + leaks.get("", [])
-                self._record(step, address, "credentials", checks.credentials(leaked))
+                leaked = leaks.found.get(address, []) + leaks.found.get("", [])
+                self._record(step, address, "credentials", checks.credentials(leaked, leaks.unlisted))
 
     async def _warning_events(self, since: dt.datetime) -> dict[str, list[tuple[dt.datetime, str]]]:
         return await clusterobjects.warning_events(self.api, since)
@@ -700,9 +701,11 @@ class Conformance:
 
         return verdict
 
-    async def _credential_leaks(self, nodes: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    async def _credential_leaks(self, nodes: dict[str, dict[str, Any]]) -> credentialscan.Scan:
         """Where a proxy credential the scenario used shows up (``clusterobjects.credential_leaks``)."""
-        return await clusterobjects.credential_leaks(self.api, nodes, self._secrets, self.evidence.readable_logs)
+        return await clusterobjects.credential_leaks(self.api, nodes, self._secrets, self.evidence.readable_logs,
+                                                     existing_cluster=self._lab is None,
+                                                     cache=self._credential_cache)
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
                      state: NodeState | NodeError, pulls: dict[str, Probed], evidence: Evidence,

@@ -171,6 +171,28 @@ class LeaksCredentials(Reconciler):
         await self.writer.event(node, "ProxyAuthConfigured", f"proxy authorization Basic {token}")
 
 
+class AnnotatesCredentials(Reconciler):
+    name = "annotates-credentials"
+    description = ("records the applied proxy URL, password included, in an annotation of its own ConfigMap: "
+                   "metadata, where a scan of ConfigMap data alone does not look")
+
+    async def _record_done(self, node: dict[str, Any] | None, record: NodeRecord, desired: DesiredState,
+                           deconfigure: bool, message: str) -> None:
+        await super()._record_done(node, record, desired, deconfigure, message)
+        url = desired.environment.get("HTTPS_PROXY") or ""
+        if "@" not in url:
+            return
+        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(
+            name="proxy-applied", annotations={"proxyfleet.io/applied-proxy": url}))
+        core = self.writer.core
+        try:
+            await asyncio.to_thread(core.create_namespaced_config_map, self.writer.namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            await asyncio.to_thread(core.patch_namespaced_config_map, "proxy-applied", self.writer.namespace, body)
+
+
 class LeavesFiles(Reconciler):
     name = "leaves-files"
     description = "removes the proxy but leaves its bundle copy and import record on the node"
@@ -350,7 +372,8 @@ class DeletesPods(Reconciler):
 
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
-    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials, LeavesFiles,
+    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials,
+    AnnotatesCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
     AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, SkipsDrain, DeletesPods,

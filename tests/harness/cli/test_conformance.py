@@ -41,6 +41,7 @@ CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "no-service-wait": ("runtime-add", "reboots"),
     "reboot-without-exit-status": ("runtime-add", "reboots"),
     "leaks-credentials": ("change", "credentials"),
+    "annotates-credentials": ("change", "credentials"),
     "leaves-files": ("remove", "files"),
     "ignores-max-unavailable": ("runtime-add", "disruption-budget"),
     "uncordons-admin-cordon": ("runtime-add", "disruption-budget"),
@@ -73,6 +74,7 @@ CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
 # wrong value, a missing certificate, a file left behind) that any deadline sees: 5 s.
 ROLLOUT_ACTIONS = frozenset({
     "early-reachability", "no-service-wait", "reboot-without-exit-status", "leaks-credentials",
+    "annotates-credentials",
     "ignores-max-unavailable", "uncordons-admin-cordon", "reboots-again-after-restart", "applies-stale-settings",
     "ignores-host-keys", "no-warning-events", "skips-drain", "deletes-pods",
 })

@@ -10,11 +10,12 @@ import base64
 import datetime as dt
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, config
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
-from proxyfleet.harness.conformance import clusterobjects
+from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan
 from proxyfleet.harness.conformance.clusterobjects import node_name
+from proxyfleet.simulators.controlplane.cluster import ControlPlane
 
 SECRET = "S3cret-Passw0rd"
 
@@ -66,30 +67,95 @@ async def test_the_trusted_ca_configmap_or_none(api: client.ApiClient) -> None:
     assert found is not None and found["data"] == {"ca-bundle.crt": "bundle"}
 
 
-async def test_a_credential_is_found_wherever_ordinary_users_read_it(api: client.ApiClient) -> None:
-    await _node(api, "win-0001", "10.1.0.5", {"proxyfleet.io/proxy": f"http://u:{SECRET}@proxy:3128"})
+async def test_a_credential_is_found_in_any_field_of_any_object(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    url = f"http://u:{SECRET}@proxy:3128"
+    await _node(api, "win-0001", "10.1.0.5", {"proxyfleet.io/proxy": url})
     await _node(api, "win-0002", "10.1.0.6")
+    await call(core.patch_node, "win-0002", {"metadata": {"labels": {"proxy-user": f"u.{SECRET}"}}})
+    await _node(api, "win-0003", "10.1.0.7")
     now = dt.datetime.now(dt.UTC)
-    await _event(api, "about-node", "Node", "win-0002", "Warning", f"proxy u:{SECRET} refused", now)
-    await call(client.CoreV1Api(api).create_namespaced_config_map, OPERATOR_NAMESPACE,
+    await _event(api, "about-node", "Node", "win-0003", "Warning", f"proxy u:{SECRET} refused", now)
+    # data, and metadata: an annotation of a ConfigMap is as readable as its data
+    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
                {"metadata": {"name": "leaky"}, "data": {"proxy": f"u%3A{SECRET}"}})  # percent-encoded
+    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
+               {"metadata": {"name": "applied", "annotations": {"proxyfleet.io/applied": url}}, "data": {}})
     token = base64.b64encode(f"u:{SECRET}".encode()).decode()
-    await call(client.CoreV1Api(api).create_namespaced_secret, OPERATOR_NAMESPACE,
+    await call(core.create_namespaced_secret, OPERATOR_NAMESPACE,
                {"metadata": {"name": "auth"}, "data": {"header": base64.b64encode(f"Basic {token}".encode()).decode()}})
+    # kinds nobody listed before: a Lease's holder, a Namespace's label, a Pod's environment
+    await call(client.CoordinationV1Api(api).create_namespaced_lease, OPERATOR_NAMESPACE,
+               {"metadata": {"name": "leader"}, "spec": {"holderIdentity": url}})
+    await call(core.create_namespace, {"metadata": {"name": "proxy-notes", "labels": {"note": f"u-{SECRET}"}}})
+    await call(core.create_namespaced_pod, OPERATOR_NAMESPACE,
+               {"metadata": {"name": "helper"}, "spec": {"containers": [{"name": "c", "image": "x",
+                                                                       "env": [{"name": "HTTP_PROXY", "value": url}]}]}})
+    # the Proxy's own URLs are where the credential must be; anything else on it is not
+    await call(custom.patch_cluster_custom_object, "config.openshift.io", "v1", "proxies", "cluster",
+               {"metadata": {"annotations": {"last-applied": url}}, "spec": {"httpProxy": url, "httpsProxy": url}})
     # The installer keeps the install-config (and its proxy URL) where only admins read it.
-    await call(client.CoreV1Api(api).patch_namespaced_config_map, "cluster-config-v1", "kube-system",
-               {"data": {"install-config": f"proxy: {{httpProxy: 'http://u:{SECRET}@proxy:3128'}}"}})
+    await call(core.patch_namespaced_config_map, "cluster-config-v1", "kube-system",
+               {"data": {"install-config": f"proxy: {{httpProxy: '{url}'}}"}})
     nodes = await clusterobjects.node_objects(api)
     found = await clusterobjects.credential_leaks(api, nodes, {SECRET},
                                                   lambda: [("the reconciler's log", f"password {SECRET}")])
-    assert found["10.1.0.5"] == ["Node win-0001 annotation proxyfleet.io/proxy"]
-    assert found["10.1.0.6"] == [f"Event {OPERATOR_NAMESPACE}/ProxyApplyFailed"]
-    assert sorted(found[""]) == [f"ConfigMap {OPERATOR_NAMESPACE}/leaky", f"Secret {OPERATOR_NAMESPACE}/auth",
-                                 "the reconciler's log"]
+    assert found.unlisted == {} and found.resources >= 10
+    assert found.found["10.1.0.5"] == ["Node win-0001 annotation proxyfleet.io/proxy"]
+    assert found.found["10.1.0.6"] == ["Node win-0002 label proxy-user"]
+    assert {p.split(" ", 2)[0] + " " + p.split(" ", 2)[2] for p in found.found["10.1.0.7"]} == {"Event message"}
+    elsewhere = found.found[""]
+    assert f"ConfigMap {OPERATOR_NAMESPACE}/leaky data.proxy" in elsewhere
+    assert f"ConfigMap {OPERATOR_NAMESPACE}/applied annotation proxyfleet.io/applied" in elsewhere
+    assert f"Secret {OPERATOR_NAMESPACE}/auth data.header" in elsewhere
+    assert f"Lease {OPERATOR_NAMESPACE}/leader spec.holderIdentity" in elsewhere
+    assert "Namespace proxy-notes label note" in elsewhere
+    assert f"Pod {OPERATOR_NAMESPACE}/helper spec.containers.0.env.0.value" in elsewhere  # no OLM in the lab
+    assert "Proxy cluster annotation last-applied" in elsewhere
+    assert "the reconciler's log" in elsewhere
+    assert not [p for p in elsewhere if "cluster-config-v1" in p or "httpProxy" in p or "httpsProxy" in p], elsewhere
+    assert not any(SECRET in p for places in found.found.values() for p in places)  # never echoed
+    # On an existing cluster, OLM's injected proxy variables are the platform's copy, not a leak.
+    on_cluster = await clusterobjects.credential_leaks(api, nodes, {SECRET}, list, existing_cluster=True)
+    assert not [p for p in on_cluster.found[""] if "Pod" in p]
+    assert f"ConfigMap {OPERATOR_NAMESPACE}/applied annotation proxyfleet.io/applied" in on_cluster.found[""]
+
+
+async def test_what_the_run_may_not_list_is_said_not_guessed(plane: ControlPlane) -> None:
+    # a kubelet's identity: it may list Nodes, not Secrets or ConfigMaps
+    restricted = config.new_client_from_config_dict(plane.kubeconfig(token=plane.kubelet_token("win-0009")))  # type: ignore[no-untyped-call]
+    try:
+        found = await clusterobjects.credential_leaks(restricted, {}, {SECRET}, list, existing_cluster=True)
+    finally:
+        restricted.close()
+    assert "secrets" in found.unlisted and "configmaps" in found.unlisted
+    assert found.unlisted["secrets"].startswith("403")
+    assert "nodes" not in found.unlisted  # a kubelet may list Nodes: those were read
+    verdict = checks.credentials([], found.unlisted)
+    assert verdict.ok and "not readable by this run: " in verdict.observed and "secrets (403" in verdict.observed
 
 
 async def test_nothing_is_read_when_there_is_no_credential_to_look_for(api: client.ApiClient) -> None:
     def logs() -> list[tuple[str, str]]:
         raise AssertionError("the log was read with nothing to look for")
 
-    assert await clusterobjects.credential_leaks(api, {}, set(), logs) == {}
+    scan = await clusterobjects.credential_leaks(api, {}, set(), logs)
+    assert scan.found == {} and scan.objects == 0
+
+
+async def test_a_step_walks_only_the_objects_that_changed(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    cache = credentialscan.ScanCache()
+    first = await clusterobjects.credential_leaks(api, {}, {SECRET}, list, cache=cache)
+    assert first.objects > 0 and first.found == {}
+    again = await clusterobjects.credential_leaks(api, {}, {SECRET}, list, cache=cache)
+    assert again.objects == 0  # nothing changed: nothing walked again
+    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,
+               {"metadata": {"name": "later", "annotations": {"note": f"u:{SECRET}"}}})
+    later = await clusterobjects.credential_leaks(api, {}, {SECRET}, list, cache=cache)
+    assert later.objects == 1 and later.found[""] == [f"ConfigMap {OPERATOR_NAMESPACE}/later annotation note"]
+    still = await clusterobjects.credential_leaks(api, {}, {SECRET}, list, cache=cache)
+    assert still.objects == 0 and still.found == later.found  # unchanged, still found
+    other = await clusterobjects.credential_leaks(api, {}, {"another-secret"}, list, cache=cache)
+    assert other.objects > 1 and other.found == {}  # other secrets: everything walked again
