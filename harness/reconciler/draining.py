@@ -1,7 +1,8 @@
 """Draining a cordoned node before its reboot, as ``kubectl drain --ignore-daemonsets`` does:
 every pod bound to it, except DaemonSet pods, mirror pods and finished ones, is evicted through the
 Eviction API, which honours PodDisruptionBudgets; an eviction refused (429) is retried until the
-budget allows it or the drain times out. The node is not rebooted until its pods are gone."""
+budget allows it or the drain times out. The node is not rebooted until its pods are gone — evicted
+is not gone: an evicted pod stays bound, Terminating, until its containers have stopped."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.nodessh import NodeError
+
+DELETION_POLL = 1.0  # seconds between looks at a pod that is terminating
 
 
 class DrainTimeout(NodeError):
@@ -93,4 +96,8 @@ class NodeDrainer:
                                    f"{names} still on the node (eviction refused by a PodDisruptionBudget, "
                                    "or still terminating)")
             if refused:
-                await asyncio.sleep(self.settings.retry)
+                # a refused eviction is asked again after ``retry``; a pod that is only terminating
+                # is looked at again sooner (kubectl drain polls its deletion every second)
+                terminating_only = all((p.get("metadata") or {}).get("deletionTimestamp") for p in refused)
+                await asyncio.sleep(min(self.settings.retry, DELETION_POLL) if terminating_only
+                                    else self.settings.retry)

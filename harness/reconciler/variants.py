@@ -356,6 +356,24 @@ class SkipsDrain(Reconciler):
         return 0
 
 
+class RebootsWhileTerminating(Reconciler):
+    name = "reboots-while-terminating"
+    description = ("drains by evicting and reboots as soon as every eviction was accepted, without waiting "
+                   "for the evicted pods to be gone: they die with the machine, still Terminating")
+
+    async def drain(self, node_name: str) -> int:
+        asked = 0
+        while True:
+            pending = [p for p in await self.drainer.pods_on(node_name)
+                       if not (p.get("metadata") or {}).get("deletionTimestamp")]
+            if not pending:
+                return asked
+            accepted = [await self.drainer.remove(pod) for pod in pending]
+            asked += sum(accepted)
+            if not all(accepted):
+                await asyncio.sleep(self.drainer.settings.retry)
+
+
 class DeletesPods(Reconciler):
     name = "deletes-pods"
     description = "drains by deleting pods directly instead of evicting them: PodDisruptionBudgets ignored"
@@ -376,7 +394,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     AnnotatesCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
-    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, SkipsDrain, DeletesPods,
+    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, SkipsDrain, RebootsWhileTerminating, DeletesPods,
 )}
 
 

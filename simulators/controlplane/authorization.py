@@ -113,7 +113,9 @@ def _node_allows(node: str, request: Request) -> bool:
         # Reads of pods (the kubelet's own, by field selector) and status writes; which pods it
         # may write is NodeRestriction's check, made against the stored pod (``bound_to``).
         if request.subresource is None:
-            return request.verb in _NODE_READS
+            # delete: the kubelet ends a Terminating pod once its containers stopped (NodeRestriction
+            # keeps it to pods bound to its node)
+            return request.verb in _NODE_READS or (request.verb == "delete" and request.name is not None)
         return request.subresource == "status" and request.verb in {"update", "patch"}
     if resource in (("", "events"), ("events.k8s.io", "events")):
         return request.verb in {"create", "update", "patch"}

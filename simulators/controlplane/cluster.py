@@ -22,6 +22,7 @@ from proxyfleet.simulators.controlplane.install import InstallPlan, load_install
 from proxyfleet.simulators.controlplane.resources import NODES, PODS, RESOURCE_TYPES
 from proxyfleet.simulators.controlplane.server import APIServer
 from proxyfleet.simulators.controlplane.store import Store
+from proxyfleet.simulators.controlplane.termination import terminating
 from proxyfleet.simulators.controlplane.workloads import WorkloadControllers, evictable, lab_workloads
 from proxyfleet.simulators.network import CONTROL_PLANE_NETWORK, Endpoint, LabNetwork
 
@@ -82,9 +83,11 @@ class ControlPlane:
         return bool((node.get("spec") or {}).get("unschedulable"))
 
     def pods_to_drain(self, name: str) -> tuple[str, ...]:
-        """The pods a drain must move (not a DaemonSet's) bound to Node ``name`` right now. Lab
+        """The pods a drain must move (not a DaemonSet's) bound to Node ``name`` right now — a
+        Terminating one too: evicted is not gone (``kubectl drain`` waits for the deletion). Lab
         evidence, read from the store so it is exact at the instant it is asked."""
         return tuple(f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                     + (" (Terminating: evicted, not yet gone)" if terminating(p) else "")
                      for p in self.store.list(PODS, None, lambda p: (p.get("spec") or {}).get("nodeName") == name)
                      if evictable(p))
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
+import datetime as dt
 import json
 import logging
 import re
@@ -63,6 +65,12 @@ from proxyfleet.simulators.controlplane.resources import (
 from proxyfleet.simulators.controlplane.selectors import field_selector, label_selector
 from proxyfleet.simulators.controlplane.store import Store, Watcher
 from proxyfleet.simulators.controlplane.tables import to_table
+from proxyfleet.simulators.controlplane.termination import (
+    grace_period,
+    marked_for_deletion,
+    requested_grace,
+    terminating,
+)
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request size limit
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -319,7 +327,7 @@ class APIServer:
         if method == "PATCH":
             return _json(*await self._patch(request, route))
         if method == "DELETE" and route.subresource is None:
-            return self._delete(request, route)
+            return await self._delete(request, route)
         raise method_not_allowed(method)
 
     # --- reads ---------------------------------------------------------------------------------------
@@ -591,31 +599,60 @@ class APIServer:
 
     async def _evict(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
         assert route.name is not None and route.namespace is not None
-        check_eviction_body(await self._body(request), route.name, route.namespace)
+        body = await self._body(request)
+        check_eviction_body(body, route.name, route.namespace)
         pod = self.store.get(PODS, route.namespace, route.name)
+        options = body.get("deleteOptions") if isinstance(body, dict) else None
+        requested = requested_grace({}, options if isinstance(options, dict) else None)
+        if terminating(pod):
+            # already going: the eviction is a no-op success (kube-apiserver's "pod is terminating" path)
+            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "code": 201}, 201, {}
         refusal = eviction_decision(pod, self.budgets(pod))
         node = (pod.get("spec") or {}).get("nodeName") or ""
         if refusal is not None:
             self.disruptions.record(pod, node, "refused", refusal.message)
             raise refusal
         if not self._dry_run(request):
-            self.store.delete(PODS, route.namespace, route.name)
+            self._delete_pod(pod, requested)
             self.disruptions.record(pod, node, "evicted", "")
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201, {}
 
-    def _delete(self, request: web.Request, route: Route) -> web.Response:
+    def _delete_pod(self, pod: dict[str, Any], requested: int | None, dry_run: bool = False) -> dict[str, Any]:
+        """Delete a pod as the pod registry does: at once when it has nothing to stop, else marked
+        Terminating for its grace period until its kubelet deletes it (``termination``)."""
+        metadata = pod["metadata"]
+        grace = grace_period(pod, requested)
+        if grace == 0:
+            return self.store.delete(PODS, metadata["namespace"], metadata["name"], dry_run=dry_run)
+        marked = marked_for_deletion(pod, grace, dt.datetime.now(dt.UTC))
+        if marked is None:
+            return copy.deepcopy(pod)
+        return self.store.mark_deleting(PODS, metadata["namespace"], metadata["name"],
+                                        marked["metadata"], dry_run=dry_run)
+
+    async def _delete(self, request: web.Request, route: Route) -> web.Response:
         assert route.name is not None
-        if route.resource_type.key == ("", "pods") and not self._dry_run(request):
-            # A pod deleted directly, not evicted: lab evidence of whether its budget allowed it.
+        if route.resource_type.key == ("", "pods"):
+            body = await self._body(request) if request.can_read_body else None
+            options = body if isinstance(body, dict) else None
+            requested = requested_grace(request.query, options)
             pod = self.store.get(PODS, route.namespace or "", route.name)
-            refusal = eviction_decision(pod, self.budgets(pod))
-            if refusal is not None:
-                self.disruptions.record(pod, (pod.get("spec") or {}).get("nodeName") or "", "bypassed",
-                                        (refusal.details or {}).get("causes", [{}])[0].get("message", refusal.message))
+            wanted_uid = ((options or {}).get("preconditions") or {}).get("uid")
+            if wanted_uid and wanted_uid != pod["metadata"].get("uid"):
+                raise APIError(409, "Conflict", f"Precondition failed: UID in precondition: {wanted_uid}, "
+                                                f"UID in object meta: {pod['metadata'].get('uid')}")
+            if not self._dry_run(request) and not terminating(pod):
+                # A pod deleted directly, not evicted: lab evidence of whether its budget allowed it.
+                refusal = eviction_decision(pod, self.budgets(pod))
+                if refusal is not None:
+                    self.disruptions.record(pod, (pod.get("spec") or {}).get("nodeName") or "", "bypassed",
+                                            (refusal.details or {}).get("causes", [{}])[0].get("message",
+                                                                                              refusal.message))
+            # the pod registry returns the object: deleted, or marked Terminating (ReturnDeletedObject)
+            return _json(self._delete_pod(pod, requested, dry_run=self._dry_run(request)))
         deleted = self.store.delete(route.resource_type, route.namespace or "", route.name,
                                     dry_run=self._dry_run(request))
-        if route.resource_type.key == ("", "pods"):
-            return _json(deleted)  # the pod registry returns the deleted object (ReturnDeletedObject)
         return _json({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                       "details": {"name": route.name, "group": route.resource_type.group,
                                   "kind": route.resource_type.plural,

@@ -25,6 +25,7 @@ from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES, Resourc
 Predicate = Callable[[dict[str, Any]], bool]
 DEFAULT_HISTORY = 10_000  # events kept for watch resumption (kube keeps far fewer)
 MAX_WATCH_BACKLOG = 100_000
+DELETION_FIELDS = ("deletionTimestamp", "deletionGracePeriodSeconds")  # set by a graceful DELETE only
 
 
 def now_rfc3339(clock: Callable[[], dt.datetime] | None = None) -> str:
@@ -208,9 +209,12 @@ class Store:
             updated = copy.deepcopy(obj)
             updated["apiVersion"], updated["kind"] = resource_type.api_version, resource_type.kind
             keep = {k: existing["metadata"][k] for k in ("uid", "creationTimestamp", "generation",
-                                                         "namespace", "name")
+                                                         "namespace", "name", *DELETION_FIELDS)
                     if k in existing["metadata"]}
             updated["metadata"] = {**copy.deepcopy(metadata), **keep}
+            for key in DELETION_FIELDS:  # set only by a DELETE, never by an update (as the apiserver resets them)
+                if key not in existing["metadata"]:
+                    updated["metadata"].pop(key, None)
             if resource_type.status_subresource:
                 if "status" in existing:
                     updated["status"] = copy.deepcopy(existing["status"])
@@ -223,6 +227,24 @@ class Store:
         updated["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         if _same(updated, existing) or dry_run:
             return copy.deepcopy(updated if dry_run else existing)
+        updated["metadata"]["resourceVersion"] = str(self._bump())
+        bucket[(namespace, name)] = updated
+        self._record("MODIFIED", resource_type, existing, updated)
+        return copy.deepcopy(updated)
+
+    def mark_deleting(self, resource_type: ResourceType, namespace: str, name: str,
+                      metadata: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """A graceful DELETE accepted: the object stays, with ``deletionTimestamp`` and
+        ``deletionGracePeriodSeconds`` from ``metadata`` (MODIFIED to watchers)."""
+        bucket = self._bucket(resource_type)
+        existing = bucket.get((namespace, name))
+        if existing is None:
+            raise not_found(resource_type.plural, name, resource_type.group)
+        updated = copy.deepcopy(existing)
+        for key in DELETION_FIELDS:
+            updated["metadata"][key] = metadata[key]
+        if dry_run:
+            return updated
         updated["metadata"]["resourceVersion"] = str(self._bump())
         bucket[(namespace, name)] = updated
         self._record("MODIFIED", resource_type, existing, updated)

@@ -7,6 +7,9 @@ Level-triggered like the other in-process controllers: any relevant change wakes
 recomputes everything and writes only what differs. The kubelet (``simulators/windows/kubelet``)
 reports pods running; these controllers never do.
 
+Pods are deleted gracefully (``termination``): an evicted pod stays bound and Terminating until its
+kubelet has stopped it, and the ReplicaSet replaces it meanwhile.
+
 Not modelled: affinity, taints beyond cordon, resources, priorities, preemption, rolling updates.
 """
 
@@ -29,6 +32,7 @@ from proxyfleet.simulators.controlplane.resources import (
     resource,
 )
 from proxyfleet.simulators.controlplane.store import Store, now_rfc3339
+from proxyfleet.simulators.controlplane.termination import terminating
 from proxyfleet.simulators.controlplane.watching import WatchingController
 
 WORKLOAD_NAMESPACE = "lab-workloads"
@@ -127,7 +131,10 @@ class WorkloadControllers(WatchingController):
             else:
                 live.append(pod)
         for replica_set in self.store.scan(REPLICASETS):
-            owned = [p for p in live if (controller_of(p) or {}).get("uid") == replica_set["metadata"]["uid"]]
+            # Active pods only: a Terminating one is replaced at once (the ReplicaSet controller's
+            # FilterActivePods), while it is still bound to its node.
+            owned = [p for p in live if (controller_of(p) or {}).get("uid") == replica_set["metadata"]["uid"]
+                     and not terminating(p)]
             missing = int((replica_set.get("spec") or {}).get("replicas", 1)) - len(owned)
             live.extend(self._create(replica_set, None) for _ in range(max(0, missing)))
         for daemon_set in self.store.scan(DAEMONSETS):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxyfleet.core.certificates import pem_blocks
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.noproxy import CLIENTS
 from proxyfleet.simulators.egress.client import EgressError, EgressSession, trust_context
 from proxyfleet.simulators.egress.records import EgressRecord
@@ -42,6 +43,10 @@ class KubeletSettings:
     lease_interval: float = 10.0
     status_interval: float = 10.0
     lease_duration: int = 40
+    # How long a pod's containers take to stop once it is deleted (its app handling the stop
+    # signal), never longer than its grace period; counted in time the lab's loop could run, so a
+    # starved machine never makes a pod vanish early.
+    container_stop_seconds: float = 1.0
 
 
 class KubeletError(Exception):
@@ -58,6 +63,7 @@ class KubeletState:
     last_error: str | None = None
     errors: list[str] = field(default_factory=list)
     pods_started: int = 0  # pod status reports that set a pod running
+    pods_terminated: int = 0  # Terminating pods it deleted once their containers stopped
 
 
 def _micro_time(moment: dt.datetime) -> str:
@@ -81,6 +87,9 @@ class SimulatedKubelet:
         self._trust: ssl.SSLContext = trust_context(pem_blocks(settings.ca_pem))
         self._ready_since: dt.datetime | None = None
         self._pods_due = asyncio.Event()
+        self._running: dict[str, str] = {}  # pod uid -> the boot its containers were started in
+        self._stopping: dict[str, float] = {}  # pod uid -> when its containers were told to stop
+        self._next_stop: float | None = None  # when the next stopping pod's containers are done
         token = settings.token
         self._token = token(self.name) if callable(token) else token
 
@@ -129,7 +138,8 @@ class SimulatedKubelet:
                             next_status = time.monotonic() + self.settings.status_interval
                         next_lease = time.monotonic() + self.settings.lease_interval  # the kubelet's own period
                         self.state.heartbeats += 1
-                    if self._pods_due.is_set():
+                    if self._pods_due.is_set() or (self._next_stop is not None
+                                                   and time.monotonic() >= self._next_stop):
                         self._pods_due.clear()
                         await self._sync_pods(session, environment)
                     self.state.failures = 0
@@ -145,19 +155,31 @@ class SimulatedKubelet:
                     next_lease = time.monotonic() + self.settings.lease_interval
                     await asyncio.sleep(self.settings.lease_interval)
                     continue
+                wake = next_lease if self._next_stop is None else min(next_lease, self._next_stop)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._pods_due.wait(), max(0.0, next_lease - time.monotonic()))
+                    await asyncio.wait_for(self._pods_due.wait(), max(0.0, wake - time.monotonic()))
 
     async def _sync_pods(self, session: EgressSession, environment: Mapping[str, str]) -> None:
-        """Report the pods bound to this node running and ready (their containers start at once)."""
+        """Report the pods bound to this node running and ready (their containers start at once),
+        and end each Terminating one once its containers have stopped."""
         status, listed = await self._call(session, environment, "GET",
                                           f"/api/v1/pods?fieldSelector=spec.nodeName%3D{self.name}")
         if status != 200 or not isinstance(listed, dict):
             raise KubeletError(f"listing pods: {status}")
-        for pod in listed.get("items") or []:
+        boot = self.machine.current_boot
+        boot_id = boot.boot_id if boot is not None else ""
+        self._next_stop = None
+        pods = listed.get("items") or []
+        for uid in set(self._stopping) - {(p.get("metadata") or {}).get("uid") for p in pods}:
+            del self._stopping[uid]  # gone
+        for pod in pods:
             metadata, current = pod.get("metadata") or {}, pod.get("status") or {}
+            if metadata.get("deletionTimestamp"):
+                await self._terminate(session, environment, pod, boot_id)
+                continue
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in current.get("conditions") or [])
-            if metadata.get("deletionTimestamp") or (current.get("phase") == "Running" and ready):
+            if current.get("phase") == "Running" and ready:
+                self._running[str(metadata.get("uid"))] = boot_id  # (re)started with this boot
                 continue
             status, body = await self._call(
                 session, environment, "PATCH",
@@ -165,7 +187,34 @@ class SimulatedKubelet:
                 {"status": self._pod_status(pod)}, content_type="application/merge-patch+json")
             if status not in (200, 404):  # 404: deleted meanwhile
                 raise KubeletError(f"updating pod status: {status} {body}")
+            self._running[str(metadata.get("uid"))] = boot_id
             self.state.pods_started += 1
+
+    async def _terminate(self, session: EgressSession, environment: Mapping[str, str], pod: dict[str, Any],
+                         boot_id: str) -> None:
+        """A Terminating pod: stop its containers (``container_stop_seconds`` of time the lab could
+        run, at most its grace period), then delete it with a grace period of 0, as the kubelet's
+        status manager does. Containers that did not survive a reboot have nothing left to stop."""
+        metadata = pod.get("metadata") or {}
+        uid = str(metadata.get("uid"))
+        if self._running.get(uid) == boot_id:
+            now = time.monotonic()
+            told = self._stopping.setdefault(uid, now)
+            grace = float(metadata.get("deletionGracePeriodSeconds") or 0)
+            ran = now - told - process_monitor().stalled(told)
+            remaining = min(self.settings.container_stop_seconds, grace) - ran
+            if remaining > 0:
+                due = now + remaining
+                self._next_stop = due if self._next_stop is None else min(self._next_stop, due)
+                return
+        path = f"/api/v1/namespaces/{metadata.get('namespace')}/pods/{metadata.get('name')}"
+        status, body = await self._call(session, environment, "DELETE", path, {
+            "kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+        if status not in (200, 404, 409):  # 404: gone already; 409: a new pod by that name
+            raise KubeletError(f"deleting a terminated pod: {status} {body}")
+        self._running.pop(uid, None)
+        self._stopping.pop(uid, None)
+        self.state.pods_terminated += 1
 
     def _pod_status(self, pod: dict[str, Any]) -> dict[str, Any]:
         now = _seconds(self.machine.now())

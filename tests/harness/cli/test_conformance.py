@@ -60,6 +60,7 @@ CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "ignores-host-keys": ("faults", "host-key"),
     "no-warning-events": ("faults", "reported"),
     "skips-drain": ("runtime-add", "drained"),
+    "reboots-while-terminating": ("runtime-add", "drained"),
     # a budget is only overrun by two drains at once: maxUnavailable 2 needs four nodes
     "deletes-pods": ("runtime-add", "drained", 4),
 }
@@ -76,7 +77,7 @@ ROLLOUT_ACTIONS = frozenset({
     "early-reachability", "no-service-wait", "reboot-without-exit-status", "leaks-credentials",
     "annotates-credentials",
     "ignores-max-unavailable", "uncordons-admin-cordon", "reboots-again-after-restart", "applies-stale-settings",
-    "ignores-host-keys", "no-warning-events", "skips-drain", "deletes-pods",
+    "ignores-host-keys", "no-warning-events", "skips-drain", "reboots-while-terminating", "deletes-pods",
 })
 
 

@@ -40,6 +40,11 @@ def pods(plane: ControlPlane, app: str) -> list[dict[str, Any]]:
     return [p for p in plane.store.list(PODS, WORKLOAD_NAMESPACE) if p["metadata"]["labels"]["app"] == app]
 
 
+def active(plane: ControlPlane, app: str) -> list[dict[str, Any]]:
+    """Pods not being deleted (a Terminating one is still listed, still bound)."""
+    return [p for p in pods(plane, app) if not p["metadata"].get("deletionTimestamp")]
+
+
 async def settled(plane: ControlPlane) -> None:
     def spread() -> bool:
         web = pods(plane, SERVICE_NAME)
@@ -77,9 +82,12 @@ async def test_evictions_honour_the_budget_and_replacements_avoid_cordoned_nodes
     assert refused.value.status == 429
     assert "Cannot evict pod as it would violate the pod's disruption budget." in refused.value.body
     assert "The disruption budget web needs 2 healthy pods and has 2 currently" in refused.value.body
-    await wait_until(lambda: len(pods(plane, SERVICE_NAME)) == 3, what="a replacement pod")
-    placed = [p["spec"].get("nodeName") for p in pods(plane, SERVICE_NAME)]
+    await wait_until(lambda: len(active(plane, SERVICE_NAME)) == 3, what="a replacement pod")
+    placed = [p["spec"].get("nodeName") for p in active(plane, SERVICE_NAME)]
     assert placed.count("win-0003") == 2 and "win-0001" not in placed  # never onto a cordoned node
+    # evicted is not gone: the pod stays bound, Terminating, until its kubelet has stopped it
+    [going] = [p for p in pods(plane, SERVICE_NAME) if p["metadata"].get("deletionTimestamp")]
+    assert going["spec"]["nodeName"] == "win-0001" and going["metadata"]["deletionGracePeriodSeconds"] == 30
     run_bound_pods(plane)
     await evict(core, on["win-0002"])  # allowed once the replacement runs
     assert [d.outcome for d in plane.server.disruptions.entries] == ["evicted", "refused", "evicted"]
@@ -102,7 +110,7 @@ async def test_pods_of_a_deleted_node_are_collected_and_replaced(plane: ControlP
     await settled(plane)
     plane.store.delete(NODES, "", "win-0003")
     await wait_until(lambda: all(p["spec"].get("nodeName") in NODE_NAMES[:2]
-                                 for p in plane.store.list(PODS, None)) and len(pods(plane, SERVICE_NAME)) == 3,
+                                 for p in plane.store.list(PODS, None)) and len(active(plane, SERVICE_NAME)) == 3,
                      what="pods of win-0003 collected and the web pod replaced")
     assert len(pods(plane, AGENT_NAME)) == 2
 
@@ -118,3 +126,45 @@ async def test_a_kubelet_writes_only_the_status_of_its_own_pods(plane: ControlPl
         assert status == expected, name
     status, listed, _ = await raw(plane, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dwin-0001", token=token)
     assert status == 200 and {p["spec"]["nodeName"] for p in listed["items"]} == {"win-0001"}
+
+
+async def test_a_deleted_pod_terminates_until_its_kubelet_ends_it(plane: ControlPlane, core: client.CoreV1Api) -> None:
+    """Graceful termination as the pod registry does it: marked, kept bound for the grace period, a
+    second DELETE may only shorten it, an update cannot unset it, and the node's own kubelet (only
+    it) deletes it for good with a grace period of 0 — with the pod's uid as precondition."""
+    await settled(plane)
+    on = {p["spec"]["nodeName"]: p for p in pods(plane, SERVICE_NAME)}
+    name = on["win-0001"]["metadata"]["name"]
+    path = f"/api/v1/namespaces/{WORKLOAD_NAMESPACE}/pods/{name}"
+    marked = await asyncio.to_thread(core.delete_namespaced_pod, name, WORKLOAD_NAMESPACE, grace_period_seconds=20)
+    assert marked.metadata.deletion_grace_period_seconds == 20 and marked.metadata.deletion_timestamp is not None
+    longer = await asyncio.to_thread(core.delete_namespaced_pod, name, WORKLOAD_NAMESPACE)  # its own 30: not longer
+    assert longer.metadata.deletion_grace_period_seconds == 20
+    shorter = await asyncio.to_thread(core.delete_namespaced_pod, name, WORKLOAD_NAMESPACE, grace_period_seconds=5)
+    assert shorter.metadata.deletion_grace_period_seconds == 5
+    await asyncio.to_thread(core.patch_namespaced_pod, name, WORKLOAD_NAMESPACE,
+                            {"metadata": {"deletionTimestamp": None, "labels": {"touched": "yes"}}})
+    assert plane.store.get(PODS, WORKLOAD_NAMESPACE, name)["metadata"]["deletionTimestamp"]  # set by DELETE only
+    await evict(core, plane.store.get(PODS, WORKLOAD_NAMESPACE, name))  # evicting a terminating pod: a no-op
+    assert plane.store.get(PODS, WORKLOAD_NAMESPACE, name)["metadata"]["deletionGracePeriodSeconds"] == 5
+    final = b'{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": "x"}}'
+    status, _, _ = await raw(plane, "DELETE", path, final, token=plane.kubelet_token("win-0001"))
+    assert status == 409  # another pod by that name would not be deleted
+    uid = plane.store.get(PODS, WORKLOAD_NAMESPACE, name)["metadata"]["uid"]
+    final = final.replace(b'"x"', f'"{uid}"'.encode())
+    status, _, _ = await raw(plane, "DELETE", path, final, token=plane.kubelet_token("win-0002"))
+    assert status == 403  # not its pod
+    status, _, _ = await raw(plane, "DELETE", path, final, token=plane.kubelet_token("win-0001"))
+    assert status == 200 and plane.store.peek(PODS, WORKLOAD_NAMESPACE, name) is None
+
+
+async def test_a_pod_with_nothing_to_stop_goes_at_once(plane: ControlPlane, core: client.CoreV1Api) -> None:
+    await settled(plane)
+    await asyncio.to_thread(core.create_namespaced_pod, WORKLOAD_NAMESPACE,
+                            {"metadata": {"name": "unbound", "labels": {"app": "x"}},
+                             "spec": {"containers": [{"name": "c", "image": "i"}], "nodeSelector": {"none": "x"}}})
+    await asyncio.to_thread(core.delete_namespaced_pod, "unbound", WORKLOAD_NAMESPACE)
+    assert plane.store.peek(PODS, WORKLOAD_NAMESPACE, "unbound") is None  # never scheduled: no kubelet
+    name = pods(plane, SERVICE_NAME)[0]["metadata"]["name"]
+    await asyncio.to_thread(core.delete_namespaced_pod, name, WORKLOAD_NAMESPACE, grace_period_seconds=0)
+    assert plane.store.peek(PODS, WORKLOAD_NAMESPACE, name) is None  # grace 0: forced

@@ -73,7 +73,18 @@ async def test_kubelets_report_their_pods_running_over_the_api(lab: Lab) -> None
         assert pod.status.container_statuses[0].ready
     started = sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None)
     victim = next(p for p in await running() if p.metadata.labels["app"] == SERVICE_NAME)
-    await lab.call(core.delete_namespaced_pod, victim.metadata.name, WORKLOAD_NAMESPACE)
+    host = next(n for n in lab.fleet.nodes if n.name == victim.spec.node_name)
+    assert host.kubelet is not None
+    ended = host.kubelet.state.pods_terminated
+    deleted = await lab.call(core.delete_namespaced_pod, victim.metadata.name, WORKLOAD_NAMESPACE)
+    assert deleted.metadata.deletion_timestamp is not None  # Terminating: its kubelet has to stop it first
+
+    async def gone() -> bool:
+        names = {p.metadata.name for p in (await lab.call(core.list_namespaced_pod, WORKLOAD_NAMESPACE)).items}
+        return victim.metadata.name not in names
+
+    await wait_until(gone, timeout=20, what="the deleted pod ended by its kubelet")
+    assert host.kubelet.state.pods_terminated == ended + 1
     await wait_until(lambda: _count(running(), expected), timeout=20, what="the replacement running")
     assert sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None) == started + 1
 
