@@ -116,6 +116,39 @@ def run_bound_pods(plane: ControlPlane) -> int:
     return started
 
 
+def end_terminating_pods(plane: ControlPlane) -> int:
+    """The kubelets' other part: delete every Terminating pod (its containers stopped). Returns how
+    many it ended."""
+    ended = 0
+    for pod in plane.store.list(PODS, None):
+        if pod["metadata"].get("deletionTimestamp"):
+            with contextlib.suppress(Exception):  # gone meanwhile
+                plane.store.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
+                ended += 1
+    return ended
+
+
+@contextlib.asynccontextmanager
+async def kubelets_ending_pods(plane: ControlPlane) -> AsyncIterator[None]:
+    """While inside: each Terminating pod is ended soon after it is marked (the store's watch wakes
+    it), as the nodes' kubelets would once its containers stopped."""
+    watcher = plane.store.watch(PODS, None, plane.store.resource_version, lambda obj: True)
+
+    async def follow() -> None:
+        end_terminating_pods(plane)
+        while await watcher.queue.get() is not None:
+            end_terminating_pods(plane)
+
+    task = asyncio.get_running_loop().create_task(follow())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        plane.store.stop_watch(watcher)
+
+
 @contextlib.asynccontextmanager
 async def serving(app: web.Application) -> AsyncIterator[str]:
     """``app`` served over plain HTTP on a free loopback port; yields its base URL."""

@@ -91,10 +91,12 @@ class NodeDrainer:
                 else:
                     refused.append(pod)
             if refused and time.monotonic() >= deadline:
-                names = ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in refused)
+                names = ", ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']} "
+                                  + ("(terminating)" if (p.get("metadata") or {}).get("deletionTimestamp")
+                                     else "(eviction refused)") for p in refused)
                 raise DrainTimeout(f"drain of {node_name} timed out after {self.settings.timeout:g}s: "
-                                   f"{names} still on the node (eviction refused by a PodDisruptionBudget, "
-                                   "or still terminating)")
+                                   f"{names} still on the node (a PodDisruptionBudget refused its eviction, "
+                                   "or its containers have not stopped yet)")
             if refused:
                 # a refused eviction is asked again after ``retry``; a pod that is only terminating
                 # is looked at again sooner (kubectl drain polls its deletion every second)

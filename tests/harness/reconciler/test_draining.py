@@ -16,7 +16,7 @@ from proxyfleet.harness.reconciler.draining import DrainSettings, DrainTimeout, 
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.controlplane.resources import PODS
 from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME
-from tests.support import run_bound_pods, wait_until, workload_plane
+from tests.support import kubelets_ending_pods, run_bound_pods, wait_until, workload_plane
 
 NODE_NAMES = ("win-0001", "win-0002", "win-0003")
 
@@ -62,7 +62,8 @@ async def test_a_drain_evicts_all_but_daemon_pods(plane: ControlPlane, api: clie
     await ready(plane)
     await cordon(api, "win-0001")
     drainer = NodeDrainer(api, DrainSettings(timeout=10, retry=0.05))
-    assert await drainer.drain("win-0001") == 1
+    async with kubelets_ending_pods(plane):
+        assert await drainer.drain("win-0001") == 1
     assert [p["metadata"]["labels"]["app"] for p in bound(plane, "win-0001")] == [AGENT_NAME]
     assert drainer.evictions == 1 and [e.outcome for e in plane.server.disruptions.entries] == ["evicted"]
 
@@ -72,12 +73,13 @@ async def test_a_refused_eviction_is_retried_until_the_budget_allows(plane: Cont
     await ready(plane)
     await cordon(api, "win-0001", "win-0002")
     drainer = NodeDrainer(api, DrainSettings(timeout=30, retry=0.05))
-    assert await drainer.drain("win-0001") == 1
-    second = asyncio.create_task(drainer.drain("win-0002"))
-    await wait_until(lambda: drainer.refusals >= 1, what="the second eviction to be refused")
-    assert not second.done() and bound(plane, "win-0002", SERVICE_NAME)  # the budget holds it
-    await wait_until(lambda: run_bound_pods(plane) > 0, what="the replacement to be scheduled and started")
-    assert await asyncio.wait_for(second, 10) == 1
+    async with kubelets_ending_pods(plane):
+        assert await drainer.drain("win-0001") == 1
+        second = asyncio.create_task(drainer.drain("win-0002"))
+        await wait_until(lambda: drainer.refusals >= 1, what="the second eviction to be refused")
+        assert not second.done() and bound(plane, "win-0002", SERVICE_NAME)  # the budget holds it
+        await wait_until(lambda: run_bound_pods(plane) > 0, what="the replacement to be scheduled and started")
+        assert await asyncio.wait_for(second, 10) == 1
     assert bound(plane, "win-0002", SERVICE_NAME) == []
     outcomes = [e.outcome for e in plane.server.disruptions.entries]
     assert outcomes[0] == "evicted" and outcomes[-1] == "evicted" and "refused" in outcomes
@@ -89,9 +91,23 @@ async def test_a_drain_that_cannot_finish_times_out_naming_the_pods(plane: Contr
     await ready(plane)
     await cordon(api, *NODE_NAMES)  # nowhere for a replacement to go
     drainer = NodeDrainer(api, DrainSettings(timeout=0.5, retry=0.05))
-    await drainer.drain("win-0001")
+    async with kubelets_ending_pods(plane):
+        await drainer.drain("win-0001")
     stuck = bound(plane, "win-0002", SERVICE_NAME)[0]["metadata"]["name"]
-    with pytest.raises(DrainTimeout, match=f"drain of win-0002 timed out after 0.5s: lab-workloads/{stuck} still "
-                                           "on the node") as failure:
+    with pytest.raises(DrainTimeout, match=f"drain of win-0002 timed out after 0.5s: lab-workloads/{stuck} "
+                                           r"\(eviction refused\) still on the node") as failure:
         await drainer.drain("win-0002")
     assert failure.value.reason == "DrainTimeout"
+
+
+async def test_evicted_is_not_gone_a_drain_waits_for_the_deletion(plane: ControlPlane,
+                                                                  api: client.ApiClient) -> None:
+    """No kubelet ends the evicted pod (its node hangs): the drain does not return, it times out
+    naming the pod as terminating — it never reports a node drained whose pods are still there."""
+    await ready(plane)
+    await cordon(api, "win-0001")
+    drainer = NodeDrainer(api, DrainSettings(timeout=0.5, retry=0.05))
+    going = bound(plane, "win-0001", SERVICE_NAME)[0]["metadata"]["name"]
+    with pytest.raises(DrainTimeout, match=f"lab-workloads/{going} \\(terminating\\) still on the node"):
+        await drainer.drain("win-0001")
+    assert drainer.evictions == 1 and bound(plane, "win-0001", SERVICE_NAME)[0]["metadata"]["deletionTimestamp"]
