@@ -3,16 +3,20 @@
 # image against the embedded lab. Reports go to ${ARTIFACT_DIR} (JUnit files named junit_*.xml are
 # picked up by Prow/Spyglass).
 #
-#   RECONCILER_BINARY   path of the reconciler to judge (default: the reference reconciler)
-#   PROXYFLEET_NODES    Windows nodes per scenario lab (default 10)
+#   RECONCILER_BINARY          the reconciler to judge (default: the reference reconciler)
+#   RECONCILER_REBOOT_TIMEOUT  seconds it waits for a rebooting node before reporting it (default
+#                              600, the real operator's): a stuck node's report is waited for so long
+#   PROXYFLEET_NODES           Windows nodes per scenario lab (default 10)
+# Any arguments are passed on to proxyfleet conformance (e.g. --workflow faults).
 set -euo pipefail
 
 artifacts="${ARTIFACT_DIR:-/tmp/artifacts}"
 mkdir -p "$artifacts"
 args=(--nodes "${PROXYFLEET_NODES:-10}"
       --junit "$artifacts/junit_proxyfleet.xml" --html "$artifacts/proxyfleet.html"
-      --json "$artifacts/proxyfleet.json" --flows "$artifacts/proxyfleet.mitm")
+      --json "$artifacts/proxyfleet.json" --flows "$artifacts/proxyfleet.mitm"
+      --reconciler-reboot-timeout "${RECONCILER_REBOOT_TIMEOUT:-600}")
 if [[ -n "${RECONCILER_BINARY:-}" ]]; then
     args+=(--reconciler-command "$RECONCILER_BINARY --kubeconfig {kubeconfig} --ssh-port {ssh_port} --max-unavailable {max_unavailable}")
 fi
-exec proxyfleet conformance "${args[@]}"
+exec proxyfleet conformance "${args[@]}" "$@"

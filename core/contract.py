@@ -31,6 +31,11 @@ INSTANCES = "windows-instances"  # BYOH instances: address -> "username=<user>"
 KEY_SECRET = "cloud-private-key"
 KEY_FIELD = "private-key.pem"
 TRUSTED_CA = "trusted-ca"  # the operator's injected copy of the merged bundle
+# How long WMCO waits for an instance to come back from its reboot before it gives up on it: its
+# SSH client's re-initialisation polls every minute for ``retry.Timeout`` = 10 minutes
+# (pkg/windows/connectivity.go init: wait.PollImmediate(time.Minute, retry.Timeout, ...);
+# pkg/retry/retry.go). A judge waiting for a stuck node to be reported waits at least this long.
+OPERATOR_REBOOT_TIMEOUT = 600.0
 
 # What a conformance run against an existing cluster writes there itself: the company CA it
 # publishes with its proxy (in OPENSHIFT_CONFIG). Its saved snapshot may delete nothing else.

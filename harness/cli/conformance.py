@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 import proxyfleet.scenarios as scenarios
+from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
@@ -176,6 +177,7 @@ class RunOptions:
     workflows: tuple[str, ...] = ()
     reconciler_command: str | None = None
     reconciler_env: str = "none"
+    reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
     converge_timeout: float = 60.0
     workers: int = 0
     keep: Path | None = None
@@ -230,6 +232,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             *(["--dist", "worksteal"] if selected > 1 else []),
             f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
             f"--proxyfleet-converge-timeout={options.converge_timeout}", f"--proxyfleet-state-dir={state_dir}",
+            f"--proxyfleet-reconciler-reboot-timeout={options.reconciler_reboot_timeout}",
             *([] if options.keep else ["--proxyfleet-state-is-scratch"]), *options.extra_args]
     if options.proxy.given:
         args.append(f"--proxyfleet-vendor-proxy={options.proxy.write(scratch / 'vendor-proxy.json')}")
@@ -286,7 +289,11 @@ def report_options(function: Any) -> Any:
 @click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)),
               help="The built-in reconciler, or a deliberately broken one (self-test).")
 @click.option("--reconciler-command", help="Judge this external reconciler instead; {kubeconfig}, {ssh_port}, "
-                                           "{namespace} and {max_unavailable} are filled in.")
+                                           "{namespace}, {max_unavailable} and {reboot_timeout} are filled in.")
+@click.option("--reconciler-reboot-timeout", type=click.FloatRange(min=1), default=OPERATOR_REBOOT_TIMEOUT,
+              show_default=True,
+              help="Seconds the reconciler under test waits for a rebooting node before it reports it (the real "
+                   "operator's by default); a stuck node's report is waited for that long plus a margin.")
 @click.option("--reconciler-env", type=click.Choice(ENV_MODES), default="none", show_default=True,
               help="olm: start the external reconciler with HTTP(S)_PROXY/NO_PROXY from Proxy status and "
                    "restart it when they change, as OLM runs the real operator.")
@@ -297,8 +304,8 @@ def report_options(function: Any) -> Any:
 @cluster_options
 def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
-                reconciler_env: str, keep: Path | None, converge_timeout: float, workers: int,
-                **proxy: Any) -> None:
+                reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None, converge_timeout: float,
+                workers: int, **proxy: Any) -> None:
     """Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."""
     interrupt_on_sigterm()
     console = Console(stderr=True)
@@ -312,7 +319,8 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
             click.echo(line)
         if dry_run:
             return
-        _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, console, (json_path, junit, html))
+        _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, reconciler_reboot_timeout, console,
+                                (json_path, junit, html))
         return
     if vendor.given:
         try:
@@ -324,6 +332,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
     try:
         options = RunOptions(nodes=nodes, variant=variant, workflows=workflows,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
+                             reconciler_reboot_timeout=reconciler_reboot_timeout,
                              converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor)
         outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
         console.print(summary_table(outcome.run))
@@ -337,7 +346,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
 
 
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
-                            converge_timeout: float, console: Console,
+                            converge_timeout: float, reboot_timeout: float, console: Console,
                             reports: tuple[Path | None, Path | None, Path | None]) -> None:
     """The cluster workflows one at a time, with the cluster's objects saved first and put back
     last (and the run's own proxy, if it starts one, running in between)."""
@@ -362,7 +371,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
                 cluster.proxy_listen = run_proxy.authority
                 console.print(f"started {run_proxy.describe()}", markup=False, highlight=False)
             options = RunOptions(nodes=len(cluster.instances), variant="the cluster's own", workflows=workflows,
-                                 converge_timeout=converge_timeout, workers=1,
+                                 converge_timeout=converge_timeout, reconciler_reboot_timeout=reboot_timeout, workers=1,
                                  extra_args=[f"--proxyfleet-cluster={write_target(cluster, scratch)}"])
             outcome = run_scenarios(options, scratch, console, selected=1)
             outcome.run.nodes = max((s.nodes for s in outcome.run.scenarios), default=0)

@@ -336,16 +336,20 @@ def peak_unavailable(intervals: Mapping[str, Iterable[tuple[dt.datetime, dt.date
 
 
 def disruption_budget(address: str, budget: int, instances: int, down: Peak, cordoned: Peak,
-                      admin_cordon_kept: bool | None) -> Verdict:
+                      admin_cordon_kept: bool | None, either: Peak | None = None) -> Verdict:
     """At no moment more instances down (machine unreachable) than maxUnavailable, nor more
-    cordoned by the reconciler; a cordon the administrator set is still there afterwards
-    (``admin_cordon_kept`` is None for a node the administrator did not cordon)."""
+    cordoned by the reconciler, nor more down-or-cordoned (``either``: a node stuck in its reboot
+    keeps its slot while others are cordoned); a cordon the administrator set is still there
+    afterwards (``admin_cordon_kept`` is None for a node the administrator did not cordon)."""
     expected = (f"at most {budget} of {instances} instance(s) down at once "
-                f"and at most {budget} cordoned by the reconciler")
+                f"and at most {budget} cordoned by the reconciler, or down or cordoned")
     if admin_cordon_kept is not None:
         expected += "; the administrator's cordon kept"
     problems = []
-    for what, peak in (("down", down), ("cordoned by the reconciler", cordoned)):
+    peaks = [("down", down), ("cordoned by the reconciler", cordoned)]
+    if either is not None:
+        peaks.append(("down or cordoned by the reconciler", either))
+    for what, peak in peaks:
         if peak.count > budget and address in peak.nodes:
             when = peak.at.strftime("%H:%M:%S.%f")[:-3] if peak.at else "?"
             problems.append(f"{peak.count} {what} at once at {when} ({', '.join(sorted(peak.nodes))})")
@@ -353,7 +357,8 @@ def disruption_budget(address: str, budget: int, instances: int, down: Peak, cor
         problems.append("the administrator's cordon was removed")
     if problems:
         return Verdict(False, expected, "; ".join(problems))
-    return Verdict(True, expected, f"at most {down.count} down and {cordoned.count} cordoned at once")
+    return Verdict(True, expected, f"at most {down.count} down and {cordoned.count} cordoned at once"
+                   + (f", {either.count} down or cordoned" if either is not None else ""))
 
 
 def firewall_bypasses(refused: Iterable[str], origin_routes: Mapping[str, tuple[str, str]],
@@ -553,9 +558,11 @@ def host_key_refused(commands: int, warnings: list[str]) -> Verdict:
     return Verdict(True, expected, f"refused; {named[0][:160]}")
 
 
-def stuck_reported(back: bool, warnings: list[str]) -> Verdict:
-    """A node that never came back from its reboot is reported by a Warning Event about its Node."""
-    expected = "a Warning Event about the Node reports that it did not come back"
+def stuck_reported(back: bool, warnings: list[str], waited: float | None = None) -> Verdict:
+    """A node that never came back from its reboot is reported by a Warning Event about its Node
+    (``waited``: how long the step gave the reconciler, from its declared reboot timeout)."""
+    expected = "a Warning Event about the Node reports that it did not come back" + (
+        f" (waited up to {waited:g} s: the reconciler's reboot timeout and a margin)" if waited else "")
     if back:
         return Verdict(False, expected, "the node came back (the scenario expected it to hang)")
     if not warnings:

@@ -173,6 +173,7 @@ class Step:
     # How late each process's event loop was during the step (process -> worst and summed stall, s):
     # the lab's own starvation, which no verdict may blame on a reconciler
     lag: dict[str, dict[str, float]] = field(default_factory=dict)
+    note: str = ""  # what the step did beyond the ordinary (a longer deadline, and why)
     results: list[CheckResult] = field(default_factory=list)
 
 

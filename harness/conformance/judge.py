@@ -23,19 +23,20 @@ reads a simulator.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import itertools
 import logging
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
+from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
@@ -69,6 +70,7 @@ from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.conformance.sightings import ChangeSightings
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
+from proxyfleet.simulators.controlplane.workloads import SERVICE_NAME, WORKLOAD_NAMESPACE
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,10 @@ CHANGE_VISIBLE = dt.timedelta(seconds=1.0)
 # lab's loop has run this long without a stall of half the heartbeat.
 REJUDGE_WITHIN = 30.0
 REJUDGE_CALM = 3.0
+# A stuck node's report comes once the reconciler has waited its reboot timeout, counted from its
+# own reboot request (after a drain) and noticed at its own poll (WMCO looks once a minute).
+STUCK_REPORT_MARGIN = 60.0
+STUCK_REPORT_SHARE = 0.1
 REJUDGE_SETTLE = 10.0  # a lease renewal (1 s) and a status post (5 s) of the lab's kubelet, with room
 
 
@@ -104,11 +110,15 @@ class Conformance:
     (``Conformance(None, cluster=…)``). ``await start()`` first, ``await close()`` at the end."""
 
     def __init__(self, lab: Lab | None, scenario: str = "", converge_timeout: float = 60.0, quiet: float = 1.0,
-                 cluster: ClusterTarget | None = None) -> None:
+                 cluster: ClusterTarget | None = None, reconciler_reboot_timeout: float | None = None) -> None:
         self._lab = lab
         self.cluster = cluster
         self.scenario = scenario
         self.converge_timeout = converge_timeout
+        # How long the reconciler under test gives a rebooting node before reporting it: a step with
+        # a node stuck in its reboot waits that long (and a margin) for the report, never less.
+        self.reboot_timeout = reconciler_reboot_timeout if reconciler_reboot_timeout is not None else (
+            lab.reconciler_reboot_timeout if lab is not None else OPERATOR_REBOOT_TIMEOUT)
         self.quiet = quiet
         self.evidence: EvidenceSource
         self._addresses: list[str] = []
@@ -290,7 +300,7 @@ class Conformance:
         """Per step: seconds each node took to converge, and the environment nodes were given
         (credentials redacted)."""
         return [{"step": s.name, "converged_s": {a: round(t, 3) for a, t in sorted(s.converged.items())},
-                 "nodes": len(s.members) + len(s.deconfigured), "lag_s": s.lag,
+                 "nodes": len(s.members) + len(s.deconfigured), "lag_s": s.lag, **({"note": s.note} if s.note else {}),
                  "environment": {k: redact_url(v) for k, v in s.expected.environment.items()}}
                 for s in self.steps]
 
@@ -356,11 +366,63 @@ class Conformance:
         node.hang_next_reboot()
         self.stuck.add(node.address)
 
+    def hang_first_reboot(self) -> None:
+        """The first node to go down for a reboot from now on never comes back — whichever the
+        reconciler chose, so the stuck node is one of the first of the rollout and the rest of it
+        must fit in the budget that node keeps using."""
+        def gate(node: WindowsNode) -> bool:
+            for each in self.nodes:
+                each.reboot_gate = None
+            self.stuck.add(node.address)
+            return True
+
+        for node in self.nodes:
+            node.reboot_gate = gate
+
     async def replace_host_key(self, node: WindowsNode) -> None:
         """Give a node a new SSH host key (the judge trusts the new one; a reconciler must not)."""
         await node.replace_host_key()
         await self.probe.forget(node.address)
         self.rekeyed[node.address] = (node.ssh_commands, dt.datetime.now(dt.UTC))
+
+    @contextlib.asynccontextmanager
+    async def evictions_refused(self) -> AsyncIterator[None]:
+        """While inside, the lab workloads' PodDisruptionBudget allows no disruption
+        (``maxUnavailable: 0``): every drain of a node running one of their pods waits, so the
+        rest of a rollout holds still; the budget is put back as it was on the way out."""
+        policy = client.PolicyV1Api(self.api)
+        try:
+            saved = await asyncio.to_thread(policy.read_namespaced_pod_disruption_budget, SERVICE_NAME,
+                                            WORKLOAD_NAMESPACE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            yield  # no workloads: no drain to hold
+            return
+        await asyncio.to_thread(policy.patch_namespaced_pod_disruption_budget, SERVICE_NAME, WORKLOAD_NAMESPACE,
+                                {"spec": {"maxUnavailable": 0}})
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(policy.patch_namespaced_pod_disruption_budget, SERVICE_NAME, WORKLOAD_NAMESPACE,
+                                    {"spec": {"maxUnavailable": saved.spec.max_unavailable if saved.spec else None}})
+
+    def report_wait(self) -> float:
+        """How long a stuck node's report may take: the reconciler's reboot timeout and a margin."""
+        return self.reboot_timeout + STUCK_REPORT_MARGIN + STUCK_REPORT_SHARE * self.reboot_timeout
+
+    async def wait_for_report(self, node: WindowsNode, since: dt.datetime) -> bool:
+        """Wait until a Warning Event about ``node`` written since ``since`` exists, for at most
+        ``report_wait()`` (moved by the lab's own stall); whether one came."""
+        lag = process_monitor()
+        began = time.monotonic()
+        while True:
+            nodes = await self._node_objects()
+            if (await self._warning_events(since)).get(node_name(nodes, node.address)):
+                return True
+            if time.monotonic() - began > self.report_wait() + lag.stalled(began):
+                return False
+            await asyncio.sleep(0.5)
 
     async def wait_for_a_reboot(self, within: float = 30.0) -> WindowsNode:
         """Return the moment any node goes down (told by the node itself, not found by polling, so
@@ -563,7 +625,21 @@ class Conformance:
         looks = Looks(machine, node, self._activity, lambda: self._claimed(step), self._listening, settled)
         lag = process_monitor()
         return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
-                              self.quiet, self.converge_timeout, lag.stalled)
+                              self.quiet, self._deadline(step), lag.stalled)
+
+    def _deadline(self, step: Step) -> float:
+        """The step's deadline: ``converge_timeout``, or — where a node is stuck in its reboot and
+        the reconciler must report it — its declared reboot timeout and a margin, if longer (a
+        correct operator reports only once it has waited that long). Written into the step."""
+        if not step.stuck:
+            return self.converge_timeout
+        wait = self.report_wait()
+        if wait <= self.converge_timeout:
+            return self.converge_timeout
+        step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
+                     f"({self.reboot_timeout:g} s) and a margin")
+        log.warning("%s: %s", step.name, step.note)
+        return wait
 
     async def _claimed(self, step: Step) -> set[str]:
         """Members that claimed the current revision during this step. A claim older than the step
@@ -647,7 +723,7 @@ class Conformance:
                     hosts[address].commands - commands, about(address, since)))
             for address in step.stuck:
                 self._record(step, address, "reported", checks.stuck_reported(
-                    hosts[address].listening, about(address, step.started)))
+                    hosts[address].listening, about(address, step.started), self._deadline(step)))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))
@@ -689,15 +765,19 @@ class Conformance:
         # the reconciler's.
         down = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
                                         for a in addresses if a in evidence.hosts})
-        cordoned = checks.peak_unavailable({a: self.cordons.intervals(a, step.started, now)
-                                            for a in addresses if a not in self.admin_cordoned})
+        cordons = {a: self.cordons.intervals(a, step.started, now) for a in addresses if a not in self.admin_cordoned}
+        cordoned = checks.peak_unavailable(cordons)
+        # Down or cordoned, per node: a node stuck in its reboot (down for good) and another the
+        # reconciler took meanwhile are two of the budget, whichever way each is unavailable.
+        either = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
+                                          + list(cordons.get(a, [])) for a in addresses if a in evidence.hosts})
         budget, members = evidence.budget, len(step.members)
 
         def verdict(address: str) -> checks.Verdict:
             kept = None
             if address in self.admin_cordoned:
                 kept = bool(((nodes.get(address) or {}).get("spec") or {}).get("unschedulable"))
-            return checks.disruption_budget(address, budget, members, down, cordoned, kept)
+            return checks.disruption_budget(address, budget, members, down, cordoned, kept, either)
 
         return verdict
 

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import pytest
 import pytest_asyncio
 
+from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
@@ -76,6 +77,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--proxyfleet-reconciler-command", default=None,
                     help="Run this external reconciler instead ({kubeconfig}, {ssh_port}, {namespace}, "
                          "{max_unavailable} are filled in).")
+    group.addoption("--proxyfleet-reconciler-reboot-timeout", type=float, default=OPERATOR_REBOOT_TIMEOUT,
+                    help="How long the reconciler under test waits for a rebooting node before it reports it "
+                         "(an external one's declaration, also {reboot_timeout}; default the real operator's, "
+                         f"{OPERATOR_REBOOT_TIMEOUT:g} s): a stuck node's report is waited for that long.")
     group.addoption("--proxyfleet-reconciler-env", default="none", choices=ENV_MODES,
                     help="'olm': start the external reconciler with the Proxy status variables and restart "
                          "it when they change, as OLM runs WMCO.")
@@ -197,6 +202,7 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         "reconciler": config.getoption("--proxyfleet-variant"),
         "reconciler_command": config.getoption("--proxyfleet-reconciler-command"),
         "reconciler_env": config.getoption("--proxyfleet-reconciler-env"),
+        "reconciler_reboot_timeout": config.getoption("--proxyfleet-reconciler-reboot-timeout"),
         "second_proxy": False, "reboot_duration": 0.3,
         # Services still come up in four stages after sshd; 0.6 s in all is several times what a
         # verification right after the reconnect takes even on a loaded CI machine, so a reconciler
@@ -273,6 +279,7 @@ async def cluster_conformance(request: pytest.FixtureRequest) -> AsyncIterator[C
     target = ClusterTarget.from_json(json.loads(await asyncio.to_thread(path.read_text)))
     judge = Conformance(None, scenario=request.node.name, cluster=target,
                         converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"),
+                        reconciler_reboot_timeout=request.config.getoption("--proxyfleet-reconciler-reboot-timeout"),
                         quiet=CLUSTER_QUIET)
     started = False
     try:

@@ -28,7 +28,13 @@ import yaml
 from kubernetes import client, config
 
 from proxyfleet.core.certificates import Certificate
-from proxyfleet.core.contract import CONFIG_GROUP, CONFIG_VERSION, OPERATOR_NAMESPACE, PROXIES
+from proxyfleet.core.contract import (
+    CONFIG_GROUP,
+    CONFIG_VERSION,
+    OPERATOR_NAMESPACE,
+    OPERATOR_REBOOT_TIMEOUT,
+    PROXIES,
+)
 from proxyfleet.core.kubeconfig import api_client
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
@@ -146,11 +152,16 @@ class LabSettings:
     install_proxy: bool = False  # generate an install-config with the lab proxy and its CA
     # The reconciler the lab runs: a variant name ("correct" or a broken one), or None for none.
     reconciler: str | None = None
-    # An external reconciler instead: a command line with {kubeconfig}, {ssh_port}, {namespace}
-    # and {max_unavailable} placeholders, started after the fleet and stopped (SIGTERM) first.
+    # An external reconciler instead: a command line with {kubeconfig}, {ssh_port}, {namespace},
+    # {max_unavailable} and {reboot_timeout} placeholders, started after the fleet and stopped
+    # (SIGTERM) first.
     reconciler_command: str | None = None
     # "olm": run it as OLM runs WMCO, with the Proxy status variables, restarted when they change.
     reconciler_env: str = "none"
+    # How long the external reconciler waits for a node to come back from its reboot before it
+    # reports it (what it declares; {reboot_timeout} in its command): the judge waits that long for
+    # a stuck node's report. Default: the real operator's.
+    reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
     max_unavailable: int = 0  # 0: half the nodes, at least max_unavailable_floor
     max_unavailable_floor: int = 1
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
@@ -452,6 +463,14 @@ class Lab:
             shutil.rmtree(self._temporary, ignore_errors=True)
 
     @property
+    def reconciler_reboot_timeout(self) -> float:
+        """How long the reconciler under test waits for a rebooting node before reporting it: the
+        lab's own reconciler's setting, or what an external one declares."""
+        if self.settings.reconciler_command:
+            return self.settings.reconciler_reboot_timeout
+        return self.settings.reboot_timeout
+
+    @property
     def max_unavailable(self) -> int:
         return self.settings.max_unavailable or max(self.settings.max_unavailable_floor, self.settings.nodes // 2)
 
@@ -489,7 +508,8 @@ class Lab:
         try:
             argv = command_line(template, {"kubeconfig": self.kubeconfig, "ssh_port": self.fleet.port,
                                            "namespace": OPERATOR_NAMESPACE,
-                                           "max_unavailable": self.max_unavailable})
+                                           "max_unavailable": self.max_unavailable,
+                                           "reboot_timeout": f"{self.settings.reconciler_reboot_timeout:g}"})
             reconciler = ExternalReconciler(argv, self.state_dir / "reconciler.log", self.settings.reconciler_env)
         except ExternalReconcilerError as exc:
             raise LabError(str(exc)) from None

@@ -30,6 +30,7 @@ from proxyfleet.core.contract import (
     KEY_SECRET,
     MESSAGE,
     OPERATOR_NAMESPACE,
+    OPERATOR_REBOOT_TIMEOUT,
     STATE_LABEL,
     TRUSTED_CA,
 )
@@ -79,7 +80,7 @@ class ReconcilerSettings:
     known_hosts: Path | None = None
     workers: int = 64
     resync_period: float = 60.0
-    reboot_timeout: float = 600.0
+    reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT  # the real operator's
     # sshd answers before containerd, the kubelet and delayed-start services run: after a new
     # boot, wait this long for every egress service, polling this often.
     service_start_timeout: float = 600.0

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import dataclasses
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
@@ -374,6 +375,35 @@ class RebootsWhileTerminating(Reconciler):
                 await asyncio.sleep(self.drainer.settings.retry)
 
 
+class _ForgetsStuckNodes(DisruptionBudget):
+    """A budget that stops counting a node once it failed to come back from its reboot."""
+
+    def __init__(self, limit: int, recorded: Callable[[], set[str]]) -> None:
+        super().__init__(limit, recorded)
+        self.given_up: set[str] = set()
+
+    def unavailable(self, besides: str = "") -> int:
+        return len((self.rebooting | self.recorded()) - self.given_up - {besides})
+
+    async def reachable(self, address: str, reachable: bool) -> None:
+        async with self._changed:
+            if reachable:
+                self.given_up.discard(address)
+            else:
+                self.given_up.add(address)
+            self._changed.notify_all()
+
+
+class FreesStuckSlot(Reconciler):
+    name = "frees-stuck-slot"
+    description = ("stops counting a node that never came back from its reboot against maxUnavailable: the "
+                   "rollout takes another node in its place while the stuck one is still down")
+
+    def __init__(self, api: client.ApiClient, settings: ReconcilerSettings | None = None) -> None:
+        super().__init__(api, settings)
+        self.budget = _ForgetsStuckNodes(self.settings.max_unavailable, self._recorded_reboots)
+
+
 class DeletesPods(Reconciler):
     name = "deletes-pods"
     description = "drains by deleting pods directly instead of evicting them: PodDisruptionBudgets ignored"
@@ -394,7 +424,8 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     AnnotatesCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
-    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, SkipsDrain, RebootsWhileTerminating, DeletesPods,
+    AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, FreesStuckSlot, SkipsDrain, RebootsWhileTerminating,
+    DeletesPods,
 )}
 
 

@@ -21,6 +21,11 @@ from typing import Any
 
 from proxyfleet.simulators.controlplane.errors import APIError
 
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption budget."
 MANY_BUDGETS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
@@ -94,14 +99,20 @@ class Budget:
             return 0
         return max(0, self.current_healthy - self.desired_healthy)
 
-    def status(self, generation: int) -> dict[str, Any]:
+    def status(self, generation: int, previous: dict[str, Any] | None = None, now: str = "") -> dict[str, Any]:
+        """The budget's status; its condition keeps ``previous``'s lastTransitionTime while its
+        status is unchanged (``now`` when it changes), as every Kubernetes condition does."""
         allowed = self.disruptions_allowed
+        value = "True" if allowed else "False"
+        before = next((c for c in (previous or {}).get("conditions") or [] if c.get("type") == "DisruptionAllowed"), {})
+        since = before.get("lastTransitionTime") if before.get("status") == value else None
         return {"observedGeneration": generation, "disruptionsAllowed": allowed,
                 "currentHealthy": self.current_healthy, "desiredHealthy": self.desired_healthy,
                 "expectedPods": self.expected_pods,
-                "conditions": [{"type": "DisruptionAllowed", "status": "True" if allowed else "False",
+                "conditions": [{"type": "DisruptionAllowed", "status": value,
                                 "reason": "SufficientPods" if allowed else "InsufficientPods",
-                                "message": "", "observedGeneration": generation}]}
+                                "message": "", "observedGeneration": generation,
+                                "lastTransitionTime": since or now or _now()}]}
 
 
 def compute_budget(pdb: dict[str, Any], pods: list[dict[str, Any]], scales: dict[str, int]) -> Budget:

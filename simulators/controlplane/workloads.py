@@ -200,8 +200,8 @@ class WorkloadControllers(WatchingController):
         (the kubelets may have reported some ready since this pass began)."""
         for pdb, budget in compute_budgets(self.store.scan(PDBS), self.store.scan(PODS), self.store.scan(REPLICASETS)):
             namespace = pdb["metadata"]["namespace"]
-            status = budget.status(pdb["metadata"].get("generation", 1))
             previous = pdb.get("status") or {}
+            status = budget.status(pdb["metadata"].get("generation", 1), previous, now_rfc3339())
             same = {k: v for k, v in previous.items() if k != "conditions"} == \
                 {k: v for k, v in status.items() if k != "conditions"}
             if not same:

@@ -104,6 +104,9 @@ class WindowsNode:
         # Called with the node as it goes down and comes back; the result is kept on the Outage.
         self.outage_observer: Callable[[WindowsNode], Any] | None = None
         self.pods_observer: Callable[[WindowsNode], tuple[str, ...]] | None = None
+        # Asked as a reboot begins: True and this reboot never ends (a fault a scenario sets for
+        # whichever node reboots first).
+        self.reboot_gate: Callable[[WindowsNode], bool] | None = None
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
         self._stage_timers: list[asyncio.TimerHandle] = []
@@ -249,10 +252,12 @@ class WindowsNode:
 
     async def _reboot_cycle(self, requested_at: dt.datetime) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
+        gate = self.reboot_gate
+        hang = self._hang_next_reboot or (gate is not None and gate(self))  # decided before anyone hears it
         await self._go_down(requested_at)
         self._cancel_stages()
         self.machine.shutdown()
-        if self._hang_next_reboot:
+        if hang:
             self._hang_next_reboot = False
             await asyncio.Event().wait()  # never boots again (until the fleet stops it)
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot

@@ -59,6 +59,10 @@ CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "applies-stale-settings": ("faults", "reboots|registry-env", 3),
     "ignores-host-keys": ("faults", "host-key"),
     "no-warning-events": ("faults", "reported"),
+    # the stuck node keeps its slot: taking another in its place overruns the budget (maxUnavailable
+    # 2; five nodes: one refused for its host key, one stuck, one that may finish before the hold,
+    # one held in its drain, and one still waiting when the reconciler gives up on the stuck one)
+    "frees-stuck-slot": ("faults", "disruption-budget", 5),
     "skips-drain": ("runtime-add", "drained"),
     "reboots-while-terminating": ("runtime-add", "drained"),
     # a budget is only overrun by two drains at once: maxUnavailable 2 needs four nodes
@@ -77,7 +81,7 @@ ROLLOUT_ACTIONS = frozenset({
     "early-reachability", "no-service-wait", "reboot-without-exit-status", "leaks-credentials",
     "annotates-credentials",
     "ignores-max-unavailable", "uncordons-admin-cordon", "reboots-again-after-restart", "applies-stale-settings",
-    "ignores-host-keys", "no-warning-events", "skips-drain", "reboots-while-terminating", "deletes-pods",
+    "ignores-host-keys", "no-warning-events", "frees-stuck-slot", "skips-drain", "reboots-while-terminating", "deletes-pods",
 })
 
 

@@ -47,7 +47,7 @@ def test_every_variant_is_named() -> None:
     assert set(VARIANTS) == {"correct", "semicolon-noproxy", "no-reboot", "early-reachability", "no-cert-import",
                              "no-cert-removal", "no-env-removal", "unquoted-values", "records-whole-bundle",
                              "no-service-wait", "reboot-without-exit-status", "leaks-credentials",
-                             "annotates-credentials", "reboots-while-terminating",
+                             "annotates-credentials", "reboots-while-terminating", "frees-stuck-slot",
                              "leaves-files", "ignores-max-unavailable", "uncordons-admin-cordon",
                              "trusts-import-record", "http-from-https", "normalises-noproxy", "removes-by-subject",
                              "no-trusted-ca-restore", "never-retries-unreachable", "reboots-again-after-restart",

@@ -120,3 +120,17 @@ def test_the_ledger_is_bounded_and_filters_by_time() -> None:
     for _ in range(10_005):
         ledger.record(pod("c"), "n2", "evicted", "")
     assert len(ledger.entries) == 10_000
+
+
+def test_a_budget_condition_carries_its_transition_time_as_kubernetes_conditions_do() -> None:
+    """The official client refuses a condition without lastTransitionTime (a V1Condition needs it)."""
+    from proxyfleet.simulators.controlplane.disruption import Budget
+
+    allowing = Budget("web", expected_pods=3, desired_healthy=2, current_healthy=3)
+    first = allowing.status(1, None, "2026-01-01T00:00:00Z")
+    assert first["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    same = allowing.status(1, first, "2026-01-01T00:05:00Z")  # unchanged: the time it changed is kept
+    assert same["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    refusing = Budget("web", expected_pods=3, desired_healthy=3, current_healthy=3).status(1, same, "2026-01-01T00:09:00Z")
+    assert refusing["conditions"][0] == {**refusing["conditions"][0], "status": "False",
+                                         "lastTransitionTime": "2026-01-01T00:09:00Z"}
