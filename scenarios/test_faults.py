@@ -35,10 +35,10 @@ OTHER_NO_PROXY = f"{DEFAULT_NO_PROXY},.partner.example"
 
 @pytest.mark.rollouts(4)
 @pytest.mark.workflow("faults")
-# maxUnavailable 2 at any fleet size: while the stuck node keeps one slot, the other is held by a
-# drain the workloads' budget refuses, and a node is still waiting its turn when the reconciler
-# gives up on the stuck one (five nodes or more) — a reconciler that frees the slot then takes it.
-@pytest.mark.lab(max_unavailable=2, reboot_timeout=4.0)
+# maxUnavailable a quarter of the nodes (at least 2): while the stuck node keeps one slot and the
+# others are held in their drains, nodes are still waiting their turn when the reconciler gives up
+# on the stuck one (five nodes or more) — a reconciler that frees the slot then takes one.
+@pytest.mark.lab(max_unavailable_floor=2, max_unavailable_share=0.25, reboot_timeout=4.0)
 async def test_host_and_network_faults(conformance: Conformance) -> None:
     lab = conformance.lab
     await join(conformance)
@@ -59,14 +59,14 @@ async def test_host_and_network_faults(conformance: Conformance) -> None:
 
     async def change_with_one_stuck() -> None:
         # Whichever node the reconciler reboots first never comes back. From then until the
-        # reconciler has reported it (once its reboot timeout is over), the workloads' budget
-        # refuses evictions, so the rest of the rollout is still to come when the reconciler gives
-        # up on the stuck node: it must keep counting it against maxUnavailable, on any machine.
+        # reconciler has reported it (once its reboot timeout is over), every drain waits, so the
+        # rest of the rollout is still to come when the reconciler gives up on the stuck node: it
+        # must keep counting it against maxUnavailable, on any machine.
         conformance.hang_first_reboot()
         rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
         await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY, https_url=lab.proxy_https_url)
         stuck = await rebooting
-        async with conformance.evictions_refused():
+        async with conformance.drains_held():
             await conformance.wait_for_report(stuck, since=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1))
 
     await conformance.step("NO_PROXY changed back; one instance never comes back from its reboot",

@@ -96,7 +96,8 @@ async def workload_plane(state_dir: Path, node_names: Sequence[str]) -> AsyncIte
                                               workload_replicas=len(node_names)))
     await plane.start()
     for name in node_names:
-        plane.store.create(NODES, {"metadata": {"name": name, "labels": {"kubernetes.io/os": "windows"}},
+        plane.store.create(NODES, {"metadata": {"name": name, "labels": {"kubernetes.io/os": "windows",
+                                                                       "kubernetes.io/hostname": name}},
                                    "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
     try:
         yield plane

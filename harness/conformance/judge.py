@@ -70,7 +70,7 @@ from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.conformance.sightings import ChangeSightings
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
-from proxyfleet.simulators.controlplane.workloads import SERVICE_NAME, WORKLOAD_NAMESPACE
+from proxyfleet.simulators.controlplane.workloads import WORKLOAD_NAMESPACE
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ REJUDGE_CALM = 3.0
 # A stuck node's report comes once the reconciler has waited its reboot timeout, counted from its
 # own reboot request (after a drain) and noticed at its own poll (WMCO looks once a minute).
 STUCK_REPORT_MARGIN = 60.0
+HOLD_NAME = "proxyfleet-drain-hold"  # the pods and budget that hold drains (``drains_held``)
 STUCK_REPORT_SHARE = 0.1
 REJUDGE_SETTLE = 10.0  # a lease renewal (1 s) and a status post (5 s) of the lab's kubelet, with room
 
@@ -386,26 +387,37 @@ class Conformance:
         self.rekeyed[node.address] = (node.ssh_commands, dt.datetime.now(dt.UTC))
 
     @contextlib.asynccontextmanager
-    async def evictions_refused(self) -> AsyncIterator[None]:
-        """While inside, the lab workloads' PodDisruptionBudget allows no disruption
-        (``maxUnavailable: 0``): every drain of a node running one of their pods waits, so the
-        rest of a rollout holds still; the budget is put back as it was on the way out."""
-        policy = client.PolicyV1Api(self.api)
+    async def drains_held(self) -> AsyncIterator[None]:
+        """While inside, every drain that starts from now waits: each node gets one more pod a
+        drain must move (placed by the scheduler through ``nodeSelector``, so a node already
+        cordoned — a drain under way — gets none and nothing appears behind a finished drain),
+        under a PodDisruptionBudget that allows no disruption, so its eviction is refused (429)
+        until the way out, where the budget goes first and then the pods (deleted gracefully: no
+        disruption is recorded against a budget that no longer exists)."""
+        core, policy = client.CoreV1Api(self.api), client.PolicyV1Api(self.api)
+        labels = {"app": HOLD_NAME}
+        budget = client.V1PodDisruptionBudget(
+            metadata=client.V1ObjectMeta(name=HOLD_NAME),
+            spec=client.V1PodDisruptionBudgetSpec(max_unavailable=0,
+                                                  selector=client.V1LabelSelector(match_labels=labels)))
+        await asyncio.to_thread(policy.create_namespaced_pod_disruption_budget, WORKLOAD_NAMESPACE, budget)
+        created = []
         try:
-            saved = await asyncio.to_thread(policy.read_namespaced_pod_disruption_budget, SERVICE_NAME,
-                                            WORKLOAD_NAMESPACE)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            yield  # no workloads: no drain to hold
-            return
-        await asyncio.to_thread(policy.patch_namespaced_pod_disruption_budget, SERVICE_NAME, WORKLOAD_NAMESPACE,
-                                {"spec": {"maxUnavailable": 0}})
-        try:
+            nodes = await self._node_objects()
+            for node in self.nodes:
+                hostname = node_name(nodes, node.address)
+                name = f"{HOLD_NAME}-{hostname}"
+                pod = client.V1Pod(metadata=client.V1ObjectMeta(name=name, labels=labels), spec=client.V1PodSpec(
+                    node_selector={"kubernetes.io/hostname": hostname}, termination_grace_period_seconds=30,
+                    containers=[client.V1Container(name="hold", image="mcr.microsoft.com/windows/nanoserver")]))
+                await asyncio.to_thread(core.create_namespaced_pod, WORKLOAD_NAMESPACE, pod)
+                created.append(name)
             yield
         finally:
-            await asyncio.to_thread(policy.patch_namespaced_pod_disruption_budget, SERVICE_NAME, WORKLOAD_NAMESPACE,
-                                    {"spec": {"maxUnavailable": saved.spec.max_unavailable if saved.spec else None}})
+            await asyncio.to_thread(policy.delete_namespaced_pod_disruption_budget, HOLD_NAME, WORKLOAD_NAMESPACE)
+            for name in created:
+                with contextlib.suppress(ApiException):  # evicted meanwhile
+                    await asyncio.to_thread(core.delete_namespaced_pod, name, WORKLOAD_NAMESPACE)
 
     def report_wait(self) -> float:
         """How long a stuck node's report may take: the reconciler's reboot timeout and a margin."""

@@ -162,8 +162,9 @@ class LabSettings:
     # reports it (what it declares; {reboot_timeout} in its command): the judge waits that long for
     # a stuck node's report. Default: the real operator's.
     reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
-    max_unavailable: int = 0  # 0: half the nodes, at least max_unavailable_floor
+    max_unavailable: int = 0  # 0: max_unavailable_share of the nodes, at least max_unavailable_floor
     max_unavailable_floor: int = 1
+    max_unavailable_share: float = 0.5
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
@@ -472,7 +473,8 @@ class Lab:
 
     @property
     def max_unavailable(self) -> int:
-        return self.settings.max_unavailable or max(self.settings.max_unavailable_floor, self.settings.nodes // 2)
+        return self.settings.max_unavailable or max(self.settings.max_unavailable_floor,
+                                                    int(self.settings.nodes * self.settings.max_unavailable_share))
 
     async def _start_reconciler(self, variant: str, first: bool = True) -> None:
         settings = ReconcilerSettings(

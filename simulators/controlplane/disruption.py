@@ -104,7 +104,8 @@ class Budget:
         status is unchanged (``now`` when it changes), as every Kubernetes condition does."""
         allowed = self.disruptions_allowed
         value = "True" if allowed else "False"
-        before = next((c for c in (previous or {}).get("conditions") or [] if c.get("type") == "DisruptionAllowed"), {})
+        before: dict[str, Any] = next((c for c in (previous or {}).get("conditions") or []
+                                       if c.get("type") == "DisruptionAllowed"), {})
         since = before.get("lastTransitionTime") if before.get("status") == value else None
         return {"observedGeneration": generation, "disruptionsAllowed": allowed,
                 "currentHealthy": self.current_healthy, "desiredHealthy": self.desired_healthy,

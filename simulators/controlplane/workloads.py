@@ -10,7 +10,7 @@ reports pods running; these controllers never do.
 Pods are deleted gracefully (``termination``): an evicted pod stays bound and Terminating until its
 kubelet has stopped it, and the ReplicaSet replaces it meanwhile.
 
-Not modelled: affinity, taints beyond cordon, resources, priorities, preemption, rolling updates.
+Not modelled: affinity (``nodeSelector`` is), taints beyond cordon, resources, priorities, preemption, rolling updates.
 """
 
 from __future__ import annotations
@@ -165,8 +165,9 @@ class WorkloadControllers(WatchingController):
             self.store.delete(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"])
 
     def _schedule(self, pods: list[dict[str, Any]], nodes: dict[str, dict[str, Any]]) -> None:
-        """Bind each pending pod to the schedulable node with the fewest pods of its owner, then
-        the fewest pods (spreading, as the default scheduler's scoring would)."""
+        """Bind each pending pod to a schedulable node its ``nodeSelector`` matches, the one with
+        the fewest pods of its owner, then the fewest pods (spreading, as the default scheduler's
+        scoring would)."""
         candidates = sorted(name for name, node in nodes.items() if _schedulable(node))
         if not candidates:
             return
@@ -181,8 +182,14 @@ class WorkloadControllers(WatchingController):
         for pod in pods:
             if (pod.get("spec") or {}).get("nodeName"):
                 continue
+            selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+            fitting = [n for n in candidates
+                       if all(((nodes[n].get("metadata") or {}).get("labels") or {}).get(k) == v
+                              for k, v in selector.items())]
+            if not fitting:
+                continue  # Pending until a node that fits is schedulable
             owner = (controller_of(pod) or {}).get("uid", "")
-            chosen = min(candidates, key=lambda n: (by_owner.get((owner, n), 0), load.get(n, 0), n))
+            chosen = min(fitting, key=lambda n: (by_owner.get((owner, n), 0), load.get(n, 0), n))
             pod = copy.deepcopy(pod)
             pod["metadata"].pop("resourceVersion", None)
             pod["spec"]["nodeName"] = chosen

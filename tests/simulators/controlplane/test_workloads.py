@@ -168,3 +168,21 @@ async def test_a_pod_with_nothing_to_stop_goes_at_once(plane: ControlPlane, core
     name = pods(plane, SERVICE_NAME)[0]["metadata"]["name"]
     await asyncio.to_thread(core.delete_namespaced_pod, name, WORKLOAD_NAMESPACE, grace_period_seconds=0)
     assert plane.store.peek(PODS, WORKLOAD_NAMESPACE, name) is None  # grace 0: forced
+
+
+async def test_a_pod_is_placed_only_where_its_node_selector_fits(plane: ControlPlane, core: client.CoreV1Api) -> None:
+    await settled(plane)
+    for name, node in (("here", "win-0002"), ("nowhere", "win-0009")):
+        await asyncio.to_thread(core.create_namespaced_pod, WORKLOAD_NAMESPACE, {
+            "metadata": {"name": name, "labels": {"app": "pinned"}},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "containers": [{"name": "c", "image": "i"}]}})
+    await wait_until(lambda: plane.store.get(PODS, WORKLOAD_NAMESPACE, "here")["spec"].get("nodeName") == "win-0002",
+                     what="the pinned pod on its node")
+    await asyncio.to_thread(core.patch_node, "win-0002", {"spec": {"unschedulable": True}})
+    await asyncio.to_thread(core.create_namespaced_pod, WORKLOAD_NAMESPACE, {
+        "metadata": {"name": "cordoned", "labels": {"app": "pinned"}},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": "win-0002"}, "containers": [{"name": "c", "image": "i"}]}})
+    passes = plane.workloads.passes
+    await wait_until(lambda: plane.workloads.passes > passes, what="a scheduling pass after the pod was created")
+    plane_pods = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in plane.store.list(PODS, WORKLOAD_NAMESPACE)}
+    assert plane_pods["nowhere"] is None and plane_pods["cordoned"] is None  # Pending: no node fits
