@@ -100,3 +100,9 @@ def well_known_block() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that wait minutes by design go first: xdist hands tests out in this order, and one of
+    them started last would make the whole run as long as it."""
+    items.sort(key=lambda item: item.get_closest_marker("longest") is None)

@@ -30,6 +30,7 @@ def test_openshift_step_is_valid_bash() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 def test_the_openshift_step_passes_faults_with_the_reference_at_its_own_defaults(tmp_path: Path) -> None:
     """The reference reconciler started as the step starts a vendor's binary, with its own defaults
     (a 600 s reboot timeout, as the real operator waits): the stuck node's report comes after ten
