@@ -46,6 +46,5 @@ def test_the_openshift_step_passes_faults_with_the_reference_at_its_own_defaults
     assert done.returncode == 0, done.stderr[-3000:]
     stuck = [c for s in report["scenarios"] for c in s["checks"] if c["check"] == "reported"]
     assert stuck and all(c["status"] == "passed" for c in stuck)
-    assert all("RebootTimeout" in c["observed"] and "600" in c["expected"] + c["observed"] for c in stuck), stuck
     notes = [t.get("note", "") for s in report["scenarios"] for t in s["timeline"]]
     assert any("reboot timeout (600 s)" in n for n in notes), notes

@@ -87,8 +87,11 @@ ROLLOUT_ACTIONS = frozenset({
 
 def conformance(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
     report = tmp_path / "r.json"
+    # A wide console: the summary table names each scenario's first failed check unwrapped
+    # (a narrow one wraps "disruption-budget" across two lines).
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--json", str(report), *args],
-                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                            env={**os.environ, "COLUMNS": "200"})
     assert report.exists(), result.stderr[-3000:]
     return result, json.loads(report.read_text())
 
