@@ -64,6 +64,20 @@ async def test_a_rebooting_node_refuses_connections(fleet: Fleet) -> None:
     assert after.stdout != before.stdout
 
 
+def _port_holder() -> socket.socket:
+    """A socket that takes a port from sshd. SO_REUSEADDR so that the sessions sshd just cut, still
+    in TIME_WAIT on that port (which side closed first depends on the machine's load), do not stop
+    it binding; listening, so that sshd (which binds with SO_REUSEADDR too) cannot share it."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return holder
+
+
+def _hold(holder: socket.socket, address: str, port: int) -> None:
+    holder.bind((address, port))
+    holder.listen()
+
+
 async def test_sshd_is_started_again_while_an_outgoing_connection_holds_its_port(
         fleet: Fleet, caplog: pytest.LogCaptureFixture) -> None:
     # The machine's own outgoing connections leave from its address with ephemeral ports: one may
@@ -71,8 +85,8 @@ async def test_sshd_is_started_again_while_an_outgoing_connection_holds_its_port
     # Windows' service recovery does) instead of leaving the machine up and unreachable for good.
     node = fleet.nodes[1]
     first_boot = node.boots[-1].boot_id
-    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # no SO_REUSEADDR: sshd cannot bind
-    node.down_listeners.append(lambda _node: holder.bind((node.address, node.port)))
+    holder = _port_holder()
+    node.down_listeners.append(lambda _node: _hold(holder, node.address, node.port))
     try:
         await run_on(fleet, node, "Restart-Computer -Force")
         await wait_until(lambda: node.boots[-1].boot_id != first_boot
@@ -88,8 +102,8 @@ async def test_an_outage_ends_with_sshd_started_again_while_its_port_is_held(
         fleet: Fleet, caplog: pytest.LogCaptureFixture) -> None:
     node = fleet.nodes[1]
     await node.go_offline()
-    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    holder.bind((node.address, node.port))
+    holder = _port_holder()
+    _hold(holder, node.address, node.port)
     try:
         back = asyncio.get_running_loop().create_task(node.come_online(), name="come online")
         await wait_until(lambda: "sshd cannot listen" in caplog.text, what="sshd failing at the outage's end")
