@@ -436,7 +436,7 @@ class Conformance:
                 return False
             await asyncio.sleep(0.5)
 
-    async def wait_for_a_reboot(self, within: float = 30.0) -> WindowsNode:
+    async def wait_for_a_reboot(self, within: float | None = None) -> WindowsNode:
         """Return the moment any node goes down (told by the node itself, not found by polling, so
         what the scenario does next happens while that node is down, however loaded the machine)."""
         down: asyncio.Future[WindowsNode] = asyncio.get_running_loop().create_future()
@@ -447,11 +447,21 @@ class Conformance:
 
         for node in self.nodes:
             node.down_listeners.append(heard)
+        # A first reboot comes after a drain: at 100 nodes under load that took longer than a
+        # fixed 30 s. The step's own deadline bounds it, moved by the lab's stall meanwhile.
+        limit = within if within is not None else max(30.0, self.converge_timeout)
+        began, lag = time.monotonic(), process_monitor()
         try:
-            async with asyncio.timeout(within):
-                return await down
+            while True:
+                remaining = limit + lag.stalled(began) - (time.monotonic() - began)
+                if remaining <= 0:
+                    raise TimeoutError
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(remaining, 1.0)):
+                        return await asyncio.shield(down)
         except TimeoutError:
-            raise AssertionError(f"gave up after {within:g}s waiting for a node to go down for its reboot") from None
+            raise AssertionError(f"gave up after {limit:g}s (and the lab's own stall) waiting for a node to go "
+                                 "down for its reboot") from None
         finally:
             for node in self.nodes:
                 node.down_listeners.remove(heard)
@@ -781,6 +791,8 @@ class Conformance:
         cordoned = checks.peak_unavailable(cordons)
         # Down or cordoned, per node: a node stuck in its reboot (down for good) and another the
         # reconciler took meanwhile are two of the budget, whichever way each is unavailable.
+        # Known false failure at 100 nodes (issue 29 note): down edges are exact, cordons are the
+        # watch's receipt times, and a late receipt overlaps the next node's outage.
         either = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
                                           + list(cordons.get(a, [])) for a in addresses if a in evidence.hosts})
         budget, members = evidence.budget, len(step.members)
