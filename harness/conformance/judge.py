@@ -658,9 +658,10 @@ class Conformance:
         wait = self.report_wait()
         if wait <= self.converge_timeout:
             return self.converge_timeout
-        step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
-                     f"({self.reboot_timeout:g} s) and a margin")
-        log.warning("%s: %s", step.name, step.note)
+        if not step.note:  # asked again when the step is judged: said once
+            step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
+                         f"({self.reboot_timeout:g} s) and a margin")
+            log.warning("%s: %s", step.name, step.note)
         return wait
 
     async def _claimed(self, step: Step) -> set[str]:
@@ -785,16 +786,16 @@ class Conformance:
         now = dt.datetime.now(dt.UTC)
         # Outages the scenario caused (a node taken off the network: not in ``addresses``) are not
         # the reconciler's.
-        down = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
-                                        for a in addresses if a in evidence.hosts})
+        outages = {a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
+                   for a in addresses if a in evidence.hosts}
+        down = checks.peak_unavailable(outages)
         cordons = {a: self.cordons.intervals(a, step.started, now) for a in addresses if a not in self.admin_cordoned}
         cordoned = checks.peak_unavailable(cordons)
         # Down or cordoned, per node: a node stuck in its reboot (down for good) and another the
         # reconciler took meanwhile are two of the budget, whichever way each is unavailable.
         # Known false failure at 100 nodes (issue 29 note): down edges are exact, cordons are the
         # watch's receipt times, and a late receipt overlaps the next node's outage.
-        either = checks.peak_unavailable({a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
-                                          + list(cordons.get(a, [])) for a in addresses if a in evidence.hosts})
+        either = checks.peak_unavailable({a: spans + cordons.get(a, []) for a, spans in outages.items()})
         budget, members = evidence.budget, len(step.members)
 
         def verdict(address: str) -> checks.Verdict:
