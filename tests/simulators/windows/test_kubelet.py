@@ -67,11 +67,18 @@ async def test_kubelets_report_their_pods_running_over_the_api(lab: Lab) -> None
         return [p for p in listed.items if p.status.phase == "Running"]
 
     expected = 2 * len(addresses) - 1  # a web pod on all nodes but one, an agent on every node
-    await wait_until(lambda: _count(running(), expected), timeout=20, what="every pod running")
+
+    def counted() -> int:
+        return sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None)
+
+    async def all_running() -> bool:  # each kubelet counts its start once its status PATCH is answered
+        return await _count(running(), expected) and counted() == expected
+
+    await wait_until(all_running, timeout=20, what="every pod running, each started once by its kubelet")
     for pod in await running():
         assert pod.status.host_ip == addresses[pod.spec.node_name]  # reported by that node's kubelet
         assert pod.status.container_statuses[0].ready
-    started = sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None)
+    started = counted()
     victim = next(p for p in await running() if p.metadata.labels["app"] == SERVICE_NAME)
     host = next(n for n in lab.fleet.nodes if n.name == victim.spec.node_name)
     assert host.kubelet is not None
@@ -83,10 +90,19 @@ async def test_kubelets_report_their_pods_running_over_the_api(lab: Lab) -> None
         names = {p.metadata.name for p in (await lab.call(core.list_namespaced_pod, WORKLOAD_NAMESPACE)).items}
         return victim.metadata.name not in names
 
-    await wait_until(gone, timeout=20, what="the deleted pod ended by its kubelet")
-    assert host.kubelet.state.pods_terminated == ended + 1
-    await wait_until(lambda: _count(running(), expected), timeout=20, what="the replacement running")
-    assert sum(n.kubelet.state.pods_started for n in lab.fleet.nodes if n.kubelet is not None) == started + 1
+    kubelet = host.kubelet
+
+    async def ended_by_its_kubelet() -> bool:
+        # The server removes the pod when the kubelet's DELETE arrives; the kubelet counts it only
+        # once the reply is back, so the two are awaited together rather than one after the other.
+        return await gone() and kubelet.state.pods_terminated == ended + 1
+
+    await wait_until(ended_by_its_kubelet, timeout=20, what="the deleted pod ended by its kubelet")
+
+    async def replaced() -> bool:
+        return await _count(running(), expected) and counted() == started + 1
+
+    await wait_until(replaced, timeout=20, what="the replacement started by a kubelet and running")
 
 
 async def _count(pods: Any, expected: int) -> bool:
