@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from kubernetes import client
 from proxyfleet.core.contract import APPLIED
 from proxyfleet.core.informer import SYNCED, Informer, internal_ip
 
-__all__ = ["CordonChange", "CordonTimeline", "completion_marks", "internal_ip"]
+__all__ = ["CordonChange", "CordonTimeline", "completion_marks", "cordoned_spans", "internal_ip"]
 
 
 @dataclass(frozen=True)
@@ -88,22 +89,8 @@ class CordonTimeline:
     def intervals(self, node: str, since: dt.datetime, until: dt.datetime) -> list[tuple[dt.datetime, dt.datetime]]:
         """The spans within [since, until] in which ``node`` was cordoned (in the order the watch
         delivered the changes: every node's edges are delayed alike, so overlaps between nodes
-        are as they happened)."""
-        spans: list[tuple[dt.datetime, dt.datetime]] = []
-        start: dt.datetime | None = None
-        for change in self.history(node):
-            if change.time <= since:
-                start = since if change.cordoned else None
-            elif change.time > until:
-                break
-            elif change.cordoned and start is None:
-                start = change.time
-            elif not change.cordoned and start is not None:
-                spans.append((start, change.time))
-                start = None
-        if start is not None:
-            spans.append((start, until))
-        return spans
+        are as they happened — but not against edges on another clock, see ``cordoned_spans``)."""
+        return cordoned_spans(((c.time, c.cordoned) for c in self.history(node)), since, until)
 
     def cordoned_through(self, node: str, down_at: dt.datetime, up_at: dt.datetime) -> tuple[bool, str]:
         """Whether ``node`` was seen cordoned before it came back at ``up_at`` and not uncordoned
@@ -121,6 +108,28 @@ class CordonTimeline:
         if not state_at_up:
             return False, "schedulable while it was down"
         return True, "cordoned while down"
+
+
+def cordoned_spans(changes: Iterable[tuple[dt.datetime, bool]], since: dt.datetime,
+                   until: dt.datetime) -> list[tuple[dt.datetime, dt.datetime]]:
+    """The spans within [since, until] in which a node was cordoned, from its cordon changes
+    ((when, cordoned afterwards), oldest first). Spans compared with outage edges must come from
+    changes on the outages' clock (the lab's store commits), not a watch's receipt times."""
+    spans: list[tuple[dt.datetime, dt.datetime]] = []
+    start: dt.datetime | None = None
+    for time, cordoned in changes:
+        if time <= since:
+            start = since if cordoned else None
+        elif time > until:
+            break
+        elif cordoned and start is None:
+            start = time
+        elif not cordoned and start is not None:
+            spans.append((start, time))
+            start = None
+    if start is not None:
+        spans.append((start, until))
+    return spans
 
 
 def completion_marks(node: dict[str, Any]) -> tuple[object, ...]:

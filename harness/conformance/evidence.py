@@ -116,6 +116,9 @@ class HostRecord:
     root_removed: frozenset[str]  # thumbprints taken out of its Root store since the step began
     commands: int  # SSH commands run on it so far (a host whose key changed must get none)
     listening: bool  # its SSH answers now
+    # Its Node's cordon changes as the store committed them — the outages' clock — oldest first
+    # (None: not recorded; the judge's watch of the Nodes is used instead)
+    cordon_changes: tuple[tuple[dt.datetime, bool], ...] | None = None
 
 
 @dataclass

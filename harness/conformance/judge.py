@@ -47,7 +47,7 @@ from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.converging import PROBE_CONCURRENCY, Looks, converge, revision_claims
-from proxyfleet.harness.conformance.cordons import CordonTimeline
+from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
     TRAFFIC_CHECKS,
@@ -778,9 +778,10 @@ class Conformance:
 
     def _disruption_budget(self, step: Step, addresses: list[str], evidence: Evidence,
                            nodes: dict[str, dict[str, Any]]) -> Callable[[str], checks.Verdict]:
-        """The step's peaks — machines down (the lab's exact outage edges) and Nodes cordoned by the
-        reconciler (the watch's order; the administrator's cordons are not the reconciler's) —
-        judged for each member. Without the outage edges or the budget: skipped."""
+        """The step's peaks — machines down (the lab's exact outage edges), Nodes cordoned by the
+        reconciler (the store's commits where the lab records them, else the watch's order; the
+        administrator's cordons are not the reconciler's), and either — judged for each member.
+        Without the outage edges or the budget: skipped."""
         if evidence.hosts is None or evidence.budget is None:
             return lambda address: self._lab_only("disruption-budget")
         now = dt.datetime.now(dt.UTC)
@@ -789,12 +790,21 @@ class Conformance:
         outages = {a: [(o.down_at, o.up_at or now) for o in evidence.hosts[a].outages]
                    for a in addresses if a in evidence.hosts}
         down = checks.peak_unavailable(outages)
-        cordons = {a: self.cordons.intervals(a, step.started, now) for a in addresses if a not in self.admin_cordoned}
+        hosts = evidence.hosts
+
+        def cordons_of(address: str) -> list[tuple[dt.datetime, dt.datetime]]:
+            # On the outages' clock where the source records it (the lab's store commits): a watch
+            # delivers an uncordon late under load, and a late uncordon beside the next node's
+            # exact down edge would count two nodes where there was one.
+            changes = hosts[address].cordon_changes if address in hosts else None
+            if changes is not None:
+                return cordoned_spans(changes, step.started, now)
+            return self.cordons.intervals(address, step.started, now)
+
+        cordons = {a: cordons_of(a) for a in addresses if a not in self.admin_cordoned}
         cordoned = checks.peak_unavailable(cordons)
         # Down or cordoned, per node: a node stuck in its reboot (down for good) and another the
         # reconciler took meanwhile are two of the budget, whichever way each is unavailable.
-        # Known false failure at 100 nodes (issue 29 note): down edges are exact, cordons are the
-        # watch's receipt times, and a late receipt overlaps the next node's outage.
         either = checks.peak_unavailable({a: spans + cordons.get(a, []) for a, spans in outages.items()})
         budget, members = evidence.budget, len(step.members)
 

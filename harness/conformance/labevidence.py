@@ -11,6 +11,7 @@ log, a vendor's access log) only adds what it says to the text."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 
 from cryptography import x509
 
@@ -135,7 +136,9 @@ class LabEvidence:
             evidence.egress[node.address] = records
             evidence.kubelet_via_proxy[node.address] = sum(
                 1 for r in node.machine.egress.records if r.client == "kubelet" and r.time >= step.started)
-        evidence.hosts = {n.address: self._host_record(n, step.positions) for n in self._nodes()}
+        cordons = self.lab.control_plane.cordons
+        evidence.hosts = {n.address: self._host_record(n, step.positions, cordons.changes(n.name))
+                          for n in self._nodes()}
         routes = {s.name: (f"{s.scheme}://{s.hosts[0]}/", "go") for s in self.lab.origins.servers}
         for d in self.lab.settings.destinations:  # a customer's: its own URL, its own client
             routes[d.origin_name] = (d.route_url, d.client)
@@ -149,7 +152,8 @@ class LabEvidence:
         return evidence
 
     @staticmethod
-    def _host_record(node: WindowsNode, positions: dict[str, int]) -> HostRecord:
+    def _host_record(node: WindowsNode, positions: dict[str, int],
+                     cordon_changes: tuple[tuple[dt.datetime, bool], ...]) -> HostRecord:
         address = node.address
         removed = node.machine.stores.machine_root.removed
         return HostRecord(
@@ -158,7 +162,7 @@ class LabEvidence:
             outages=tuple(OutageRecord(o.down_at, o.up_at, o.at_down, o.at_up, o.pods_at_down, o.requested_at)
                           for o in node.outages[positions.get(f"outages:{address}", 0):]),
             root_removed=frozenset(removed[positions.get(f"removals:{address}", len(removed)):]),
-            commands=node.ssh_commands, listening=node.is_listening)
+            commands=node.ssh_commands, listening=node.is_listening, cordon_changes=cordon_changes)
 
     def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
                 evidence: Evidence, probe: str | None = None) -> ProbeEvidence:

@@ -358,6 +358,7 @@ class Reconciler:
                 self._report_once(node, exc.reason, str(exc), "Warning")
                 await self._set_state(node, record, "failed", str(exc))
                 return None
+            log.warning("%s: %s: %s", address, exc.reason, redact_text(str(exc)))
             if isinstance(exc, HostKeyPolicyError):
                 self._report_once(node, exc.reason, str(exc), "Warning")
             else:
@@ -442,6 +443,7 @@ class Reconciler:
             await connection.connect()
             observed = _observed(await connection.script(observe_script()))
         pending = annotations.get(REBOOT_PENDING)
+        log.debug("%s: boot %s, reboot pending since %s", connection.target.address, observed.boot_time, pending)
         if pending and self.rebooted_since(pending, observed.boot_time):
             # Resuming after a reconciler restart: the reboot asked for happened; verify it, never
             # reboot again.
@@ -621,6 +623,7 @@ class Reconciler:
                 await self.writer.event(node, "Deconfigured", "removed the proxy settings and the "
                                                               "certificates this reconciler imported")
             return
+        log.info("%s: %s (revision %s)", (node or {}).get("metadata", {}).get("name", "?"), message, desired.revision)
         done: dict[str, str | None] = {CONFIG_HASH: desired.config_hash(), REBOOT_PENDING: None,
                                        APPLIED_PROXY: desired.environment.get("HTTPS_PROXY") or "none"}
         if desired.revision is not None:  # verified: the node holds this revision now

@@ -17,6 +17,7 @@ from aiohttp import web
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.controlplane.authorization import ADMIN, NodeTokens, bootstrap_identity, new_bootstrap_token
 from proxyfleet.simulators.controlplane.controllers import NodeLifecycleController, ProxyConfigController
+from proxyfleet.simulators.controlplane.cordonledger import CordonLedger
 from proxyfleet.simulators.controlplane.errors import APIError
 from proxyfleet.simulators.controlplane.install import InstallPlan, load_install_config, plan
 from proxyfleet.simulators.controlplane.resources import NODES, PODS, RESOURCE_TYPES
@@ -62,6 +63,8 @@ class ControlPlane:
         self.node_tokens = NodeTokens()
         bootstrap_id, self.bootstrap_token = new_bootstrap_token()
         self.store = Store()
+        self.cordons = CordonLedger()  # lab evidence: each Node's cordon changes as committed
+        self.store.observers.append(self.cordons.observe)
         self.server = APIServer(self.store, {self.admin_token: ADMIN,
                                              self.bootstrap_token: bootstrap_identity(bootstrap_id)},
                                 bookmark_interval=settings.bookmark_interval, node_tokens=self.node_tokens)

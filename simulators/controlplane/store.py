@@ -106,6 +106,9 @@ class Store:
         self._watchers: set[Watcher] = set()
         self._clock = clock
         self.writes = 0
+        # Called with every write as it is committed (in the writer's turn, before any watch sees
+        # it): the lab's own records that need the commit's instant rather than a watch's receipt.
+        self.observers: list[Callable[[StoredEvent], None]] = []
 
     # --- versions ------------------------------------------------------------------------
 
@@ -129,6 +132,8 @@ class Store:
                             namespace, old, new)
         self._history.append(event)
         self.writes += 1
+        for observer in self.observers:
+            observer(event)
         for watcher in list(self._watchers):
             watcher.offer(event)
             if watcher.closed:

@@ -4,7 +4,8 @@ judge (pure)."""
 import datetime as dt
 
 from proxyfleet.core.contract import APPLIED
-from proxyfleet.harness.conformance.cordons import CordonChange, CordonTimeline
+from proxyfleet.harness.conformance.checks import peak_unavailable
+from proxyfleet.harness.conformance.cordons import CordonChange, CordonTimeline, cordoned_spans
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 NODE = "127.10.0.1"
@@ -82,3 +83,26 @@ async def test_waiting_for_a_node_change_returns_when_one_arrives_or_at_the_boun
     assert await recorded.wait_for_node_change(0.01) is False
     recorded._changed("ADDED", node())
     assert await recorded.wait_for_node_change(30.0) is True
+
+
+def test_cordoned_spans_clip_to_the_step_and_leave_the_last_open_until_its_end() -> None:
+    changes = [(at(0), True), (at(3), False), (at(5), True)]
+    assert cordoned_spans(changes, at(1), at(9)) == [(at(1), at(3)), (at(5), at(9))]
+    assert cordoned_spans(changes, at(4), at(4.5)) == []
+
+
+def test_a_late_watch_uncordon_beside_exact_outage_edges_doubles_a_budget_of_one() -> None:
+    """Why the lab judges cordons on the store's clock: node A is cordoned 0 to 4 and down 1 to 3, then
+    B is cordoned 5 to 9 and down 6 to 8 — never two unavailable. A watch that delivers A's uncordon
+    7 s late (a loaded machine) makes A and B both unavailable at 6; the commits do not."""
+    a, b = "127.10.0.1", "127.10.0.2"
+    outages = {a: [(at(1), at(3))], b: [(at(6), at(8))]}
+    committed = {a: [(at(0), True), (at(4), False)], b: [(at(5), True), (at(9), False)]}
+    watched = {a: [(at(0.1), True), (at(11), False)], b: [(at(5.1), True), (at(9.1), False)]}
+
+    def either(changes: dict[str, list[tuple[dt.datetime, bool]]]) -> int:
+        return peak_unavailable({n: spans + cordoned_spans(changes[n], at(0), at(12))
+                                 for n, spans in outages.items()}).count
+
+    assert either(committed) == 1
+    assert either(watched) == 2
