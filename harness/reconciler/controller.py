@@ -108,6 +108,10 @@ class NodeRecord:
     reboots: int = 0
     changes: int = 0
     cordoned_by: str | None = None  # during a reboot: "administrator" or "reconciler"
+    # The boot a reboot was owed from (REBOOT_PENDING as this reconciler wrote it), until the
+    # node is verified: the Node's annotation seen through a cache that lags under load (minutes,
+    # at 100 nodes on a busy machine) must not make a node whose reboot failed look done.
+    reboot_pending: str | None = None
     round_trips: list[int] = field(default_factory=list)  # SSH round trips per applied change
     polls: int = 0  # connection attempts while waiting for the last new boot
 
@@ -223,12 +227,14 @@ class Reconciler:
         return addresses
 
     def _recorded_reboots(self) -> set[str]:
-        """Instances whose Node records a reboot asked for and not yet verified (``REBOOT_PENDING``)."""
+        """Instances whose Node records a reboot asked for and not yet verified (``REBOOT_PENDING``),
+        and those this reconciler owes a reboot to by its own record (whatever the cache shows yet)."""
+        owed = {address for address, record in self.records.items() if record.reboot_pending}
         if self.watch is None:
-            return set()
-        return {address for node in self.watch.nodes.cache.values()
-                if REBOOT_PENDING in ((node.get("metadata") or {}).get("annotations") or {})
-                and (address := internal_ip(node)) is not None}
+            return owed
+        return owed | {address for node in self.watch.nodes.cache.values()
+                       if REBOOT_PENDING in ((node.get("metadata") or {}).get("annotations") or {})
+                       and (address := internal_ip(node)) is not None}
 
     def enqueue_all(self, delay: float = 0.0) -> None:
         for address in sorted(self.managed_addresses()):
@@ -294,8 +300,13 @@ class Reconciler:
         if node is None:
             return
         values: dict[str, str | None] = {MESSAGE: record.message, **(annotations or {})}
-        with contextlib.nullcontext() if strict else contextlib.suppress(Exception):
+        try:
             await self.writer.annotate(node["metadata"]["name"], values, {STATE_LABEL: state})
+        except Exception as exc:
+            if strict:
+                raise
+            log.warning("recording %r on Node %s failed: %s", state, node["metadata"]["name"],
+                        redact_text(str(exc))[:300])
 
     async def _reconcile(self, address: str) -> float | None:
         assert self.watch is not None
@@ -442,8 +453,11 @@ class Reconciler:
             await connection.close()  # the kept connection went stale (say, an out-of-band reboot)
             await connection.connect()
             observed = _observed(await connection.script(observe_script()))
-        pending = annotations.get(REBOOT_PENDING)
-        log.debug("%s: boot %s, reboot pending since %s", connection.target.address, observed.boot_time, pending)
+        # Our own record first: the annotation comes through the cache, which may not show it yet.
+        pending = record.reboot_pending or annotations.get(REBOOT_PENDING)
+        log.debug("%s: boot %s, reboot pending since %s (Node %s at resourceVersion %s)", connection.target.address,
+                  observed.boot_time, pending, (node or {}).get("metadata", {}).get("name"),
+                  (node or {}).get("metadata", {}).get("resourceVersion"))
         if pending and self.rebooted_since(pending, observed.boot_time):
             # Resuming after a reconciler restart: the reboot asked for happened; verify it, never
             # reboot again.
@@ -470,6 +484,8 @@ class Reconciler:
                 desired = self._latest_desired(desired, deconfigure)
                 plan = self.plan(desired, observed)
                 if plan.changes_environment or pending:
+                    log.debug("%s: reboot owed (pending %s, Node %s)", connection.target.address, pending,
+                              None if node is None else node["metadata"]["name"])
                     if not pending and node is not None:
                         # Recorded before the node changes: a reconciler killed right after the
                         # apply still knows a reboot is owed (the registry is new, the services not).
@@ -478,6 +494,7 @@ class Reconciler:
                         await self._set_state(node, record, "applying", plan.summary(),
                                               {REBOOT_PENDING: observed.boot_time,
                                                USERNAME: connection.target.username}, strict=True)
+                    record.reboot_pending = pending or observed.boot_time
                     await self._apply(connection, node, plan, record, live=False)
                     return await self._reboot_and_verify(connection, node, observed.boot_time, desired, record,
                                                          deconfigure)
@@ -615,6 +632,7 @@ class Reconciler:
 
     async def _record_done(self, node: dict[str, Any] | None, record: NodeRecord, desired: DesiredState,
                            deconfigure: bool, message: str) -> None:
+        record.reboot_pending = None  # verified (or nothing was owed): no reboot is owed any more
         if deconfigure:
             await self._set_state(node, record, "deconfigured", "proxy settings and certificates removed",
                                   {CONFIG_HASH: None, REBOOT_PENDING: None, USERNAME: None, APPLIED_PROXY: None,

@@ -5,6 +5,7 @@ nodes, a restart mid-reboot, removal and deconfiguration, and injection attempts
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import itertools
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, PROXY, STATE_LABEL
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
+from proxyfleet.harness.reconciler.draining import DrainTimeout
 from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
 from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -487,3 +489,43 @@ async def test_a_reboot_owed_is_recorded_before_the_node_changes_or_the_node_is_
         await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the node configured")
         assert refused["annotate"] == 1
         assert boots(node) == 2  # the settings took effect by a reboot: never claimed without one
+
+
+async def test_a_failed_drain_seen_through_a_lagging_cache_still_ends_in_a_reboot(lab: Lab) -> None:
+    """A drain that times out leaves the registry new and the node cordoned; the next pass must
+    still reboot it. Its owed reboot is on the Node (``REBOOT_PENDING``), but at 100 nodes on a
+    busy machine the reconciler's Node cache lagged minutes behind: a pass that trusted it saw no
+    owed reboot, found the registry as desired and claimed the node done — services never
+    restarted, the node left cordoned, its budget slot given to another."""
+    members = nodes(lab)[:1]
+    node = members[0]
+    await add_instances(lab, members)
+    await configure_proxy(lab, trustme.CA())
+    rec = reconciler(lab)
+    failed: list[str] = []
+    drain = rec.drain
+
+    async def drain_that_times_out_once(node_name: str) -> int:
+        if not failed:
+            failed.append(node_name)
+            raise DrainTimeout(f"drain of {node_name} timed out after 0s: lab-workloads/held still on the node")
+        return await drain(node_name)
+
+    rec.drain = drain_that_times_out_once  # type: ignore[method-assign]
+    async with rec:
+        assert rec.watch is not None
+        watch = rec.watch
+        frozen: dict[str, dict[str, Any] | None] = {}
+        lookup = watch.node_by_address
+
+        def lagging(address: str) -> dict[str, Any] | None:
+            # The cache as it was at the first look: it never shows what this reconciler wrote.
+            return copy.deepcopy(frozen.setdefault(address, lookup(address)))
+
+        watch.node_by_address = lagging  # type: ignore[method-assign]
+        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the node configured")
+        assert failed
+        assert boots(node) == 2  # rebooted after the failed drain: never claimed without one
+        assert rec.records[node.address].reboot_pending is None
+        listed = {n["metadata"]["name"]: n for n in await admin.nodes(lab.api())}
+        assert not (listed[failed[0]].get("spec") or {}).get("unschedulable")  # its cordon released
