@@ -41,7 +41,11 @@ class KubeletSettings:
     token: str | Callable[[str], str]
     ca_pem: bytes
     lease_interval: float = 10.0
-    status_interval: float = 10.0
+    status_interval: float = 10.0  # nodeStatusUpdateFrequency: how often the status is computed and compared
+    # nodeStatusReportFrequency: an unchanged status is still posted this often (the kubelet's 5 min).
+    # In between only a change is posted: every post is a Node event to every watcher of Nodes,
+    # and at 100 nodes posting each status regardless flooded their watches.
+    status_report_interval: float = 300.0
     lease_duration: int = 40
     # How long a pod's containers take to stop once it is deleted (its app handling the stop
     # signal), never longer than its grace period; counted in time the lab's loop could run, so a
@@ -51,6 +55,17 @@ class KubeletSettings:
 
 class KubeletError(Exception):
     pass
+
+
+def same_status(shown: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether the Node's status already says what the kubelet would post: its addresses, node
+    info and capacity, and each condition's type, status, reason and message — not the heartbeat
+    and transition times (client-go's nodeStatusHasChanged)."""
+    def conditions(status: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted((c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+                      for c in status.get("conditions") or [])
+    keys = ("addresses", "nodeInfo", "capacity", "allocatable")
+    return all(shown.get(k) == wanted.get(k) for k in keys) and conditions(shown) == conditions(wanted)
 
 
 @dataclass
@@ -86,6 +101,7 @@ class SimulatedKubelet:
         self._task: asyncio.Task[None] | None = None
         self._trust: ssl.SSLContext = trust_context(pem_blocks(settings.ca_pem))
         self._ready_since: dt.datetime | None = None
+        self._next_report = 0.0  # when an unchanged status is posted anyway (monotonic)
         self._pods_due = asyncio.Event()
         self._running: dict[str, str] = {}  # pod uid -> the boot its containers were started in
         self._stopping: dict[str, float] = {}  # pod uid -> when its containers were told to stop
@@ -106,6 +122,7 @@ class SimulatedKubelet:
     def start(self, process: ProcessRecord) -> None:
         self.stop()
         self._ready_since = None
+        self._next_report = 0.0  # a (re)started kubelet posts its status at once
         self.state.registered = False
         self._task = asyncio.get_running_loop().create_task(
             self._run(EnvironmentBlock(process.environment)), name=f"kubelet {self.name}")
@@ -134,7 +151,7 @@ class SimulatedKubelet:
                     if time.monotonic() >= next_lease:
                         await self._renew_lease(session, environment)
                         if time.monotonic() >= next_status or self.state.failures:
-                            await self._post_status(session, environment)
+                            await self._update_status(session, environment)
                             next_status = time.monotonic() + self.settings.status_interval
                         next_lease = time.monotonic() + self.settings.lease_interval  # the kubelet's own period
                         self.state.heartbeats += 1
@@ -309,10 +326,25 @@ class SimulatedKubelet:
         if status not in (200, 201):
             raise KubeletError(f"renewing lease: {status} {body}")
 
-    async def _post_status(self, session: EgressSession, environment: Mapping[str, str]) -> None:
+    async def _update_status(self, session: EgressSession, environment: Mapping[str, str]) -> None:
+        """Post the Node's status when it differs from what the Node shows (say, the lifecycle
+        controller marked it Unknown), after a failure, or once per report interval — as the
+        kubelet's tryUpdateNodeStatus does (heartbeat times alone are not a change)."""
+        wanted = self._status()
+        if not self.state.failures and time.monotonic() < self._next_report:
+            status, current = await self._call(session, environment, "GET", f"/api/v1/nodes/{self.name}")
+            if status == 404:
+                self.state.registered = False
+                raise KubeletError(f"node {self.name} not found; registering again")
+            if status == 200 and isinstance(current, dict) and same_status(current.get("status") or {}, wanted):
+                return
+        await self._post_status(session, environment, wanted)
+        self._next_report = time.monotonic() + self.settings.status_report_interval
+
+    async def _post_status(self, session: EgressSession, environment: Mapping[str, str],
+                           wanted: dict[str, Any]) -> None:
         status, body = await self._call(session, environment, "PATCH", f"/api/v1/nodes/{self.name}/status",
-                                        {"status": self._status()},
-                                        content_type="application/merge-patch+json")
+                                        {"status": wanted}, content_type="application/merge-patch+json")
         if status == 404:
             self.state.registered = False
             raise KubeletError(f"node {self.name} not found; registering again")

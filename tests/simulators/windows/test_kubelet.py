@@ -12,7 +12,9 @@ import pytest_asyncio
 from kubernetes import client
 
 from proxyfleet.harness.lab import Lab, LabSettings
+from proxyfleet.simulators.controlplane.store import StoredEvent
 from proxyfleet.simulators.controlplane.workloads import SERVICE_NAME, WORKLOAD_NAMESPACE
+from proxyfleet.simulators.windows.kubelet import same_status
 from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import run_powershell, wait_until
 
@@ -54,6 +56,30 @@ async def test_nodes_register_and_stay_ready(lab: Lab) -> None:
     lease = await lab.call(client.CoordinationV1Api(lab.api()).read_namespaced_lease,
                            lab.fleet.nodes[0].name, "kube-node-lease")
     assert lease.spec.holder_identity == lab.fleet.nodes[0].name
+
+
+async def test_a_ready_node_is_not_rewritten_at_every_heartbeat(lab: Lab) -> None:
+    """Once Ready, a kubelet renews its Lease each heartbeat but writes its Node only when its
+    status changed (or once per report interval): Node watchers are not flooded at scale."""
+    for node in lab.fleet.nodes:
+        await wait_until(lambda n=node: ready_is(lab, n, "True"), timeout=20, what=f"{node.name} Ready")
+    writes: list[str] = []
+    rewrites: list[str] = []  # a Ready Node written with nothing changed but times
+
+    def observe(event: StoredEvent) -> None:
+        writes.append(event.key[1])
+        if event.key[1] == "nodes" and event.old is not None and same_status(event.old.get("status") or {},
+                                                                               event.new.get("status") or {}):
+            rewrites.append(event.new["metadata"]["name"])
+
+    lab.control_plane.store.observers.append(observe)
+    kubelets = [n.kubelet for n in lab.fleet.nodes if n.kubelet is not None]
+    start = [k.state.heartbeats for k in kubelets]
+    # five status periods (heartbeat 0.2 s, status every 1 s) on every node
+    await wait_until(lambda: all(k.state.heartbeats >= s + 25 for k, s in zip(kubelets, start, strict=True)),
+                     timeout=60, what="25 more heartbeats on every node")
+    assert writes.count("leases") >= 25 * len(kubelets)
+    assert rewrites == []
 
 
 async def test_kubelets_report_their_pods_running_over_the_api(lab: Lab) -> None:
@@ -140,3 +166,16 @@ async def test_a_stopped_kubelet_goes_not_ready(lab: Lab) -> None:
                      what="NotReady")
     assert (await run_powershell(lab.fleet, node, "Start-Service kube-proxy")).exit_status == 0  # starts kubelet too
     await wait_until(lambda: ready_is(lab, node, "True"), timeout=20, what="Ready again")
+
+
+def test_only_a_changed_status_is_a_change() -> None:
+    """Heartbeat and transition times alone are not worth a post (each is a Node event to every
+    watcher); a condition the lifecycle controller changed, or a new boot, is."""
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}
+    wanted = {"addresses": [{"type": "InternalIP", "address": "127.10.0.1"}], "nodeInfo": {"bootID": "a"},
+              "conditions": [{**ready, "lastHeartbeatTime": "2026-11-26T07:00:10Z"}]}
+    shown = {**wanted, "conditions": [{**ready, "lastHeartbeatTime": "2026-11-26T07:00:00Z"}]}
+    assert same_status(shown, wanted)
+    unknown = {**ready, "status": "Unknown", "reason": "NodeStatusUnknown"}
+    assert not same_status({**wanted, "conditions": [unknown]}, wanted)
+    assert not same_status({**shown, "nodeInfo": {"bootID": "b"}}, wanted)
