@@ -39,7 +39,7 @@ from kubernetes.client.exceptions import ApiException
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.looplag import process_monitor
-from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
+from proxyfleet.core.nodessh import HostKeyMismatch, NodeError, Unreachable
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, routing
 from proxyfleet.harness.conformance.checks import env_text
@@ -344,7 +344,21 @@ class Conformance:
 
     async def on_host(self, node: WindowsNode, script: str) -> None:
         """Change a node out of band, as someone logged on to the host would (PowerShell over SSH,
-        not through the cluster): the reconciler is expected to notice at its next resync."""
+        not through the cluster): the reconciler is expected to notice at its next resync.
+
+        A node still in its reboot (a step may end before every reboot it started is over) is
+        waited for, as that person would — for as long as a correct reconciler may keep a node in
+        its reboot, moved by the lab's stall — rather than breaking the scenario."""
+        began, lag = time.monotonic(), process_monitor()
+        while True:
+            try:
+                await self.probe.reach(node.address)
+                break
+            except Unreachable as exc:  # nothing ran: safe to try again once it is back
+                if time.monotonic() - began > self.report_wait() + lag.stalled(began):
+                    raise AssertionError(f"{node.address} did not take an SSH session for the out-of-band "
+                                         f"change within {self.report_wait():g}s: {exc}") from None
+                await asyncio.sleep(0.5)  # polling for the node's return, bounded above
         result = await self.probe.run_script(node.address, script)
         if result is not None and not (isinstance(result, dict) and result.get("ok")):
             raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")

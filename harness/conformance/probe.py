@@ -101,6 +101,18 @@ class NodeProbe:
             self._connections[address] = connection
         return connection
 
+    async def reach(self, address: str) -> None:
+        """Open the node's SSH session if it is not open (``Unreachable`` when it cannot be: then
+        nothing was run on it)."""
+        connection = self._connection(address)
+        try:
+            await connection.connect()
+        except NodeError:
+            self._connections.pop(address, None)
+            raise
+        finally:
+            self._pin(address, connection)
+
     async def run_script(self, address: str, script: str | None = None) -> object:
         """One PowerShell round trip (the probe's own by default); its JSON output, parsed."""
         connection = self._connection(address)

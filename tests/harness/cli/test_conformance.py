@@ -139,7 +139,8 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
     if "&" in check:
         assert set(check.split("&")) <= failed, failed
     named = [c for c in check.replace("&", "|").split("|") if c in failed]
-    assert named, failed
+    # a scenario that broke says why (a later step that would have named the check never ran)
+    assert named, (failed, [s.get("error") for s in report["scenarios"] if s.get("error")])  # type: ignore[union-attr]
     assert named[0] in result.stderr  # the summary table names it too
     assert "FAILED" in result.stderr
 

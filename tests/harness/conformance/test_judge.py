@@ -2,6 +2,7 @@
 missing. (Its wait for convergence is test_converging's; its step orchestration runs in every
 scenario and self-test.)"""
 
+import asyncio
 import datetime as dt
 import os
 import stat
@@ -27,6 +28,7 @@ from proxyfleet.harness.conformance.probe import NodeState
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.fleet import Fleet
+from tests.support import wait_until
 
 ADDRESS = "10.0.0.5"
 PROXY = "http://proxy.corp.example:3128"
@@ -194,3 +196,39 @@ async def test_a_node_still_unknown_while_the_lab_stays_starved_stays_inconclusi
     [again] = step.results
     assert again.status == "inconclusive"
     assert "stalled up to 2.0 s" in again.observed and "not judged" in again.observed
+
+
+# --- an out-of-band change waits for a host still in its reboot ---------------------------------------
+
+async def test_an_out_of_band_change_waits_for_a_host_still_down(tmp_path: Path, plane: ControlPlane,
+                                                                 fleet: Fleet) -> None:
+    """A step can end while a reboot it started is still under way (a short deadline, a slow
+    machine): the scenario's next change on that host waits for it, as the person at the console
+    would, instead of breaking the scenario — and nothing runs on the host before it is back."""
+    node = fleet.nodes[0]
+    target = ClusterTarget(plane.kubeconfig_path, fleet.client_key_path, PROXY, ssh_port=fleet.port,
+                           instances={node.address: "Administrator"}, host_keys_file=tmp_path / "host-keys.json")
+    judge = Conformance(None, cluster=target)
+    await judge.start()
+    try:
+        await node.go_offline()
+        attempts = 0
+        reach = judge.probe.reach
+
+        async def counted(address: str) -> None:
+            nonlocal attempts
+            attempts += 1
+            await reach(address)
+
+        judge.probe.reach = counted  # type: ignore[method-assign]
+        change = asyncio.create_task(judge.on_host(
+            node, "[Environment]::SetEnvironmentVariable('NO_PROXY', 'x.example', 'Machine')\n"
+                  "@{ ok = $true } | ConvertTo-Json"))
+        await wait_until(lambda: attempts >= 2, timeout=30, what="two refused attempts")
+        assert not change.done()
+        assert node.machine.machine_environment().get("NO_PROXY") is None  # nothing ran meanwhile
+        await node.come_online()
+        await asyncio.wait_for(change, 60)
+        assert node.machine.machine_environment().get("NO_PROXY") == "x.example"
+    finally:
+        await judge.close()
