@@ -30,6 +30,17 @@ OWNER_LABEL = LABEL_PREFIX + "owner-pid"  # with owner-start-time, owner-pid-nam
 ROLE_LABEL = LABEL_PREFIX + "role"
 START_LABEL = LABEL_PREFIX + "start"  # unique to one start: finds a container whose start failed
 _LIVE: dict[str, Any] = {}  # container id -> container, removed at interpreter exit
+# How long one engine call may take while a container is created and started. The SDK's 60 s
+# default failed on a loaded two-core machine: under dockerd's vfs driver a create copies the
+# image's whole root (~300 MB for Squid). The bound follows the work — the image's size at a
+# pessimistic 1 MB/s — and is never under ten minutes; a wedged engine still ends it.
+MIN_START_TIMEOUT = 600.0
+SLOWEST_COPY = 1_000_000  # bytes per second
+
+
+def start_timeout(image_bytes: int) -> float:
+    """The bound on one engine call of a container start, for an image of ``image_bytes``."""
+    return max(MIN_START_TIMEOUT, image_bytes / SLOWEST_COPY)
 
 
 class ContainerError(RuntimeError):
@@ -128,7 +139,7 @@ class ProxyContainer:
         client = _docker()
         sweep_orphans()
         try:
-            client.client.images.get(self.image)
+            size = int(client.client.images.get(self.image).attrs.get("Size") or 0)
         except Exception:
             raise ContainerError(f"the image {self.image} is not in the local image store (the lab pulls "
                                  "nothing; docker pull or docker load it first)") from None
@@ -137,7 +148,7 @@ class ProxyContainer:
         options: dict[str, Any] = {"network_mode": "host", "extra_hosts": self.extra_hosts, "labels": labels}
         if self.user:
             options["user"] = self.user
-        container = DockerContainer(self.image, **options)
+        container = DockerContainer(self.image, docker_client_kw={"timeout": start_timeout(size)}, **options)
         container.with_volume_mapping(str(self.config_dir), str(self.config_dir), "rw")
         if self.command:
             container.with_command(self.command)

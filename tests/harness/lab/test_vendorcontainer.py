@@ -29,6 +29,7 @@ from proxyfleet.harness.lab.vendorcontainer import (
     engine_available,
     image_present,
     orphaned,
+    start_timeout,
     sweep_orphans,
 )
 from proxyfleet.simulators.network import Endpoint
@@ -242,3 +243,10 @@ def test_the_sweep_removes_only_containers_whose_owner_is_provably_dead(created:
     left = {c.short_id for c in _ours()}  # type: ignore[attr-defined]
     assert created.ids["dead"] not in left  # (by this sweep, or another test worker's)
     assert {created.ids[name] for name in ("other namespace", "old label", "alive")} <= left
+
+
+def test_an_engine_call_may_take_as_long_as_copying_the_image_slowly() -> None:
+    """Under vfs a container's create copies the image's root: the SDK's 60 s failed for Squid's
+    ~300 MB on a loaded machine. The bound grows with the image and is never under ten minutes."""
+    assert start_timeout(300_000_000) == 600.0
+    assert start_timeout(2_000_000_000) == 2000.0
