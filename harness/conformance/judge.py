@@ -663,6 +663,19 @@ class Conformance:
         return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
                               self.quiet, self._deadline(step), lag.stalled)
 
+    async def _observe_when_back(self, address: str, failure: NodeError) -> NodeState | NodeError:
+        """Observe ``address`` once its SSH answers again — for as long as a correct reconciler
+        may keep a node in its reboot, moved by the lab's stall; ``failure`` if it never does."""
+        began, lag = time.monotonic(), process_monitor()
+        while address not in self._listening():
+            if time.monotonic() - began > self.report_wait() + lag.stalled(began):
+                return failure
+            await asyncio.sleep(0.5)  # polling for the node's return, bounded above
+        try:
+            return await self.probe.observe(address)
+        except NodeError as exc:
+            return exc
+
     def _deadline(self, step: Step) -> float:
         """The step's deadline: ``converge_timeout``, or — where a node is stuck in its reboot and
         the reconciler must report it — its declared reboot timeout and a margin, if longer (a
@@ -727,7 +740,14 @@ class Conformance:
                 try:
                     state: NodeState | NodeError = await self.probe.observe(address)
                 except NodeError as exc:
-                    return exc, {}
+                    if address not in step.deconfigured:
+                        return exc, {}
+                    # A removed instance's clean-up can end in a reboot (its services drop the
+                    # variables) after the look that found its registry and store clean — at
+                    # 100 nodes its drain made that reboot come later than the quiet period. That
+                    # reboot is the reconciler's to make: look again once it is back (at once if it
+                    # is up already; a read, so looking twice changes nothing).
+                    state = await self._observe_when_back(address, exc)
                 pulls = {}
                 if address in step.members:
                     for destination in destinations:

@@ -12,7 +12,7 @@ import asyncssh
 import pytest
 
 from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
-from proxyfleet.core.nodessh import HostKeyMismatch
+from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
@@ -230,5 +230,30 @@ async def test_an_out_of_band_change_waits_for_a_host_still_down(tmp_path: Path,
         await node.come_online()
         await asyncio.wait_for(change, 60)
         assert node.machine.machine_environment().get("NO_PROXY") == "x.example"
+    finally:
+        await judge.close()
+
+
+async def test_a_removed_instance_down_for_its_reboot_is_looked_at_once_it_is_back(
+        tmp_path: Path, plane: ControlPlane, fleet: Fleet) -> None:
+    """A removed instance's clean-up may end in a reboot after the look that found it clean (at
+    100 nodes its drain made the reboot come late): the judge's verifying look then finds it down
+    and looks again once it is back, instead of judging it unreachable."""
+    node = fleet.nodes[0]
+    target = ClusterTarget(plane.kubeconfig_path, fleet.client_key_path, PROXY, ssh_port=fleet.port,
+                           instances={node.address: "Administrator"}, host_keys_file=tmp_path / "host-keys.json")
+    judge = Conformance(None, cluster=target)
+    await judge.start()
+    try:
+        judge._listening = lambda: {n.address for n in fleet.nodes if n.is_listening}  # type: ignore[method-assign]
+        await node.go_offline()
+        with pytest.raises(NodeError) as down:
+            await judge.probe.observe(node.address)
+        looked = asyncio.create_task(judge._observe_when_back(node.address, down.value))
+        await asyncio.sleep(0)
+        assert not looked.done()
+        await node.come_online()
+        state = await asyncio.wait_for(looked, 60)
+        assert isinstance(state, NodeState)
     finally:
         await judge.close()
