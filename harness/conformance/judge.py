@@ -349,16 +349,19 @@ class Conformance:
         A node still in its reboot (a step may end before every reboot it started is over) is
         waited for, as that person would — for as long as a correct reconciler may keep a node in
         its reboot, moved by the lab's stall — rather than breaking the scenario."""
-        began, lag = time.monotonic(), process_monitor()
-        while True:
+        refused: list[Unreachable] = []
+
+        async def reached() -> bool:
             try:
                 await self.probe.reach(node.address)
-                break
             except Unreachable as exc:  # nothing ran: safe to try again once it is back
-                if time.monotonic() - began > self.report_wait() + lag.stalled(began):
-                    raise AssertionError(f"{node.address} did not take an SSH session for the out-of-band "
-                                         f"change within {self.report_wait():g}s: {exc}") from None
-                await asyncio.sleep(0.5)  # polling for the node's return, bounded above
+                refused.append(exc)
+                return False
+            return True
+
+        if not await self._within_reboot_wait(reached):
+            raise AssertionError(f"{node.address} did not take an SSH session for the out-of-band "
+                                 f"change within {self.report_wait():g}s: {refused[-1]}")
         result = await self.probe.run_script(node.address, script)
         if result is not None and not (isinstance(result, dict) and result.get("ok")):
             raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")
@@ -440,15 +443,22 @@ class Conformance:
     async def wait_for_report(self, node: WindowsNode, since: dt.datetime) -> bool:
         """Wait until a Warning Event about ``node`` written since ``since`` exists, for at most
         ``report_wait()`` (moved by the lab's own stall); whether one came."""
-        lag = process_monitor()
-        began = time.monotonic()
-        while True:
+        async def reported() -> bool:
             nodes = await self._node_objects()
-            if (await self._warning_events(since)).get(node_name(nodes, node.address)):
-                return True
+            return bool((await self._warning_events(since)).get(node_name(nodes, node.address)))
+
+        return await self._within_reboot_wait(reported)
+
+    async def _within_reboot_wait(self, done: Callable[[], Awaitable[bool]]) -> bool:
+        """Ask ``done`` every half second until it says yes, for at most ``report_wait()`` — as
+        long as a correct reconciler may keep a node in its reboot — moved by the lab's own stall;
+        whether it did."""
+        began, lag = time.monotonic(), process_monitor()
+        while not await done():
             if time.monotonic() - began > self.report_wait() + lag.stalled(began):
                 return False
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)  # polling a condition, bounded above
+        return True
 
     async def wait_for_a_reboot(self, within: float | None = None) -> WindowsNode:
         """Return the moment any node goes down (told by the node itself, not found by polling, so
@@ -666,11 +676,11 @@ class Conformance:
     async def _observe_when_back(self, address: str, failure: NodeError) -> NodeState | NodeError:
         """Observe ``address`` once its SSH answers again — for as long as a correct reconciler
         may keep a node in its reboot, moved by the lab's stall; ``failure`` if it never does."""
-        began, lag = time.monotonic(), process_monitor()
-        while address not in self._listening():
-            if time.monotonic() - began > self.report_wait() + lag.stalled(began):
-                return failure
-            await asyncio.sleep(0.5)  # polling for the node's return, bounded above
+        async def back() -> bool:
+            return address in self._listening()
+
+        if not await self._within_reboot_wait(back):
+            return failure
         try:
             return await self.probe.observe(address)
         except NodeError as exc:

@@ -3,9 +3,11 @@ missing. (Its wait for convergence is test_converging's; its step orchestration 
 scenario and self-test.)"""
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncssh
@@ -200,17 +202,27 @@ async def test_a_node_still_unknown_while_the_lab_stays_starved_stays_inconclusi
 
 # --- an out-of-band change waits for a host still in its reboot ---------------------------------------
 
-async def test_an_out_of_band_change_waits_for_a_host_still_down(tmp_path: Path, plane: ControlPlane,
-                                                                 fleet: Fleet) -> None:
-    """A step can end while a reboot it started is still under way (a short deadline, a slow
-    machine): the scenario's next change on that host waits for it, as the person at the console
-    would, instead of breaking the scenario — and nothing runs on the host before it is back."""
+@contextlib.asynccontextmanager
+async def judging(tmp_path: Path, plane: ControlPlane, fleet: Fleet) -> AsyncIterator[Conformance]:
+    """A started judge of ``fleet``'s first node as an existing cluster's instance."""
     node = fleet.nodes[0]
     target = ClusterTarget(plane.kubeconfig_path, fleet.client_key_path, PROXY, ssh_port=fleet.port,
                            instances={node.address: "Administrator"}, host_keys_file=tmp_path / "host-keys.json")
     judge = Conformance(None, cluster=target)
     await judge.start()
     try:
+        yield judge
+    finally:
+        await judge.close()
+
+
+async def test_an_out_of_band_change_waits_for_a_host_still_down(tmp_path: Path, plane: ControlPlane,
+                                                                 fleet: Fleet) -> None:
+    """A step can end while a reboot it started is still under way (a short deadline, a slow
+    machine): the scenario's next change on that host waits for it, as the person at the console
+    would, instead of breaking the scenario — and nothing runs on the host before it is back."""
+    node = fleet.nodes[0]
+    async with judging(tmp_path, plane, fleet) as judge:
         await node.go_offline()
         attempts = 0
         reach = judge.probe.reach
@@ -230,8 +242,6 @@ async def test_an_out_of_band_change_waits_for_a_host_still_down(tmp_path: Path,
         await node.come_online()
         await asyncio.wait_for(change, 60)
         assert node.machine.machine_environment().get("NO_PROXY") == "x.example"
-    finally:
-        await judge.close()
 
 
 async def test_a_removed_instance_down_for_its_reboot_is_looked_at_once_it_is_back(
@@ -240,11 +250,7 @@ async def test_a_removed_instance_down_for_its_reboot_is_looked_at_once_it_is_ba
     100 nodes its drain made the reboot come late): the judge's verifying look then finds it down
     and looks again once it is back, instead of judging it unreachable."""
     node = fleet.nodes[0]
-    target = ClusterTarget(plane.kubeconfig_path, fleet.client_key_path, PROXY, ssh_port=fleet.port,
-                           instances={node.address: "Administrator"}, host_keys_file=tmp_path / "host-keys.json")
-    judge = Conformance(None, cluster=target)
-    await judge.start()
-    try:
+    async with judging(tmp_path, plane, fleet) as judge:
         judge._listening = lambda: {n.address for n in fleet.nodes if n.is_listening}  # type: ignore[method-assign]
         await node.go_offline()
         with pytest.raises(NodeError) as down:
@@ -255,5 +261,3 @@ async def test_a_removed_instance_down_for_its_reboot_is_looked_at_once_it_is_ba
         await node.come_online()
         state = await asyncio.wait_for(looked, 60)
         assert isinstance(state, NodeState)
-    finally:
-        await judge.close()
