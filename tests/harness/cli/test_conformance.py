@@ -157,9 +157,13 @@ def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: 
     assert (result.returncode == 0) is passes, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
     assert failed == set() if passes else "certificates" in failed
-    # ours, so its event loop's lag is measured and shown per step beside the lab's (never counted for it)
-    lags = [s["lag_s"] for sc in report["scenarios"] for s in sc["timeline"]]  # type: ignore[union-attr]
-    assert lags and all("reconciler (external)" in lag for lag in lags), lags[:2]
+    # ours, so its event loop's lag is measured and shown per step beside the lab's (never counted for it):
+    # from the step in which the process began measuring (a busy machine may start it after the first
+    # step has ended) to the last
+    for scenario in report["scenarios"]:  # type: ignore[union-attr]
+        lags = [s["lag_s"] for s in scenario["timeline"]]
+        shown = ["reconciler (external)" in lag for lag in lags]
+        assert shown and shown[-1] and shown == sorted(shown), lags
 
 
 @pytest.mark.slow

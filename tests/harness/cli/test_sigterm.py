@@ -17,9 +17,10 @@ import pytest
 from tests.harness.cli.commands import marked_processes
 
 pytestmark = pytest.mark.slow
+HANG = 600.0  # seconds after which a teardown is a hang, not a slow machine
 
 
-def _wait(condition: object, what: str, timeout: float = 120.0) -> None:
+def _wait(condition: object, what: str, timeout: float = HANG) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
         if time.monotonic() > deadline:
@@ -43,8 +44,10 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen[bytes], str]:
 def test_a_stop_signal_tears_everything_down(tmp_path: Path, how: signal.Signals) -> None:
     process, marker = _start(tmp_path)
     process.send_signal(how)
-    process.wait(timeout=60)
-    _wait(lambda: not marked_processes(marker), "every child process to exit", timeout=30)
+    # What is judged is that everything is gone, not how fast: two labs' orderly teardown on a
+    # loaded runner took over 60 s. The bound only turns a hang into a failure.
+    process.wait(timeout=HANG)
+    _wait(lambda: not marked_processes(marker), "every child process to exit", timeout=HANG)
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith("proxyfleet-")]
     assert leftovers == [], leftovers  # scratch and lab directories are gone
 
@@ -52,5 +55,5 @@ def test_a_stop_signal_tears_everything_down(tmp_path: Path, how: signal.Signals
 def test_a_killed_controller_takes_its_workers_and_proxies_with_it(tmp_path: Path) -> None:
     process, marker = _start(tmp_path)
     process.kill()  # SIGKILL: no handler runs in the controller
-    process.wait(timeout=10)
-    _wait(lambda: not marked_processes(marker), "the workers and proxies to follow their parent", timeout=30)
+    process.wait(timeout=HANG)
+    _wait(lambda: not marked_processes(marker), "the workers and proxies to follow their parent", timeout=HANG)
