@@ -146,8 +146,8 @@ class Informer:
                     data = listing if isinstance(listing, dict) else \
                         self.api.sanitize_for_serialization(listing)  # type: ignore[no-untyped-call]
                     resource_version = data["metadata"]["resourceVersion"]
+                    self.relists += 1  # before the post: whoever hears SYNCED sees the list counted
                     self._post(SYNCED, {"items": data.get("items") or []})
-                    self.relists += 1
                 self._watch = watch.Watch()  # type: ignore[no-untyped-call]
                 stream = self._watch.stream(  # type: ignore[no-untyped-call]
                     self.lister, *self.args, resource_version=resource_version, timeout_seconds=WATCH_SECONDS,

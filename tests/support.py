@@ -30,6 +30,11 @@ from proxyfleet.simulators.windows.session import Session
 
 T = TypeVar("T")
 
+# Seconds after which a wait is a hang, not a slow machine: every wait in the tests returns as soon
+# as its condition holds, so this bound costs a passing test nothing and never decides a verdict
+# (a loaded CI runner took over 60 s for work that takes 6 s here).
+HANG = 600.0
+
 
 def new_machine(root: Path, **settings: object) -> WindowsMachine:
     machine = WindowsMachine.create(MachineSettings(hostname="win-test", **settings), root)  # type: ignore[arg-type]
@@ -53,7 +58,7 @@ async def ps_with_data(machine: WindowsMachine, script: str, data: object) -> Ru
     return result
 
 
-async def wait_until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = 10.0,
+async def wait_until(condition: Callable[[], bool | Awaitable[bool]], timeout: float = HANG,
                      what: str = "condition") -> None:
     """Poll a condition until it holds; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -73,8 +73,7 @@ async def test_lists_watches_and_relists_after_410(api: client.ApiClient, plane:
         plane.store.compact()
         await plane.server.close_watches()  # resuming from the old version now gets 410 Gone
         await asyncio.to_thread(core.create_namespaced_config_map, "default", configmap("while-gone", "1"))
-        await wait_until(lambda: informer.relists >= 2 and informer.get("while-gone") is not None,
-                         timeout=30, what="a re-list after 410")
+        await wait_until(lambda: informer.relists >= 2 and informer.get("while-gone") is not None, what="a re-list after 410")
         await asyncio.to_thread(core.delete_namespaced_config_map, "before", "default")
         await wait_until(lambda: informer.get("before") is None, what="the watch delivering DELETED")
         assert heard.count(SYNCED) == informer.relists
@@ -92,8 +91,7 @@ async def test_an_api_server_restart_with_compaction_is_survived(api: client.Api
         await plane.restart()  # connections cut, history compacted: the resumed watch gets 410
         assert plane.port == port
         await asyncio.to_thread(core.create_namespaced_config_map, "default", configmap("after-restart", "1"))
-        await wait_until(lambda: informer.relists >= 2 and informer.get("after-restart") is not None,
-                         timeout=30, what="a re-list after the restart")
+        await wait_until(lambda: informer.relists >= 2 and informer.get("after-restart") is not None, what="a re-list after the restart")
     finally:
         informer.stop()
 

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from proxyfleet.core.lifecycle import exit_description, interrupt_on_sigterm, process_alive, terminate_group
+from tests.support import HANG
 
 
 def test_sigterm_raises_keyboard_interrupt() -> None:
@@ -37,7 +38,7 @@ def test_a_child_dies_with_its_parent() -> None:
         assert child.stdout.readline().strip() == "ready"
         print(child.pid, flush=True)
     """)
-    result = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, timeout=30, check=True)
+    result = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, timeout=HANG, check=True)
     pid = int(result.stdout.strip())
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.support import HANG
+
 
 def test_the_module_runs_the_command_as_proxyfleet() -> None:
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "--help"], capture_output=True, text=True,
-                            timeout=60, check=False)
+                            timeout=HANG, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Usage: proxyfleet ")

@@ -23,7 +23,7 @@ from proxyfleet.simulators.fleet import (
     _free_port,
     ephemeral_ports,
 )
-from tests.support import run_on, wait_until
+from tests.support import HANG, run_on, wait_until
 
 
 async def test_manifest_describes_every_node(fleet: Fleet) -> None:
@@ -80,7 +80,7 @@ async def test_fleet_command_runs_until_sigterm_and_cleans_up(tmp_path: Path) ->
         sys.executable, "-m", "proxyfleet.harness", "fleet", "--nodes", "3", "--state-dir", str(state),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     manifest_path = state / "fleet.json"
-    await wait_until(lambda: manifest_path.exists(), timeout=30, what="fleet.json")
+    await wait_until(lambda: manifest_path.exists(), what="fleet.json")
     manifest = json.loads(manifest_path.read_text())
     node = manifest["nodes"][2]
     ssh = await asyncio.create_subprocess_exec(
@@ -92,7 +92,7 @@ async def test_fleet_command_runs_until_sigterm_and_cleans_up(tmp_path: Path) ->
     assert ssh.returncode == 0, err
     assert out == b"WIN-0003\r\n"
     process.send_signal(signal.SIGTERM)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 30)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), HANG)
     assert process.returncode == 0, stderr
     assert b"log in:" in stdout and b"fleet stopped" in stderr
     assert all(port_is_free(n["address"], n["port"]) for n in manifest["nodes"])

@@ -23,6 +23,7 @@ import pytest
 
 from proxyfleet.core.noproxy import CLIENTS, redact_text, redact_url
 from proxyfleet.core.noproxy.go import GoRules
+from tests.support import HANG
 
 ROLES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 BASE_PORT = 20000 + (os.getpid() % 5000) * 8  # one block of ports per worker process
@@ -121,7 +122,7 @@ def go_oracle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[int
     binary = work / "proxyenv"
     source = Path(__file__).parent / "oracles" / "proxyenv.go"
     subprocess.run([go, "build", "-o", str(binary), str(source)], check=True, env=env,
-                   capture_output=True, timeout=300)
+                   capture_output=True, timeout=3 * HANG)  # the standard library compiled from scratch on a loaded runner
     version_text = subprocess.run([go, "env", "GOVERSION"], env=env, capture_output=True,
                                   text=True, check=True).stdout.strip()
     version = tuple(int(p) for p in version_text.removeprefix("go").split(".") if p.isdigit())
@@ -134,7 +135,7 @@ def test_go_rules_agree_with_real_go(go_oracle: tuple[Path, tuple[int, ...]]) ->
     mismatches = []
     for env in ENVIRONMENTS:
         output = subprocess.run([str(binary), *URLS], env=env, capture_output=True, text=True,
-                                check=True, timeout=30).stdout
+                                check=True, timeout=HANG).stdout
         for line in output.splitlines():
             real = json.loads(line)
             ours = rules.decide(env, real["url"])
@@ -165,9 +166,9 @@ def test_redaction_hides_exactly_what_go_reads_as_userinfo(tmp_path_factory: pyt
            "GOPATH": str(work / "gopath"), "GO111MODULE": "off", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0"}
     binary = work / "userinfo"
     subprocess.run([go, "build", "-o", str(binary), str(Path(__file__).parent / "oracles" / "userinfo.go")],
-                   check=True, env=env, capture_output=True, timeout=300)
+                   check=True, env=env, capture_output=True, timeout=3 * HANG)  # the standard library compiled from scratch on a loaded runner
     output = subprocess.run([str(binary), *REDACTION_URLS], capture_output=True, text=True, check=True,
-                            timeout=30).stdout
+                            timeout=HANG).stdout
     for line in output.splitlines():
         real = json.loads(line)
         assert not real.get("error"), real
@@ -262,7 +263,7 @@ def test_python_rules_agree_with_the_real_libraries(client: str) -> None:
     mismatches = []
     for env in ENVIRONMENTS:
         output = subprocess.run([sys.executable, "-c", PYTHON_ORACLE, *URLS], env=env,
-                                capture_output=True, text=True, check=True, timeout=60).stdout
+                                capture_output=True, text=True, check=True, timeout=HANG).stdout
         for line in output.splitlines():
             real = json.loads(line)
             decision, proxy_url = real[client]

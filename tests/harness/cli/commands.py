@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 PROXY = """apiVersion: config.openshift.io/v1
@@ -56,3 +57,17 @@ def marked_processes(marker: str) -> dict[int, str]:
         except OSError:
             continue  # gone, or not ours to read
     return found
+
+
+def wait_for_line(process: subprocess.Popen[str], text: str, within: float) -> str:
+    """What ``process`` wrote to stderr up to the first line containing ``text``; fails (with
+    what it said) if it never says it — ``within`` only turns a silent hang into a failure."""
+    assert process.stderr is not None
+    deadline = time.monotonic() + within
+    seen = ""
+    for line in process.stderr:
+        seen += line
+        if text in line or time.monotonic() > deadline:
+            break
+    assert text in seen, f"never said {text!r}: {seen[-2000:]}"
+    return seen

@@ -11,6 +11,7 @@ import click
 import pytest
 
 from proxyfleet.harness.cli import COMMANDS, main
+from tests.support import HANG
 
 HEAVY = ("kubernetes", "asyncssh", "mitmproxy", "aiohttp", "cryptography")
 
@@ -55,7 +56,7 @@ def test_noproxy_explain_needs_no_lab_library() -> None:
 
 def test_an_unknown_command_is_refused() -> None:
     done = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "nope"], capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=HANG, check=False)
     assert done.returncode == 2 and "No such command 'nope'" in done.stderr
 
 

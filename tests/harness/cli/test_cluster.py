@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from proxyfleet.harness.cli import main
 from tests.harness.cli.commands import proxyfleet
-from tests.support import wait_until
+from tests.support import HANG, wait_until
 
 
 async def start(*args: str) -> asyncio.subprocess.Process:
@@ -38,7 +38,7 @@ async def test_cluster_and_fleet_commands(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "cluster" / "kubeconfig"
     fleet = None
     try:
-        await wait_until(lambda: kubeconfig.exists(), timeout=30, what="the kubeconfig")
+        await wait_until(lambda: kubeconfig.exists(), what="the kubeconfig")
         proxy = await kubectl_json(kubeconfig, "get", "proxy", "cluster")
         assert proxy["kind"] == "Proxy"
         fleet = await start("fleet", "--nodes", "2", "--state-dir", str(tmp_path / "fleet"),
@@ -50,14 +50,14 @@ async def test_cluster_and_fleet_commands(tmp_path: Path) -> None:
                      if any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])]
             return len(ready) == 2
 
-        await wait_until(two_ready_nodes, timeout=30, what="two Ready nodes")
+        await wait_until(two_ready_nodes, what="two Ready nodes")
     finally:
         for process in (fleet, cluster):
             if process is not None:
                 process.send_signal(signal.SIGTERM)
         for process in (fleet, cluster):
             if process is not None:
-                await asyncio.wait_for(process.communicate(), 30)
+                await asyncio.wait_for(process.communicate(), HANG)
     assert cluster.returncode == 0 and fleet is not None and fleet.returncode == 0
 
 
@@ -73,7 +73,7 @@ def test_a_state_directory_others_can_write_is_refused_before_anything_starts(tm
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # anyone could plant a link where the kubeconfig goes
-    result = proxyfleet("cluster", "--state-dir", str(shared), cwd=tmp_path, timeout=60)
+    result = proxyfleet("cluster", "--state-dir", str(shared), cwd=tmp_path, timeout=HANG)
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"Error: --state-dir {shared} is owned by ") and "others can write it" in result.stderr
     assert "Traceback" not in result.stderr and list(shared.iterdir()) == []

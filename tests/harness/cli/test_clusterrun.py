@@ -45,6 +45,7 @@ from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.apifront import ApiFront, api_front
 from tests.harness.cli.outside import outside_lab
 from tests.harness.cli.test_conformance import ROLLOUT_ACTIONS
+from tests.support import HANG
 
 NAMESPACE = "openshift-windows-machine-config-operator"
 
@@ -225,7 +226,7 @@ def test_a_put_back_the_cluster_refuses_keeps_the_snapshot_for_restore(tmp_path:
         # the cause fixed (here: the same cluster reached directly), the kept file finishes the job
         restored = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "restore", "--kubeconfig",
                                    str(plane.kubeconfig_path), "--snapshot", str(saved)],
-                                  capture_output=True, text=True, timeout=120)
+                                  capture_output=True, text=True, timeout=HANG)
         assert restored.returncode == 0, restored.stderr
         assert "Proxy/cluster spec restored" in restored.stdout and f"{RUN_CA} deleted" in restored.stdout
         spec = client.CustomObjectsApi(api).get_cluster_custom_object(*PROXY)["spec"]
@@ -275,14 +276,14 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
     with outside_lab(tmp_path) as lab:
         api = lab.api()
         before = _proxy_and_configmaps(api)
-        dry = subprocess.run(lab.conformance_args("--dry-run"), capture_output=True, text=True, timeout=120)
+        dry = subprocess.run(lab.conformance_args("--dry-run"), capture_output=True, text=True, timeout=HANG)
         assert dry.returncode == 0, dry.stderr[-3000:]
         assert "saved first:" in dry.stdout and _proxy_and_configmaps(api) == before  # touched nothing
         assert "cordoned:     runtime-add cordons one schedulable instance" in dry.stdout
         assert "drift:        the operator's trusted-ca ConfigMap is deleted" in dry.stdout
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml")),
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=3 * HANG)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
         _put_back(api, before)
         api.close()
@@ -336,7 +337,7 @@ def test_a_broken_operator_is_caught_from_outside(tmp_path: Path, variant: str, 
     with outside_lab(tmp_path, variant) as lab:
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--workflow", workflow, "--json", str(report), *deadline),
-                             capture_output=True, text=True, timeout=900)
+                             capture_output=True, text=True, timeout=3 * HANG)
     assert run.returncode == 1, run.stderr[-3000:]
     failed = {c["check"] for s in json.loads(report.read_text())["scenarios"] for c in s["checks"]
               if c["status"] == "failed"}
@@ -362,7 +363,7 @@ def test_a_run_stopped_by_sigterm_puts_the_cluster_back(tmp_path: Path) -> None:
             assert changed != before and list(changed[2]) == ["127.10.0.1"]
             assert list(changed[3].values()).count(True) == 1  # the run's maintenance cordon
             run.send_signal(signal.SIGTERM)
-            _, err = run.communicate(timeout=120)
+            _, err = run.communicate(timeout=HANG)
         finally:
             if run.poll() is None:
                 run.kill()
@@ -392,7 +393,7 @@ def test_the_runs_own_proxy_attributes_every_flow(tmp_path: Path) -> None:
     with outside_lab(tmp_path, run_proxy=f"{_worker_address()}:3128") as lab:
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--workflow", "runtime-add", "--workflow", "remove", "--json",
-                                                  str(report)), capture_output=True, text=True, timeout=600)
+                                                  str(report)), capture_output=True, text=True, timeout=3 * HANG)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
     checks = [c for s in json.loads(report.read_text())["scenarios"] for c in s["checks"] if c["step"] == "proxy added"]
     observed = {(c["check"], c["observed"]) for c in checks}
@@ -425,7 +426,7 @@ def test_a_vendors_proxy_the_run_starts_is_judged_by_its_access_log(tmp_path: Pa
         lab.vendor = vendor
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--workflow", "runtime-add", "--json", str(report)),
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=3 * HANG)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
     assert f"a vendor's proxy ({'image' if image else 'command'}" in run.stdout + run.stderr
     checks = [c for s in json.loads(report.read_text())["scenarios"] for c in s["checks"] if c["step"] == "proxy added"]

@@ -26,6 +26,7 @@ from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.harness.cli.commands import marked_processes
 from tests.harness.cli.test_vendor_matrix import needs as needs_vendor
 from tests.harness.cli.test_vendor_matrix import vendor_options
+from tests.support import HANG
 
 # variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
 # either check may name it; "a&b": both must
@@ -152,7 +153,7 @@ def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: 
                f"--max-unavailable {{max_unavailable}} --variant {variant} --service-poll-seconds 0.2 --drain-retry-seconds 0.2")
     # A correct run ends each step once converged; only a broken one waits (its claims are refuted first).
     result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--converge-timeout",
-                                 "60" if passes else "8", "--reconciler-command", command)
+                                 "600" if passes else "8", "--reconciler-command", command)
     assert report["variant"] == "external"
     assert (result.returncode == 0) is passes, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
@@ -326,7 +327,7 @@ def test_no_proxy_password_is_on_any_command_line_while_the_run_lasts(tmp_path: 
         seen.update(marked_processes(f"PROXYFLEET_TEST_RUN={token}"))  # every process of the run, the proxy's too
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=0.02)  # the next sample, unless the run has ended
-    process.wait(timeout=60)
+    process.wait(timeout=HANG)
     assert process.returncode == 0 and json.loads(report.read_text())["summary"]["passed"] == 1
     assert any({"squid": "squid", "apache": "apache2"}[proxy] in line for line in seen.values())
     assert any("proxyfleet.harness conformance" in line for line in seen.values())
@@ -363,8 +364,9 @@ THROUGH_SQUID = sorted(v for v, (workflow, *_) in CATCHES.items() if workflow !=
 @pytest.mark.parametrize("variant", THROUGH_SQUID)
 def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: str) -> None:
     workflow, check, *count = CATCHES[variant]
+    deadline = [] if variant in ROLLOUT_ACTIONS else ["--converge-timeout", "5"]  # as in the lab's own sweep
     result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
-                                 "--variant", variant, "--converge-timeout", "5", *squid(tmp_path, "tunnel"))
+                                 "--variant", variant, *deadline, *squid(tmp_path, "tunnel"))
     assert result.returncode == 1, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
     assert any(c in failed for c in check.replace("&", "|").split("|")), failed
@@ -442,7 +444,7 @@ def test_a_keep_directory_others_can_write_is_refused_before_any_lab_starts(tmp_
     from tests.harness.cli.commands import proxyfleet
 
     result = proxyfleet("conformance", "--nodes", "1", "--workflow", "baseline", "--keep", str(shared), cwd=tmp_path,
-                        timeout=120)
+                        timeout=HANG)
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"--keep {shared} is owned by" in result.stderr and "others can write it" in result.stderr
     assert list(shared.iterdir()) == []  # nothing started, nothing written

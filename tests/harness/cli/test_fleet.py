@@ -7,12 +7,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.harness.cli.commands import proxyfleet
+from tests.harness.cli.commands import proxyfleet, wait_for_line
+from tests.support import HANG
 
 
 def test_the_fleet_serves_ssh_until_ctrl_c(tmp_path: Path) -> None:
@@ -22,10 +22,7 @@ def test_the_fleet_serves_ssh_until_ctrl_c(tmp_path: Path) -> None:
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stderr is not None
-        deadline = time.monotonic() + 60
-        for line in process.stderr:
-            if "press Ctrl-C to stop" in line or time.monotonic() > deadline:
-                break
+        wait_for_line(process, "press Ctrl-C to stop", HANG)
         manifest = json.loads((state / "fleet.json").read_text())
         assert len(manifest["nodes"]) == 2
         node = manifest["nodes"][1]
@@ -33,12 +30,12 @@ def test_the_fleet_serves_ssh_until_ctrl_c(tmp_path: Path) -> None:
             ["ssh", "-i", manifest["private_key"], "-p", str(node["port"]), "-o",
              f"UserKnownHostsFile={state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
              "-o", "IdentitiesOnly=yes", f"{node['username']}@{node['address']}", "[Environment]::MachineName"],
-            capture_output=True, text=True, timeout=60, check=False)
+            capture_output=True, text=True, timeout=HANG, check=False)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == node["name"].upper() or result.stdout.strip().lower() == node["name"].lower()
     finally:
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=HANG)
     assert process.returncode == 0, err[-2000:]
     assert "2 Windows nodes listening on port" in out and "fleet stopped" in err
 
@@ -48,7 +45,7 @@ def test_the_fleet_serves_ssh_until_ctrl_c(tmp_path: Path) -> None:
     (["--network", "10.0.0.0/8"], ""),
 ])
 def test_bad_options_are_refused_before_anything_starts(tmp_path: Path, args: list[str], message: str) -> None:
-    result = proxyfleet("fleet", "--state-dir", "fleet", *args, cwd=tmp_path, timeout=60)
+    result = proxyfleet("fleet", "--state-dir", "fleet", *args, cwd=tmp_path, timeout=HANG)
     assert result.returncode == 2 if message else result.returncode != 0, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "fleet" / "fleet.json").exists()
@@ -59,7 +56,7 @@ def test_a_state_directory_others_can_write_is_refused_before_anything_starts(tm
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # anyone could plant a link where the node keys go
-    result = proxyfleet("fleet", "--state-dir", str(shared), cwd=tmp_path, timeout=60)
+    result = proxyfleet("fleet", "--state-dir", str(shared), cwd=tmp_path, timeout=HANG)
     assert result.returncode == 1, result.stderr
     assert result.stderr.startswith(f"Error: --state-dir {shared} is owned by ") and "others can write it" in result.stderr
     assert "Traceback" not in result.stderr and list(shared.iterdir()) == []

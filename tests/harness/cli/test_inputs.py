@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import HANG
+
 BAD_INPUTS = {
     "missing proxy file": (["repro", "--proxy", "nope.yaml"], "Error: --proxy nope.yaml: no such file"),
     "invalid YAML": (["repro", "--proxy", "broken.yaml"], "Error: --proxy broken.yaml is not valid YAML (line"),
@@ -57,7 +59,7 @@ def test_bad_input_is_one_clear_line_and_exit_2_with_nothing_started(inputs: Pat
     process = subprocess.Popen([sys.executable, "-m", "proxyfleet.harness", *args], cwd=inputs, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env={**os.environ, "TMPDIR": str(scratch)})
-    out, err = process.communicate(timeout=60)
+    out, err = process.communicate(timeout=HANG)
     result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()

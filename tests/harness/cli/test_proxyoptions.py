@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
+from tests.support import HANG
 
 
 def test_every_option_reaches_proxy_options(tmp_path: Path) -> None:
@@ -39,11 +40,11 @@ def test_every_option_reaches_proxy_options(tmp_path: Path) -> None:
 
 def test_conformance_refuses_bad_proxy_options_before_any_lab_starts(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--proxy-command", "squid",
-                             "--proxy-url", "http://127.0.0.1:3128"], capture_output=True, text=True, timeout=60,
+                             "--proxy-url", "http://127.0.0.1:3128"], capture_output=True, text=True, timeout=HANG,
                             cwd=tmp_path)
     assert result.returncode == 2 and "excludes --proxy-command" in result.stderr
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--proxy-url",
-                             "http://vendor:hunter2@127.0.0.1:3128"], capture_output=True, text=True, timeout=60,
+                             "http://vendor:hunter2@127.0.0.1:3128"], capture_output=True, text=True, timeout=HANG,
                             cwd=tmp_path)
     assert result.returncode == 2 and "--proxy-auth-file" in result.stderr
     assert "hunter2" not in result.stderr

@@ -12,6 +12,7 @@ import pytest
 
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.harness.cli.commands import proxyfleet
+from tests.support import HANG
 
 
 async def start_reconciler(plane: ControlPlane) -> asyncio.subprocess.Process:
@@ -24,7 +25,7 @@ async def test_it_says_what_it_reconciles(plane: ControlPlane) -> None:
     process = await start_reconciler(plane)
     assert process.stderr is not None
     try:
-        line = await asyncio.wait_for(process.stderr.readline(), 60)
+        line = await asyncio.wait_for(process.stderr.readline(), HANG)
         assert b"reconciling Windows instances of openshift-windows-machine-config-operator/windows-instances" in line
         assert b"maxUnavailable 3" in line
     finally:
@@ -40,15 +41,15 @@ async def test_sigterm_soon_after_start_stops_it_cleanly(plane: ControlPlane, li
     assert process.stderr is not None
     try:
         for _ in range(lines_first):
-            await asyncio.wait_for(process.stderr.readline(), 60)
+            await asyncio.wait_for(process.stderr.readline(), HANG)
     finally:
         process.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(process.communicate(), 60)
+        _, err = await asyncio.wait_for(process.communicate(), HANG)
     assert process.returncode == 0, err.decode()[-2000:]
 
 
 def test_a_kubeconfig_it_cannot_use_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n")
-    result = proxyfleet("reconcile", "--kubeconfig", "kubeconfig", cwd=tmp_path, timeout=60)
+    result = proxyfleet("reconcile", "--kubeconfig", "kubeconfig", cwd=tmp_path, timeout=HANG)
     assert result.returncode == 1
     assert result.stderr.startswith("Error: cannot load kubeconfig kubeconfig") and "Traceback" not in result.stderr

@@ -16,6 +16,7 @@ from proxyfleet.core.contract import PROXY, RUN_CA
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
+from tests.support import HANG
 
 
 async def _restore(plane: ControlPlane, snapshot: Path, *more: str) -> tuple[int, str, str]:
@@ -23,7 +24,7 @@ async def _restore(plane: ControlPlane, snapshot: Path, *more: str) -> tuple[int
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "proxyfleet.harness", "restore", "--kubeconfig", str(plane.kubeconfig_path),
         "--snapshot", str(snapshot), *more, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(process.communicate(), 120)
+    out, err = await asyncio.wait_for(process.communicate(), HANG)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.harness.cli.commands import marked_processes
+from tests.support import HANG
 
 pytestmark = pytest.mark.slow
-HANG = 600.0  # seconds after which a teardown is a hang, not a slow machine
 
 
 def _wait(condition: object, what: str, timeout: float = HANG) -> None:

@@ -9,14 +9,14 @@ import pwd
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config
 
 from proxyfleet.core.lifecycle import process_alive as alive
-from tests.harness.cli.commands import mitmdumps, proxyfleet
+from tests.harness.cli.commands import mitmdumps, proxyfleet, wait_for_line
+from tests.support import HANG
 
 
 @pytest.mark.slow
@@ -26,11 +26,8 @@ def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) 
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert process.stderr is not None and process.stdout is not None
-        deadline = time.monotonic() + 120
-        for line in process.stderr:
-            if "lab ready" in line or time.monotonic() > deadline:
-                break
-        assert process.poll() is None, "proxyfleet up exited early"
+        said = wait_for_line(process, "lab ready", HANG)
+        assert process.poll() is None, f"proxyfleet up exited early: {said}"
         kubeconfig = state / "cluster" / "kubeconfig"
         api = config.new_client_from_config(config_file=str(kubeconfig))
         names = sorted(n.metadata.name for n in client.CoreV1Api(api).list_node().items)
@@ -49,7 +46,7 @@ def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) 
              f"UserKnownHostsFile={state / 'fleet' / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
              "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes", f"{first['username']}@{first['address']}",
              'curl.exe -s -o NUL -w "%{http_code}" --noproxy "*" https://quay.io/v2/'],
-            capture_output=True, text=True, timeout=60, check=False)
+            capture_output=True, text=True, timeout=HANG, check=False)
         assert direct.returncode != 0 and "200" not in direct.stdout, direct.stdout + direct.stderr
         refused = [json.loads(line) for line in (state / "firewall-violations.jsonl").read_text().splitlines()]
         assert any(v["source"] == first["address"] and v["origin"] == "internet-registry" for v in refused)
@@ -57,7 +54,7 @@ def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) 
         assert len(children) == 2, "the lab runs the real mitmdump (two proxies)"
     finally:
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        out, err = process.communicate(timeout=HANG)
     assert process.returncode == 0, err[-3000:]
     for expected in ("kubeconfig:", "proxy:", "proxy CA:", "ssh:", "mitmweb --rfile", "origins:", "quay.io",
                      "firewall:    on", "firewall-violations.jsonl"):
@@ -71,7 +68,7 @@ def test_up_serves_a_lab_until_ctrl_c_and_leaves_nothing_behind(tmp_path: Path) 
 def test_a_lab_that_cannot_start_is_one_error_line_without_a_traceback(tmp_path: Path) -> None:
     result = proxyfleet("up", "--nodes", "1", "--reconciler", "none", "--state-dir", str(tmp_path / "lab"),
                         "--proxy-command", "sh -c 'echo FATAL: no such directive >&2; exit 3'", cwd=tmp_path,
-                        timeout=120)
+                        timeout=HANG)
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.startswith("Error: the proxy exited during start-up; its output:\nFATAL: no such directive")
     assert "Traceback" not in result.stderr
@@ -81,7 +78,7 @@ def test_a_state_directory_others_can_write_is_refused(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    result = proxyfleet("up", "--nodes", "1", "--state-dir", str(shared), cwd=tmp_path, timeout=120)
+    result = proxyfleet("up", "--nodes", "1", "--state-dir", str(shared), cwd=tmp_path, timeout=HANG)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"Error: --state-dir {shared} is owned by {_me()}, mode 0777: "
                                                   f"others can write it, and keys and logs go there; run chmod go-w "

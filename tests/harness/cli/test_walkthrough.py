@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import HANG, wait_until
 
 README = Path(__file__).parents[3] / "README.md"
 LONG_RUNNING = ("proxyfleet cluster", "proxyfleet fleet", "proxyfleet reconcile")
@@ -75,7 +75,7 @@ class Terminal:
 
         for stream in (process.stdout, process.stderr):
             asyncio.get_running_loop().create_task(collect(stream))
-        await wait_until(lambda: bool(said) or process.returncode is not None, timeout=60, what=command)
+        await wait_until(lambda: bool(said) or process.returncode is not None, what=command)
         assert process.returncode is None, f"{command} exited {process.returncode}: {''.join(said)}"
 
     async def stop(self) -> list[tuple[str, int | None, str]]:
@@ -85,7 +85,7 @@ class Terminal:
         results = []
         for command, process, said in reversed(self.background):
             try:
-                await asyncio.wait_for(process.wait(), 30)
+                await asyncio.wait_for(process.wait(), HANG)
             except TimeoutError:
                 os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()

@@ -103,11 +103,11 @@ async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
     public = thumbprint(lab.public_ca)
     await add_instances(lab, members)
     async with reconciler(lab, max_unavailable=2) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="a proxy-less fleet")
+        await wait_until(lambda: converged(lab, rec, members), what="a proxy-less fleet")
         assert all(boots(n) == 1 for n in members)  # nothing to change: no reboot
 
         await configure_proxy(lab, first_ca)  # runtime add
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy on every node")
+        await wait_until(lambda: converged(lab, rec, members), what="the proxy on every node")
         for node in members:
             assert boots(node) == 2  # exactly one reboot for the change
             roots = node.machine.stores.machine_root.certificates
@@ -124,21 +124,20 @@ async def test_runtime_add_change_rotation_and_removal(lab: Lab) -> None:
             return all(thumbprint(second_ca) in n.machine.stores.machine_root.certificates and
                        thumbprint(first_ca) not in n.machine.stores.machine_root.certificates for n in members)
 
-        await wait_until(rotated, timeout=60, what="the CA rotation")
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="rotation settled")
+        await wait_until(rotated, what="the CA rotation")
+        await wait_until(lambda: converged(lab, rec, members), what="rotation settled")
         assert all(public in n.machine.stores.machine_root.certificates for n in members)  # never touched
         assert [boots(n) for n in members] == reboots  # certificates only: applied live, no reboot
 
         await configure_proxy(lab, second_ca, no_proxy=".corp", proxy="http://proxy2.corp.internal:8080")
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy change")
+        await wait_until(lambda: converged(lab, rec, members), what="the proxy change")
         assert members[0].process_environment("kubelet")["HTTP_PROXY"] == "http://proxy2.corp.internal:8080"  # type: ignore[index]
 
         reboots = [boots(n) for n in members]
         await admin.set_proxy(lab.api())  # removal
         await wait_until(lambda: _status_empty(lab), what="an empty Proxy status")
-        await wait_until(lambda: all(machine_env(n) == dict.fromkeys(machine_env(n)) for n in members),
-                         timeout=60, what="the variables removed")
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="removal settled")
+        await wait_until(lambda: all(machine_env(n) == dict.fromkeys(machine_env(n)) for n in members), what="the variables removed")
+        await wait_until(lambda: converged(lab, rec, members), what="removal settled")
         for node, before in zip(members, reboots, strict=True):
             assert boots(node) == before + 1
             roots = node.machine.stores.machine_root.certificates
@@ -152,7 +151,7 @@ async def test_install_time_resync_and_max_unavailable(lab: Lab) -> None:
     await configure_proxy(lab, trustme.CA())
     await add_instances(lab, members)  # instances join a cluster that already has a proxy
     async with reconciler(lab, max_unavailable=1) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="nodes joining configured")
+        await wait_until(lambda: converged(lab, rec, members), what="nodes joining configured")
         assert rec.max_concurrent_reboots == 1
         downtime = sorted((o.down_at, o.up_at) for n in members for o in n.outages)
         for (_, up), (down, _) in itertools.pairwise(downtime):
@@ -161,7 +160,7 @@ async def test_install_time_resync_and_max_unavailable(lab: Lab) -> None:
         connections = [n.ssh_connections for n in members]
         commands = [n.ssh_commands for n in members]
         processed = rec.queue.processed
-        await wait_until(lambda: rec.queue.processed >= processed + 2 * len(members), timeout=20,
+        await wait_until(lambda: rec.queue.processed >= processed + 2 * len(members),
                          what="two resyncs")
         assert [boots(n) for n in members] == reboots  # a resync changes nothing
         assert [n.ssh_connections for n in members] == connections  # over the connection kept open
@@ -192,13 +191,13 @@ async def test_an_unreachable_node_converges_when_it_returns(lab: Lab) -> None:
     members = nodes(lab)
     await add_instances(lab, members)
     async with reconciler(lab) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        await wait_until(lambda: converged(lab, rec, members), what="initial state")
         await members[2].go_offline()
         await configure_proxy(lab, trustme.CA())
-        await wait_until(lambda: converged(lab, rec, members[:2]), timeout=60, what="the reachable nodes")
+        await wait_until(lambda: converged(lab, rec, members[:2]), what="the reachable nodes")
         assert rec.records[members[2].address].state == "unreachable"
         await members[2].come_online()
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the returning node")
+        await wait_until(lambda: converged(lab, rec, members), what="the returning node")
 
 
 async def test_a_restart_mid_reboot_does_not_reboot_twice(lab: Lab) -> None:
@@ -209,11 +208,11 @@ async def test_a_restart_mid_reboot_does_not_reboot_twice(lab: Lab) -> None:
     await configure_proxy(lab, trustme.CA())
     first = reconciler(lab)
     await first.start()
-    await wait_until(lambda: not node.is_listening and boots(node) == 1, timeout=30, what="the reboot to start")
+    await wait_until(lambda: not node.is_listening and boots(node) == 1, what="the reboot to start")
     await first.stop()  # the reconciler dies while the node reboots
     assert lab_nodes_objects(await admin.nodes(lab.api()))[0]["metadata"]["annotations"][REBOOT_PENDING]
     async with reconciler(lab) as second:
-        await wait_until(lambda: converged(lab, second, members), timeout=60, what="the resumed reconcile")
+        await wait_until(lambda: converged(lab, second, members), what="the resumed reconcile")
         assert boots(node) == 2  # the reboot that was in flight, and no second one
         assert second.records[node.address].reboots == 0
 
@@ -225,10 +224,10 @@ async def test_deconfigure_when_an_instance_is_removed(lab: Lab) -> None:
     await add_instances(lab, members)
     await configure_proxy(lab, ca)
     async with reconciler(lab, max_unavailable=3) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="configured")
+        await wait_until(lambda: converged(lab, rec, members), what="configured")
         await add_instances(lab, members[:2])
         removed = members[2]
-        await wait_until(lambda: rec.records[removed.address].state == "deconfigured", timeout=60,
+        await wait_until(lambda: rec.records[removed.address].state == "deconfigured",
                          what="deconfiguration")
         assert machine_env(removed) == dict.fromkeys(machine_env(removed))
         assert thumbprint(ca) not in removed.machine.stores.machine_root.certificates
@@ -255,18 +254,18 @@ async def test_a_rogue_host_on_a_pinned_address_gets_nothing(lab: Lab) -> None:
     members = nodes(lab)[:2]
     await add_instances(lab, members)
     async with reconciler(lab) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="first contact pins both")
+        await wait_until(lambda: converged(lab, rec, members), what="first contact pins both")
     rogue = await _rogue_takes_over(lab, members[0])
     try:
         await configure_proxy(lab, trustme.CA(), proxy="http://user:s3cret@proxy.corp.internal:3128")
         async with reconciler(lab) as rec:
-            await wait_until(lambda: converged(lab, rec, members[1:]), timeout=30, what="the honest node")
+            await wait_until(lambda: converged(lab, rec, members[1:]), what="the honest node")
             await wait_until(lambda: rec.records[members[0].address].state == "failed", what="the refusal")
             assert "not the one pinned" in rec.records[members[0].address].message
             await wait_until(lambda: _events(lab, "HostKeyMismatch"), what="a HostKeyMismatch Warning")
             attempts = rogue.ssh_connections
             processed = rec.queue.processed
-            await wait_until(lambda: rec.queue.processed >= processed + 4, timeout=20, what="resyncs")
+            await wait_until(lambda: rec.queue.processed >= processed + 4, what="resyncs")
         assert rogue.ssh_connections == attempts  # all traffic to it stopped
         assert list(rogue.command_lines) == [] and rogue.ssh_commands == 0  # not one command
         assert not rogue.machine.filesystem.exists("C:\\Users\\Administrator\\.proxyfleet")  # no data file
@@ -279,7 +278,7 @@ async def test_a_kubelet_cannot_reopen_the_first_contact_window(lab: Lab) -> Non
     members = nodes(lab)[:1]
     await add_instances(lab, members)
     async with reconciler(lab) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="first contact")
+        await wait_until(lambda: converged(lab, rec, members), what="first contact")
     (lab.state_dir / "cluster-ca.pem").write_bytes(lab.control_plane.ca_pem)
     configuration = client.Configuration()
     configuration.host = lab.control_plane.url
@@ -302,7 +301,7 @@ async def test_strict_known_hosts_refuse_unlisted_hosts_without_connecting(lab: 
     before = unlisted.ssh_connections
     await configure_proxy(lab, trustme.CA())
     async with reconciler(lab, known_hosts=known_hosts) as rec:
-        await wait_until(lambda: converged(lab, rec, listed), timeout=30, what="the listed nodes")
+        await wait_until(lambda: converged(lab, rec, listed), what="the listed nodes")
         await wait_until(lambda: rec.records.get(unlisted.address) is not None
                          and rec.records[unlisted.address].state == "failed", what="the refusal")
         await wait_until(lambda: _events(lab, "HostKeyUnknown"), what="a HostKeyUnknown Warning")
@@ -318,11 +317,11 @@ async def test_metacharacters_in_proxy_values_are_stored_verbatim(lab: Lab) -> N
     await add_instances(lab, members)
     nasty = "http://o'brien:p$(Restart-Computer)';x@proxy.corp.internal:3128"
     async with reconciler(lab) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        await wait_until(lambda: converged(lab, rec, members), what="initial state")
         await admin.set_trusted_ca(lab.api(), trustme.CA().cert_pem.bytes().decode())
         await admin.set_proxy(lab.api(), http_proxy=nasty, https_proxy=nasty, no_proxy=".corp", trusted_ca="corp-ca")
         await wait_until(lambda: _status_ready(lab), what="a status")
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the verbatim values")
+        await wait_until(lambda: converged(lab, rec, members), what="the verbatim values")
         assert machine_env(node)["HTTPS_PROXY"] == nasty
         assert node.process_environment("containerd")["HTTP_PROXY"] == nasty  # type: ignore[index]
         assert boots(node) == 2  # the one reboot for the change; the $( ) never ran
@@ -335,10 +334,10 @@ async def test_the_unquoted_values_variant_executes_what_it_is_given(lab: Lab) -
     await add_instances(lab, members)
     nasty = "http://o'brien:p$(Restart-Computer)';x@proxy.corp.internal:3128"
     async with reconciler(lab, variant="unquoted-values") as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        await wait_until(lambda: converged(lab, rec, members), what="initial state")
         await admin.set_trusted_ca(lab.api(), trustme.CA().cert_pem.bytes().decode())
         await admin.set_proxy(lab.api(), http_proxy=nasty, https_proxy=nasty, no_proxy=".corp", trusted_ca="corp-ca")
-        await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] is not None, timeout=60, what="a value written")
+        await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] is not None, what="a value written")
         assert machine_env(node)["HTTPS_PROXY"] != nasty  # the subexpression was evaluated, not stored
 
 
@@ -351,19 +350,19 @@ async def test_values_the_control_plane_would_refuse_are_stored_verbatim_or_refu
     custom = client.CustomObjectsApi(lab.api())
     await configure_proxy(lab, trustme.CA())
     async with reconciler(lab) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the proxy with its bundle")
+        await wait_until(lambda: converged(lab, rec, members), what="the proxy with its bundle")
         await lab.control_plane.proxy_controller.stop()  # status is now whatever is written to it
         nasty = 'http://us"er:p`a$(Restart-Computer -Force)@proxy.corp.internal:3128'
         nasty_no_proxy = "a.corp;$(Restart-Computer),`b.corp,'c.corp'"
         await asyncio.to_thread(custom.patch_cluster_custom_object_status, *PROXY,
                                 {"status": {"httpsProxy": nasty, "noProxy": nasty_no_proxy}})
-        await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] == nasty, timeout=60, what="the verbatim value")
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the change settled")
+        await wait_until(lambda: machine_env(node)["HTTPS_PROXY"] == nasty, what="the verbatim value")
+        await wait_until(lambda: converged(lab, rec, members), what="the change settled")
         assert machine_env(node)["NO_PROXY"] == nasty_no_proxy
         assert boots(node) == 3  # one reboot per change; nothing executed
         await asyncio.to_thread(custom.patch_cluster_custom_object_status, *PROXY,
                                 {"status": {"httpsProxy": "http://proxy.corp:3128\nRestart-Computer -Force"}})
-        await wait_until(lambda: rec.records[node.address].state == "failed", timeout=30, what="refusal")
+        await wait_until(lambda: rec.records[node.address].state == "failed", what="refusal")
         assert "control characters" in rec.records[node.address].message
         assert machine_env(node)["HTTPS_PROXY"] == nasty and boots(node) == 3  # nothing applied
 
@@ -388,26 +387,26 @@ async def test_trusted_ca_is_requested_and_restored(lab: Lab) -> None:
 
     async with reconciler(lab):
         await configure_proxy(lab, trustme.CA())
-        await wait_until(labelled, timeout=30, what="trusted-ca created")
+        await wait_until(labelled, what="trusted-ca created")
         await asyncio.to_thread(core.delete_namespaced_config_map, "trusted-ca", namespace)
-        await wait_until(labelled, timeout=30, what="trusted-ca re-created")
+        await wait_until(labelled, what="trusted-ca re-created")
         await asyncio.to_thread(core.patch_namespaced_config_map, "trusted-ca", namespace,
                                 {"metadata": {"labels": {"config.openshift.io/inject-trusted-cabundle": None}}})
-        await wait_until(labelled, timeout=30, what="the label restored")
+        await wait_until(labelled, what="the label restored")
 
 
 async def test_watches_survive_410(lab: Lab) -> None:
     members = nodes(lab)[:1]
     await add_instances(lab, members)
     async with reconciler(lab) as rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=30, what="initial state")
+        await wait_until(lambda: converged(lab, rec, members), what="initial state")
         assert rec.watch is not None
         relists = rec.watch.relists
         lab.control_plane.store.compact()
         await lab.control_plane.server.close_watches()  # drop every watch; resuming now gets 410
-        await wait_until(lambda: rec.watch is not None and rec.watch.relists > relists, timeout=30, what="re-list")
+        await wait_until(lambda: rec.watch is not None and rec.watch.relists > relists, what="re-list")
         await configure_proxy(lab, trustme.CA())
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="changes after the re-list")
+        await wait_until(lambda: converged(lab, rec, members), what="changes after the re-list")
 
 
 async def test_a_node_missing_from_a_stale_cache_is_still_cordoned_before_its_reboot(lab: Lab) -> None:
@@ -419,8 +418,7 @@ async def test_a_node_missing_from_a_stale_cache_is_still_cordoned_before_its_re
         assert rec.watch is not None
         rec.watch.node_by_address = lambda address: None  # type: ignore[method-assign]  # a cache behind
         await add_instances(lab, members)
-        await wait_until(lambda: bool(members[0].outages) and members[0].outages[-1].up_at is not None,
-                         timeout=60, what="the reboot")
+        await wait_until(lambda: bool(members[0].outages) and members[0].outages[-1].up_at is not None, what="the reboot")
         outage = members[0].outages[-1]
         assert outage.at_down is True  # cordoned when the machine went down
 
@@ -450,7 +448,7 @@ async def test_a_change_that_lands_during_the_drain_rides_the_same_reboot(lab: L
             return await drain(node_name)
 
         rec.drain = drain_while_the_proxy_changes  # type: ignore[method-assign]
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the later settings")
+        await wait_until(lambda: converged(lab, rec, members), what="the later settings")
         assert changed and machine_env(node)["HTTPS_PROXY"] == later
         assert boots(node) == 2  # one reboot, carrying the later settings
         assert rec.records[node.address].reboots == 1
@@ -486,7 +484,7 @@ async def test_a_reboot_owed_is_recorded_before_the_node_changes_or_the_node_is_
     rec.writer.annotate = flaky_annotate  # type: ignore[method-assign]
     rec.writer.cordon_for_reboot = flaky_cordon  # type: ignore[method-assign]
     async with rec:
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the node configured")
+        await wait_until(lambda: converged(lab, rec, members), what="the node configured")
         assert refused["annotate"] == 1
         assert boots(node) == 2  # the settings took effect by a reboot: never claimed without one
 
@@ -523,7 +521,7 @@ async def test_a_failed_drain_seen_through_a_lagging_cache_still_ends_in_a_reboo
             return copy.deepcopy(frozen.setdefault(address, lookup(address)))
 
         watch.node_by_address = lagging  # type: ignore[method-assign]
-        await wait_until(lambda: converged(lab, rec, members), timeout=60, what="the node configured")
+        await wait_until(lambda: converged(lab, rec, members), what="the node configured")
         assert failed
         assert boots(node) == 2  # rebooted after the failed drain: never claimed without one
         assert rec.records[node.address].reboot_pending is None

@@ -16,7 +16,7 @@ from proxyfleet.harness.reconciler.draining import DrainSettings, DrainTimeout, 
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.controlplane.resources import PODS
 from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME
-from tests.support import kubelets_ending_pods, run_bound_pods, wait_until, workload_plane
+from tests.support import HANG, kubelets_ending_pods, run_bound_pods, wait_until, workload_plane
 
 NODE_NAMES = ("win-0001", "win-0002", "win-0003")
 
@@ -90,9 +90,9 @@ async def test_a_drain_that_cannot_finish_times_out_naming_the_pods(plane: Contr
                                                                     api: client.ApiClient) -> None:
     await ready(plane)
     await cordon(api, *NODE_NAMES)  # nowhere for a replacement to go
+    async with kubelets_ending_pods(plane):  # a drain that can finish: bounded only against a hang
+        await NodeDrainer(api, DrainSettings(timeout=HANG, retry=0.05)).drain("win-0001")
     drainer = NodeDrainer(api, DrainSettings(timeout=0.5, retry=0.05))
-    async with kubelets_ending_pods(plane):
-        await drainer.drain("win-0001")
     stuck = bound(plane, "win-0002", SERVICE_NAME)[0]["metadata"]["name"]
     with pytest.raises(DrainTimeout, match=f"drain of win-0002 timed out after 0.5s: lab-workloads/{stuck} "
                                            r"\(eviction refused\) still on the node") as failure:

@@ -75,7 +75,7 @@ async def test_a_151_certificate_bundle_and_a_30000_character_no_proxy_converge_
         status = await _published(lab, "host-1049.apps.corp.internal")
         wanted = {"HTTP_PROXY": PROXY, "HTTPS_PROXY": PROXY, "NO_PROXY": status["noProxy"]}
         assert len(wanted["NO_PROXY"]) > 30_000
-        await wait_until(lambda: _configured(lab, rec, members, wanted), timeout=90, what="every node configured")
+        await wait_until(lambda: _configured(lab, rec, members, wanted), what="every node configured")
         bundle = await _injected_bundle(lab)
     assert len(bundle) >= 150
     assert sum(n.lost_exit_statuses for n in members) >= 1  # the harsh case really happened (seeded)
@@ -122,12 +122,12 @@ async def test_built_in_roots_in_the_bundle_survive_the_proxys_removal(lab: Lab)
         await admin.set_proxy(lab.api(), http_proxy=PROXY, https_proxy=PROXY, trusted_ca="corp-ca")
         status = await _published(lab, "localhost")
         configured = {"HTTP_PROXY": PROXY, "HTTPS_PROXY": PROXY, "NO_PROXY": status["noProxy"]}
-        await wait_until(lambda: _configured(lab, rec, members, configured), timeout=60, what="configured")
+        await wait_until(lambda: _configured(lab, rec, members, configured), what="configured")
         overlap = builtins & await _injected_bundle(lab)
         assert len(overlap) >= 15  # the bundle really carries roots Windows already had
         await admin.set_proxy(lab.api())
         removed = dict.fromkeys(configured)
-        await wait_until(lambda: _configured(lab, rec, members, removed), timeout=60, what="removed")
+        await wait_until(lambda: _configured(lab, rec, members, removed), what="removed")
     corp_thumbprint = Certificate.from_pem(corp.cert_pem.bytes()).thumbprint
     for node in members:
         root = set(node.machine.stores.machine_root.thumbprints())

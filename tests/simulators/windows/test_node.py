@@ -11,6 +11,7 @@ import pytest
 import trustme
 
 from proxyfleet.simulators.fleet import Fleet
+from proxyfleet.simulators.windows.machine import LAST_STAGE
 from proxyfleet.simulators.windows.sshserver import NodeSSHServer
 from tests.support import connect, run_on, run_powershell, wait_until
 
@@ -238,11 +239,19 @@ async def test_restart_computer_sometimes_returns_no_exit_status(cmd_fleet: Flee
 
 async def test_sshd_answers_before_the_egress_services_start(cmd_fleet: Fleet) -> None:
     node = cmd_fleet.nodes[0]
-    node.config.service_stage_seconds = 0.3
+    # Stages an hour apart: what sshd answers before them cannot depend on how fast this machine
+    # reaches the node (with 0.3 s, a loaded runner's handshake could arrive after the kubelet's).
+    stage_seconds, node.config.service_stage_seconds = node.config.service_stage_seconds, 3600.0
     first_boot = node.boots[-1].boot_id
-    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
-    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="sshd back")
-    early = await run_powershell(cmd_fleet, node, "(Get-Service kubelet).Status; (Get-Service sshd).Status")
-    assert early.stdout.split() == ["Stopped", "Running"]  # the kubelet's stage has not come yet
-    await wait_until(lambda: node.process_environment("windows_exporter") is not None, what="the delayed start")
-    assert node.process_environment("kubelet") is not None
+    try:
+        await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+        await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="sshd back")
+        early = await run_powershell(cmd_fleet, node, "(Get-Service kubelet).Status; (Get-Service sshd).Status")
+        assert early.stdout.split() == ["Stopped", "Running"]  # the kubelet's stage has not come yet
+        assert node.process_environment("kubelet") is None
+        for stage in range(1, LAST_STAGE + 1):  # the node's clock reaching each stage
+            node.machine.start_stage(stage)
+        assert node.process_environment("windows_exporter") is not None
+        assert node.process_environment("kubelet") is not None
+    finally:
+        node.config.service_stage_seconds = stage_seconds
