@@ -29,6 +29,7 @@ from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli.runproxy import RunProxySpec
 from proxyfleet.harness.conformance.clustertarget import RUN_CA, ClusterTarget, ClusterTargetError, parse_instance
+from proxyfleet.harness.lab.clustername import ClusterName, ClusterNameError, read_cluster_name
 from proxyfleet.harness.lab.restoring import RestoreReport, restore, signals_ignored
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
 from proxyfleet.harness.lab.vendor import VendorProxyError, parse_listen
@@ -71,6 +72,9 @@ def cluster_options(function: Any) -> Any:
         click.option("--proxy-upstream-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="With --kubeconfig --proxy-listen: the CAs the run's proxy trusts upstream "
                           "(default: certifi's public roots)."),
+        click.option("--target-cluster", metavar="NAME",
+                     help="With --kubeconfig: the cluster you mean (its Infrastructure's infrastructureName, as "
+                          "--dry-run prints it); the run touches nothing unless the kubeconfig reaches it."),
         click.option("--dry-run", is_flag=True, help="With --kubeconfig: print the plan and touch nothing."),
     ]):
         function = option(function)
@@ -100,7 +104,7 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
     ssh_key: Path | None = values.pop("ssh_key")
     run_proxy_options = {name: values.pop(name, None) for name in ("proxy_hosts", "proxy_egress", "proxy_upstream_ca")}
     given = {name for name in ("ssh_known_hosts", "internet_image", "intranet_image", "http_url",
-                               "second_proxy_url", "no_proxy") if values.get(name)}
+                               "second_proxy_url", "no_proxy", "target_cluster") if values.get(name)}
     given |= {name for name, value in run_proxy_options.items() if value}
     given |= {"instance"} if values.get("instances") else set()
     given |= {"dry_run"} if values.get("dry_run") else set()
@@ -186,7 +190,8 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
     return target, run_proxy
 
 
-def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxySpec | None = None) -> list[str]:
+def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxySpec | None = None,
+         name: ClusterName | None = None) -> list[str]:
     """What the run will do, for ``--dry-run`` and the run's own header."""
     chosen = [w for w in CLUSTER_WORKFLOWS if not workflows or w in workflows]
     started = "nothing (the cluster's own reconciler is judged)"
@@ -197,13 +202,22 @@ def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxyS
                "survive the proxy's rollout) and uncordons it afterwards"] if "runtime-add" in chosen else [])
     drift = (["drift:        the operator's trusted-ca ConfigMap is deleted, then loses its injection label; "
               "the operator must put it back (the run does at the end if it did not)"] if "drift" in chosen else [])
-    return [*target.describe(),
+    named = [f"cluster:      {name.describe()}; a run needs --target-cluster {name.name}"] if name else []
+    return [*named, *target.describe(),
             f"workflows:    {', '.join(chosen)} (one at a time: they share the cluster)",
             f"saved first:  Proxy/cluster, openshift-config/{RUN_CA} and the Proxy's trusted CA ConfigMap, "
             f"{target.namespace}/windows-instances, {target.namespace}/trusted-ca's labels, Node cordons; put back "
             "at the end (also on failure, Ctrl-C, SIGTERM)",
             *cordon, *drift,
             f"started:      {started}"]
+
+
+def named_cluster(target: ClusterTarget) -> ClusterName:
+    """The name of the cluster the kubeconfig reaches (read-only: one GET), or one ``Error:`` line."""
+    try:
+        return asyncio.run(read_cluster_name(api_client(target.kubeconfig)))
+    except (KubeconfigError, ClusterNameError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def check_workflows(workflows: tuple[str, ...]) -> None:

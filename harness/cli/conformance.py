@@ -31,6 +31,7 @@ from proxyfleet.harness.cli.clusterrun import (
     check_workflows,
     cluster_options,
     cluster_restored,
+    named_cluster,
     plan,
     target_from,
     write_target,
@@ -41,6 +42,7 @@ from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import PROPERTY
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
 from proxyfleet.harness.conformance.results import ConformanceRun, ScenarioResult
+from proxyfleet.harness.lab.clustername import ClusterNameError
 from proxyfleet.harness.lab.external import ENV_MODES
 from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
@@ -312,13 +314,19 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
     dry_run = bool(proxy.pop("dry_run", False))
     vendor = proxy_options_from(proxy)
     on_cluster = target_from(proxy, vendor)
+    target_cluster: str | None = proxy.pop("target_cluster", None)
     if on_cluster is not None:
         cluster, run_proxy = on_cluster
         check_workflows(workflows)
-        for line in plan(cluster, workflows, run_proxy):
+        name = named_cluster(cluster)
+        for line in plan(cluster, workflows, run_proxy, name):
             click.echo(line)
         if dry_run:
             return
+        try:
+            name.require(target_cluster)
+        except ClusterNameError as exc:
+            raise click.ClickException(str(exc)) from None
         _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, reconciler_reboot_timeout, console,
                                 (json_path, junit, html))
         return

@@ -41,14 +41,21 @@ class OutsideLab:
     def api(self) -> client.ApiClient:
         return config.new_client_from_config(config_file=str(self.kubeconfig))
 
-    def conformance_args(self, *more: str) -> list[str]:
+    def cluster_name(self) -> str:
+        """What a run must be given as --target-cluster: the lab's Infrastructure names it."""
+        infrastructure = client.CustomObjectsApi(self.api()).get_cluster_custom_object(
+            "config.openshift.io", "v1", "infrastructures", "cluster")
+        return str(infrastructure["status"]["infrastructureName"])
+
+    def conformance_args(self, *more: str, named: bool = True) -> list[str]:
         # The lab's second proxy asks for credentials (PowerShell code in them): the change workflow
         # moves to it, with the credentials from a file as a user would give them.
         url = urllib.parse.urlsplit((self.state / "proxy2-url.txt").read_text().strip())
         auth = self.state / "proxy2-auth"
         auth.write_text(f"{urllib.parse.unquote(url.username or '')}:{urllib.parse.unquote(url.password or '')}")
         auth.chmod(0o600)
-        return [sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", str(self.kubeconfig),
+        name = ["--target-cluster", self.cluster_name()] if named else []
+        return [sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", str(self.kubeconfig), *name,
                 "--second-proxy-url", f"http://{url.hostname}:{url.port}", "--proxy-auth-file", str(auth),
                 "--ssh-key", str(self.state / "fleet" / "id_ed25519"), "--ssh-port", str(self.ssh_port),
                 "--ssh-known-hosts", str(self.state / "fleet" / "known_hosts"),

@@ -276,9 +276,23 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
     with outside_lab(tmp_path) as lab:
         api = lab.api()
         before = _proxy_and_configmaps(api)
-        dry = subprocess.run(lab.conformance_args("--dry-run"), capture_output=True, text=True, timeout=HANG)
+        name = lab.cluster_name()
+        dry = subprocess.run(lab.conformance_args("--dry-run", named=False), capture_output=True, text=True,
+                             timeout=HANG)
         assert dry.returncode == 0, dry.stderr[-3000:]
         assert "saved first:" in dry.stdout and _proxy_and_configmaps(api) == before  # touched nothing
+        assert f"cluster:      {name} (Infrastructure/cluster status.infrastructureName)" in dry.stdout
+        # never by accident: without the cluster's name, or with another, one error line and nothing touched
+        for given, said in (([], f"--target-cluster {name} (nothing was touched)"),
+                            (["--target-cluster", "prod-eu-1"], f"reaches the cluster {name} "
+                                                                "(Infrastructure/cluster status.infrastructureName), "
+                                                                "not prod-eu-1")):
+            refused = subprocess.run([*lab.conformance_args(named=False), *given], capture_output=True, text=True,
+                                     timeout=HANG)
+            errors = [line for line in refused.stderr.splitlines() if line.startswith("Error:")]
+            assert refused.returncode == 1 and len(errors) == 1 and said in errors[0], refused.stderr[-3000:]
+            assert "Traceback" not in refused.stderr and "saved the cluster" not in refused.stderr
+            assert _proxy_and_configmaps(api) == before
         assert "cordoned:     runtime-add cordons one schedulable instance" in dry.stdout
         assert "drift:        the operator's trusted-ca ConfigMap is deleted" in dry.stdout
         report = tmp_path / "r.json"
