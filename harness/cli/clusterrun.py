@@ -45,37 +45,32 @@ def cluster_options(function: Any) -> Any:
     """Add the existing-cluster options to a command (they arrive as keyword arguments)."""
     for option in reversed([
         click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Judge this existing cluster and the reconciler running in it, instead of a lab."),
+                     help="Judge this cluster and its own reconciler instead of a lab."),
         click.option("--ssh-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="With --kubeconfig: the private key the Windows instances accept."),
-        click.option("--ssh-port", default=22, show_default=True, type=click.IntRange(1, 65535)),
+                     help="The private key the Windows instances accept."),
+        click.option("--ssh-port", default=22, show_default=True, type=click.IntRange(1, 65535),
+                     help="The instances' SSH port."),
         click.option("--ssh-known-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="Strict host keys: contact only instances listed in this OpenSSH known_hosts file "
-                          "(default: pin each key on first contact)."),
+                     help="Only instances whose keys this known_hosts file lists (default: pin on first contact)."),
         click.option("--instance", "instances", multiple=True, metavar="ADDR=USER",
-                     help="A Windows instance (repeatable), written to windows-instances for the run "
-                          "(default: the cluster's windows-instances as they are)."),
-        click.option("--internet-image", help="An image on an internet registry, pulled through the proxy "
-                                              "(pull-internet is skipped without one)."),
-        click.option("--intranet-image", help="An image on a registry in NO_PROXY, pulled directly "
-                                              "(pull-intranet is skipped without one)."),
-        click.option("--http-url", help="A plain-HTTP internet URL fetched with curl.exe (fetch-http is "
-                                        "skipped without one)."),
-        click.option("--no-proxy", default="", help="The cluster's noProxy for the run's proxy."),
-        click.option("--second-proxy-url", help="With --kubeconfig: the proxy the change workflow switches to "
-                                                "(credentials from --proxy-auth-file too)."),
+                     help="A Windows instance for the run (repeatable; default: windows-instances as it is)."),
+        click.option("--internet-image",
+                     help="An image pulled through the proxy (pull-internet is skipped without one)."),
+        click.option("--intranet-image",
+                     help="An image in NO_PROXY, pulled directly (pull-intranet is skipped without one)."),
+        click.option("--http-url", help="A plain-HTTP URL fetched with curl.exe (fetch-http is skipped without one)."),
+        click.option("--no-proxy", default="", help="The cluster's noProxy while the run's proxy is set."),
+        click.option("--second-proxy-url",
+                     help="The proxy the change workflow switches to (credentials: --proxy-auth-file)."),
         click.option("--proxy-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="With --kubeconfig --proxy-listen: the run's proxy resolves only the names of this hosts "
-                          "file (default: the system's resolver)."),
+                     help="With --proxy-listen: the hosts file the run's proxy resolves names with."),
         click.option("--proxy-egress", metavar="ADDR",
-                     help="With --kubeconfig --proxy-listen: the address the run's proxy connects from."),
+                     help="With --proxy-listen: the address the run's proxy connects from."),
         click.option("--proxy-upstream-ca", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="With --kubeconfig --proxy-listen: the CAs the run's proxy trusts upstream "
-                          "(default: certifi's public roots)."),
+                     help="With --proxy-listen: the CAs the run's proxy trusts upstream (default: certifi's)."),
         click.option("--target-cluster", metavar="NAME",
-                     help="With --kubeconfig: the cluster you mean (its Infrastructure's infrastructureName, as "
-                          "--dry-run prints it); the run touches nothing unless the kubeconfig reaches it."),
-        click.option("--dry-run", is_flag=True, help="With --kubeconfig: print the plan and touch nothing."),
+                     help="The cluster's name (--dry-run prints it); nothing runs on another."),
+        click.option("--dry-run", is_flag=True, help="Print the plan and the cluster's name; touch nothing."),
     ]):
         function = option(function)
     return function

@@ -36,6 +36,7 @@ from proxyfleet.harness.cli.clusterrun import (
     target_from,
     write_target,
 )
+from proxyfleet.harness.cli.helpsections import SectionedCommand
 from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
@@ -273,9 +274,9 @@ def report_options(function: Any) -> Any:
                      help="Write the JSON report here."),
         click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here."),
         click.option("--flows", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Write every proxy flow of the run here (open with mitmweb --rfile)."),
+                     help="Write every proxy flow here (open with mitmweb --rfile)."),
         click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
-                     help="Keep every lab's state (kubeconfig, flows, node disks) under this directory."),
+                     help="Keep every lab's files (kubeconfig, flows, node disks) under this directory."),
         click.option("--converge-timeout", default=60.0, show_default=True, type=click.FloatRange(1, 3600),
                      help="Seconds each step may take to converge."),
     ]):
@@ -283,25 +284,36 @@ def report_options(function: Any) -> Any:
     return function
 
 
-@click.command()
+# --help's headings: what a user sets up together (a test keeps every option under one)
+SECTIONS = (
+    ("Lab", ("nodes", "workflows", "converge_timeout", "workers", "keep")),
+    ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
+    ("Your proxy", ("proxy_command", "proxy_image", "proxy_config", "proxy_user", "proxy_listen", "proxy_url",
+                    "proxy_auth_file", "proxy_ca", "proxy_tls_port", "proxy_tls_ca", "proxy_access_log",
+                    "proxy_log_format", "proxy_etc_hosts", "proxy_unbound_egress")),
+    ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "ssh_key", "ssh_port", "ssh_known_hosts",
+                          "instances", "no_proxy", "second_proxy_url", "internet_image", "intranet_image", "http_url",
+                          "proxy_hosts", "proxy_egress", "proxy_upstream_ca")),
+    ("Reports and output", ("json_path", "junit", "html", "flows", "help")),
+)
+
+
+@click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
-@click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS),
-              help="Only these workflows (repeatable; default all).")
+@click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
+              help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")
 @report_options
-@click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)),
-              help="The built-in reconciler, or a deliberately broken one (self-test).")
-@click.option("--reconciler-command", help="Judge this external reconciler instead; {kubeconfig}, {ssh_port}, "
-                                           "{namespace}, {max_unavailable} and {reboot_timeout} are filled in.")
+@click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)), metavar="NAME",
+              help="The reference reconciler, or a deliberately broken one for self-tests (a wrong name lists them).")
+@click.option("--reconciler-command",
+              help="Judge this program instead ({kubeconfig}, {ssh_port}, {max_unavailable}, … filled in; see README).")
 @click.option("--reconciler-reboot-timeout", type=click.FloatRange(min=1), default=OPERATOR_REBOOT_TIMEOUT,
               show_default=True,
-              help="Seconds the reconciler under test waits for a rebooting node before it reports it (the real "
-                   "operator's by default); a stuck node's report is waited for that long plus a margin.")
+              help="Seconds it waits for a rebooting node before reporting it (the real operator's).")
 @click.option("--reconciler-env", type=click.Choice(ENV_MODES), default="none", show_default=True,
-              help="olm: start the external reconciler with HTTP(S)_PROXY/NO_PROXY from Proxy status and "
-                   "restart it when they change, as OLM runs the real operator.")
+              help="olm: give it the cluster's proxy variables, restarted on change, as OLM does.")
 @click.option("--workers", default=0, type=click.IntRange(0, 64),
-              help="Scenario labs run in parallel (default: by lab size, two per CPU for small labs, one "
-                   "per CPU for big ones).")
+              help="Scenario labs at once (default: by lab size and CPUs).")
 @proxy_options
 @cluster_options
 def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,

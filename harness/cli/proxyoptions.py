@@ -12,56 +12,37 @@ import click
 from proxyfleet.harness.lab.accesslogs import AUTO, NAMED, LogFormatError, check_format
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 
-EXAMPLE = "squid -N -n {instance} -f {config_dir}/squid.conf"
-
 
 def proxy_options(function: Any) -> Any:
     """Add the bring-your-own-proxy options to a command (they arrive as keyword arguments)."""
     for option in reversed([
-        click.option("--proxy-command", help=f"Start this proxy instead of the lab's mitmdump (e.g. '{EXAMPLE}'); "
-                                             "{config_dir}, {instance}, {listen_host}, {listen_port}, {hosts_file}, "
-                                             "{egress_address}, {public_ca_file} (and with --proxy-tls-port "
-                                             "{tls_port}, {tls_cert_file}, {tls_key_file}) are filled in."),
-        click.option("--proxy-image", help="Run the proxy in a container of this local image (host network, the "
-                                           "lab's names as extra hosts, {config_dir} mounted); --proxy-command is "
-                                           "then its command."),
-        click.option("--proxy-url", help="Use this already running proxy (http://host:port on loopback; "
-                                         "credentials go in --proxy-auth-file)."),
+        click.option("--proxy-command",
+                     help="Start this proxy instead of mitmdump ({config_dir}, {listen_host}, {listen_port}, … filled "
+                          "in; see README)."),
+        click.option("--proxy-image", help="Run --proxy-command in a container of this local image."),
+        click.option("--proxy-url", help="Use this running proxy, http://HOST:PORT on loopback."),
         click.option("--proxy-listen", metavar="ADDR:PORT",
-                     help="Where the started proxy listens (default: an address of the lab's, port 3128; "
-                          "a fixed address runs the labs one at a time)."),
+                     help="Where the started proxy listens (default: a lab address, port 3128)."),
         click.option("--proxy-ca", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                     help="The proxy's interception CA (PEM), when it intercepts TLS."),
+                     help="The proxy's TLS interception CA (PEM), if it intercepts."),
         click.option("--proxy-tls-port", type=click.IntRange(1, 65535), metavar="PORT",
-                     help="The proxy also listens with TLS on this port of its address: the cluster's httpsProxy "
-                          "becomes https://…:PORT (httpProxy stays http://, as OpenShift requires). A started "
-                          "proxy gets a certificate from the lab: {tls_port}, {tls_cert_file}, {tls_key_file}."),
+                     help="The proxy also listens with TLS on this port: httpsProxy becomes https://…:PORT."),
         click.option("--proxy-tls-ca", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                     help="With --proxy-url and --proxy-tls-port: the CA (PEM) of the running proxy's TLS "
-                          "certificate, which must name proxy.corp.internal."),
+                     help="With --proxy-url --proxy-tls-port: the CA of the proxy's TLS certificate (PEM)."),
         click.option("--proxy-auth-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                     help="A file with user:password for the proxy's Basic authentication."),
+                     help="A file holding user:password for the proxy's Basic authentication."),
         click.option("--proxy-config", multiple=True, type=click.Path(exists=True, path_type=Path),
                      help="A file or directory copied into {config_dir}, placeholders filled in (repeatable)."),
-        click.option("--proxy-user", help="Run the proxy as this user (when proxyfleet runs as root; Squid "
-                                          "refuses to run as root); it owns {config_dir}."),
+        click.option("--proxy-user", help="Run the proxy as this user (when proxyfleet runs as root)."),
         click.option("--proxy-unbound-egress", is_flag=True,
-                     help="Your proxy cannot choose the address it connects from: its connections leave from "
-                          "127.0.0.1 (Linux's choice on loopback), which the lab's internet origins then accept "
-                          "instead of an egress address of the lab's ({egress_address} is 127.0.0.1)."),
+                     help="Your proxy connects from 127.0.0.1, not from the lab's egress address."),
         click.option("--proxy-etc-hosts", is_flag=True,
-                     help="Run the proxy process in a mount namespace of its own whose /etc/hosts is the lab's "
-                          "(for a proxy that reads only /etc/hosts; needs root)."),
+                     help="Give the proxy the lab's names as its /etc/hosts (needs root)."),
         click.option("--proxy-access-log", metavar="PATH",
-                     help="Where the proxy writes its access log (default {config_dir}/access.log), read as "
-                          "--proxy-log-format says; what it says is shown beside verdicts, never decides one."),
+                     help="The proxy's access log, shown beside verdicts (default: {config_dir}/access.log)."),
         click.option("--proxy-log-format", metavar="FORMAT", default=AUTO, show_default=True,
                      callback=_log_format,
-                     help=f"How to read --proxy-access-log: {', '.join(NAMED)} (Squid's native layout, Traffic "
-                          "Server's squid format, Apache's/nginx's common or combined, tinyproxy's own log), "
-                          f"{AUTO} (each line by the first of those that reads it), or a regular expression with "
-                          "named groups: client, and target (a URL or host:port) or host; optionally method, "
-                          "status, time, port, path."),
+                     help=f"How to read the access log: {', '.join(NAMED)}, {AUTO}, or a regex (see README)."),
     ]):
         function = option(function)
     return function
