@@ -22,6 +22,7 @@ from types import TracebackType
 import asyncssh
 
 from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.windows.kubelet import KubeletSettings
 from proxyfleet.simulators.windows.node import NodeConfig, WindowsNode
@@ -217,10 +218,11 @@ class Fleet:
         }
 
     def write_manifest(self) -> Path:
+        """fleet.json, written whole and last: once a reader sees it, the files it names (known_hosts,
+        windows-instances) are there too, and it never reads half of it."""
         path = self.state_dir / "fleet.json"
-        path.write_text(json.dumps(self.manifest(), indent=2) + "\n")
         known_hosts = "".join(f"[{n.address}]:{n.port} {n.host_key_openssh}\n" for n in self.nodes)
-        (self.state_dir / "known_hosts").write_text(known_hosts)
+        write_private(self.state_dir / "known_hosts", known_hosts)
         # `kubectl create configmap windows-instances --from-file=DIR`: one key per address, WMCO's BYOH
         # format (an env file cannot carry keys that start with a digit)
         instances = self.state_dir / "windows-instances"
@@ -231,7 +233,7 @@ class Fleet:
                 stale.unlink()
         for address, value in wanted.items():
             (instances / address).write_text(value)
-        return path
+        return write_private(path, json.dumps(self.manifest(), indent=2) + "\n")
 
     def ssh_command(self, node: WindowsNode) -> list[str]:
         """An OpenSSH command line that reaches ``node`` with host-key checking on."""
