@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "restore": ("proxyfleet.harness.cli.restore",
                 "Put back the Proxy, trusted CA ConfigMaps, windows-instances and Node cordons a conformance run "
                 "saved."),
+    "report": ("proxyfleet.harness.cli.report",
+               "Read a conformance run's JSON report: the summary and the failures grouped by cause."),
     "repro": ("proxyfleet.harness.cli.repro",
               "Reproduce a customer's proxy settings on the lab and explain every failing path."),
     "up": ("proxyfleet.harness.cli.up",

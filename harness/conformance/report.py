@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.conformance.causes import failure_causes
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ConformanceRun, ScenarioResult
 
 
@@ -264,6 +265,19 @@ def _lags(scenario: ScenarioResult) -> str:
             f"<th>worst stall (s)</th><th>stalled in all (s)</th></tr>{rows}</table>")
 
 
+def _causes(run: ConformanceRun) -> str:
+    """The failures grouped by cause, as ``proxyfleet report show`` prints them: what to read first."""
+    causes = failure_causes(run)
+    if not causes:
+        return ""
+    rows = "".join(f'<tr><td><a href="#{_e(c.scenario)}">{_e(c.workflow)}</a></td><td>{_e(c.check)}'
+                   f'{"" if c.status == "failed" else f" ({_e(c.status)})"}</td><td>{len(c.nodes)}</td>'
+                   f"<td>{_e(c.step)}</td><td>{_e(c.observed)}</td><td>{_e(c.node_list())}</td></tr>"
+                   for c in causes[:200])
+    return ("<h2>Failures by cause</h2><table><tr><th>workflow</th><th>check</th><th>nodes</th><th>after step</th>"
+            f"<th>observed (first node)</th><th>on</th></tr>{rows}</table>")
+
+
 def render_html(run: ConformanceRun) -> str:
     summary = run.summary()
     verdict, said = {0: ("pass", "PASSED"), 4: ("skip", "INCONCLUSIVE")}.get(run.exit_code, ("fail", "FAILED"))
@@ -285,7 +299,7 @@ def render_html(run: ConformanceRun) -> str:
             f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped, "
             f"{summary['inconclusive']} inconclusive.</p>"
             "<table><tr><th>scenario</th><th>workflow</th><th>status</th><th>failed checks</th>"
-            f"<th>duration</th></tr>{overview}</table>{''.join(sections)}</body></html>\n")
+            f"<th>duration</th></tr>{overview}</table>{_causes(run)}{''.join(sections)}</body></html>\n")
 
 
 def write_html(run: ConformanceRun, path: Path) -> None:

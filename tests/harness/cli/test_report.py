@@ -1,0 +1,67 @@
+"""``proxyfleet report show r.json``: the summary and the failures grouped by cause, filtered by
+node or check, exiting with the run's own code; a file that is not a report is one error line
+that never echoes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from proxyfleet.harness.cli import main
+from proxyfleet.harness.conformance.report import write_json
+from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+from tests.harness.cli.commands import proxyfleet
+
+
+def _report(tmp_path: Path, *results: CheckResult) -> Path:
+    status = "failed" if any(r.status == "failed" for r in results) else \
+        "inconclusive" if any(r.status == "inconclusive" for r in results) else "passed"
+    run = ConformanceRun(nodes=3, variant="correct", duration_s=42.0, scenarios=[
+        ScenarioResult("test_proxy_added_at_runtime", "runtime-add", status, checks=list(results))])  # type: ignore[arg-type]
+    path = tmp_path / "r.json"
+    write_json(run, path)
+    return path
+
+
+def _check(node: str, check: str, status: str, observed: str) -> CheckResult:
+    return CheckResult(node, check, status, "as Proxy status", observed, step="proxy added")  # type: ignore[arg-type]
+
+
+def test_failures_grouped_by_cause_and_the_runs_exit_code(tmp_path: Path) -> None:
+    path = _report(tmp_path, *[_check(f"127.10.0.{i}", "registry-env", "failed", "NO_PROXY joined with ';'")
+                               for i in (1, 2, 3)], _check("127.10.0.2", "certificates", "failed", "missing the CA"))
+    result = proxyfleet("report", "show", str(path), cwd=tmp_path)  # as a user runs it
+    assert result.returncode == 1, result.stderr
+    out = " ".join(result.stdout.split())  # whatever the terminal's width
+    assert out.startswith("FAILED 1 scenario(s), 3 node(s) per lab, reconciler correct, 42 s: 0 passed, 1 failed")
+    assert "2 cause(s), the most widespread first:" in out
+    assert "registry-env on 3 nodes after 'proxy added' (runtime-add): NO_PROXY joined with ';'" in out
+    assert "nodes: 127.10.0.1, 127.10.0.2, 127.10.0.3; expected as Proxy status" in out
+    narrowed = CliRunner().invoke(main, ["report", "show", str(path), "--node", "127.10.0.1"], terminal_width=200)
+    assert "1 cause(s) (filtered: 127.10.0.1)" in narrowed.output and "certificates" not in narrowed.output
+    only = CliRunner().invoke(main, ["report", "show", str(path), "--check", "certificates"], terminal_width=200)
+    assert "certificates on 1 node" in only.output and "registry-env on" not in only.output
+    assert only.exit_code == 1  # the run's verdict, not the filter's
+
+
+def test_a_passing_and_an_inconclusive_run_keep_their_codes(tmp_path: Path) -> None:
+    passing = _report(tmp_path, _check("127.10.0.1", "files", "passed", "none"))
+    result = CliRunner().invoke(main, ["report", "show", str(passing)], terminal_width=200)
+    assert result.exit_code == 0 and "PASSED" in result.output and "no failed or inconclusive check" in result.output
+    starved = _report(tmp_path, _check("127.10.0.1", "node-ready", "inconclusive", "the lab's kubelet lagged 9 s"))
+    result = CliRunner().invoke(main, ["report", "show", str(starved)], terminal_width=200)
+    assert result.exit_code == 4 and "INCONCLUSIVE" in result.output
+    assert "node-ready (inconclusive) on 1 node" in result.output
+
+
+def test_what_is_not_a_report_is_one_error_line(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("user:hunter2\n")
+    for path, said in ((secret, "is not a proxyfleet conformance --json report"),
+                       (tmp_path / "missing.json", "cannot read")):
+        result = CliRunner().invoke(main, ["report", "show", str(path)])
+        assert result.exit_code == 1 and said in result.output, result.output
+        assert "hunter2" not in result.output and "Traceback" not in result.output
+    unknown = CliRunner().invoke(main, ["report", "show", str(secret), "--check", "registry"])
+    assert unknown.exit_code == 2 and "--check registry: no such check; one of converged, registry-env" in unknown.output
