@@ -23,6 +23,24 @@ def test_github_and_gitlab_jobs_are_valid_yaml_running_conformance() -> None:
     assert job["artifacts"]["reports"]["junit"] == "proxyfleet.xml"
 
 
+def test_the_jobs_install_a_wheel_built_from_a_source_the_consumer_provides() -> None:
+    """proxyfleet is on no package index: each job builds the wheel test_packaging builds, from
+    $PROXYFLEET_SOURCE, and installs it — never a URL that does not exist."""
+    github = yaml.safe_load((CI / "github-actions.yml").read_text())
+    gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
+    commands = [str(step.get("run", "")) for step in github["jobs"]["proxyfleet"]["steps"]]
+    commands += gitlab["proxyfleet-conformance"]["script"]
+    install = "\n".join(c for c in commands if "pip " in c)
+    for job in (install.split("python -m pip wheel")[1:]):
+        assert job.lstrip().startswith('--no-deps --wheel-dir dist "$PROXYFLEET_SOURCE"'), job
+    assert install.count("python -m pip install dist/proxyfleet-*.whl") == 2
+    assert "git+" not in install and "pip install proxyfleet" not in install
+    for template in ("github-actions.yml", "gitlab-ci.yml"):
+        assert "proxyfleet is not on the Python package index" in (CI / template).read_text()
+    assert "PROXYFLEET_SOURCE" in github["jobs"]["proxyfleet"]["env"]
+    assert "PROXYFLEET_SOURCE" in gitlab["proxyfleet-conformance"]["variables"]
+
+
 def test_openshift_step_is_valid_bash() -> None:
     script = CI / "openshift-ci-step.sh"
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
