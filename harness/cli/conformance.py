@@ -27,6 +27,7 @@ from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
+from proxyfleet.harness.cli import runfile
 from proxyfleet.harness.cli.clusterrun import (
     check_workflows,
     cluster_options,
@@ -286,7 +287,7 @@ def report_options(function: Any) -> Any:
 
 # --help's headings: what a user sets up together (a test keeps every option under one)
 SECTIONS = (
-    ("Lab", ("nodes", "workflows", "converge_timeout", "workers", "keep")),
+    ("Lab", ("config", "config_from", "nodes", "workflows", "converge_timeout", "workers", "keep")),
     ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
     ("Your proxy", ("proxy_command", "proxy_image", "proxy_config", "proxy_user", "proxy_listen", "proxy_url",
                     "proxy_auth_file", "proxy_ca", "proxy_tls_port", "proxy_tls_ca", "proxy_access_log",
@@ -298,7 +299,23 @@ SECTIONS = (
 )
 
 
+def _run_file(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None:
+        runfile.apply(ctx, runfile.load_run_file(value, ctx, SECTIONS))
+    return value
+
+
+def _report_config(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    if value is not None:
+        runfile.apply(ctx, runfile.load_report_config(value, ctx, SECTIONS))
+    return value
+
+
 @click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
+@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), is_eager=True, callback=_run_file,
+              help="Read the options from this run file (YAML; the command line overrides it).")
+@click.option("--config-from", type=click.Path(dir_okay=False, path_type=Path), is_eager=True,
+              callback=_report_config, help="Run again with the options a --json report recorded.")
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
               help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")
@@ -316,11 +333,16 @@ SECTIONS = (
               help="Scenario labs at once (default: by lab size and CPUs).")
 @proxy_options
 @cluster_options
-def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
+@click.pass_context
+def conformance(ctx: click.Context, config: Path | None, config_from: Path | None, nodes: int,
+                workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None, converge_timeout: float,
                 workers: int, **proxy: Any) -> None:
     """Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."""
+    if config is not None and config_from is not None:
+        raise click.UsageError("--config and --config-from: give one (a run file, or the report of a run to repeat)")
+    effective = runfile.effective_config(ctx, SECTIONS)
     interrupt_on_sigterm()
     console = Console(stderr=True)
     dry_run = bool(proxy.pop("dry_run", False))
@@ -340,6 +362,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
         except ClusterNameError as exc:
             raise click.ClickException(str(exc)) from None
         _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, reconciler_reboot_timeout, console,
+                                effective,
                                 (json_path, junit, html))
         return
     if vendor.given:
@@ -355,6 +378,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
                              reconciler_reboot_timeout=reconciler_reboot_timeout,
                              converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor)
         outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
+        outcome.run.config = effective
         console.print(summary_table(outcome.run))
         write_reports(outcome, console, json_path, junit, html, flows)
         if keep:
@@ -367,6 +391,7 @@ def conformance(nodes: int, workflows: tuple[str, ...], junit: Path | None, json
 
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
                             converge_timeout: float, reboot_timeout: float, console: Console,
+                            effective: dict[str, dict[str, Any]],
                             reports: tuple[Path | None, Path | None, Path | None]) -> None:
     """The cluster workflows one at a time, with the cluster's objects saved first and put back
     last (and the run's own proxy, if it starts one, running in between)."""
@@ -395,6 +420,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
                                  extra_args=[f"--proxyfleet-cluster={write_target(cluster, scratch)}"])
             outcome = run_scenarios(options, scratch, console, selected=1)
             outcome.run.nodes = max((s.nodes for s in outcome.run.scenarios), default=0)
+            outcome.run.config = effective
             console.print(summary_table(outcome.run))
             for line in skipped_summary(outcome.run):
                 console.print(line, markup=False, highlight=False)

@@ -135,6 +135,9 @@ class ConformanceRun:
     variant: str
     scenarios: list[ScenarioResult] = field(default_factory=list)
     duration_s: float = 0.0
+    # the options it ran with, as a run file holds them (group -> key -> value; credentials
+    # redacted): what `proxyfleet conformance --config-from` reads back
+    config: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -160,10 +163,10 @@ class ConformanceRun:
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
-                "variant": self.variant, "scenarios": [s.to_json() for s in self.scenarios]}
+                "variant": self.variant, "config": self.config, "scenarios": [s.to_json() for s in self.scenarios]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConformanceRun:
         return cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
                    scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
-                   duration_s=float(data.get("duration_s", 0.0)))
+                   duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}))

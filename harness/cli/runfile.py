@@ -1,0 +1,176 @@
+"""A run kept in a file: ``proxyfleet conformance --config run.yaml``, the way pytest keeps its
+ini and kubectl its kubeconfig. The keys are the command's options, grouped under the headings
+``--help`` shows (``lab``, ``reconciler``, ``proxy``, ``cluster``, ``reports``); a key is the
+option's name without its dashes and without the group's own prefix (``proxy: {command: …}`` is
+``--proxy-command``). Options on the command line override the file.
+
+A bad file is one ``Error:`` line naming the file, the key and what is allowed, and never echoes
+its contents: it may name files that hold secrets (secrets themselves stay in those files; no
+option takes one). Relative paths are relative to the file, so a checked-in run works from any
+directory.
+
+The JSON report keeps the run's effective options in the same shape (``config``), credentials
+in them redacted, and ``--config-from r.json`` runs it again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from proxyfleet.core.noproxy import redact_text
+
+# run-file group -> the --help heading whose options it holds
+GROUPS = {"lab": "Lab", "reconciler": "Reconciler under test", "proxy": "Your proxy", "cluster": "Existing cluster",
+          "reports": "Reports and output"}
+_PREFIXES = {"reconciler": "reconciler-", "proxy": "proxy-"}
+_NOT_IN_FILES = {"help", "config", "config_from"}
+
+
+class RunFileError(click.ClickException):
+    """A run file (or a report's configuration) that cannot be used, said in one line."""
+
+
+def _option_name(param: click.Option) -> str:
+    long = max(param.opts, key=len)
+    return long.lstrip("-")
+
+
+def file_keys(command: click.Command, sections: Sequence[tuple[str, Sequence[str]]]) -> dict[tuple[str, str], str]:
+    """(group, key) -> parameter name, for every option a run file may set."""
+    params = {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
+    keys: dict[tuple[str, str], str] = {}
+    by_heading = {heading: names for heading, names in sections}
+    for group, heading in GROUPS.items():
+        for name in by_heading.get(heading, ()):
+            if name in _NOT_IN_FILES or name not in params:
+                continue
+            key = _option_name(params[name])
+            prefix = _PREFIXES.get(group, "")
+            keys[(group, key.removeprefix(prefix) if key.startswith(prefix) else key)] = name
+    return keys
+
+
+def _relative_to(value: Any, base: Path) -> Any:
+    if isinstance(value, str) and value and not Path(value).is_absolute():
+        return str(base / value)
+    return value
+
+
+def _convert(ctx: click.Context, param: click.Option, value: Any, where: str, base: Path | None) -> Any:
+    """The value as the option would take it from the command line, or one error line."""
+    if param.is_flag:
+        if not isinstance(value, bool):
+            raise RunFileError(f"{where}: expected true or false")
+        return value
+    if param.multiple:
+        values = value if isinstance(value, list) else [value]
+    else:
+        if isinstance(value, (list, dict)):
+            raise RunFileError(f"{where}: expected one value, not a {type(value).__name__}")
+        values = [value]
+    if any(isinstance(v, (list, dict)) or v is None for v in values):
+        raise RunFileError(f"{where}: expected {'a list of values' if param.multiple else 'a value'}")
+    if base is not None and isinstance(param.type, click.Path):
+        values = [_relative_to(str(v), base) for v in values]
+    converted = []
+    for item in values:
+        try:
+            converted.append(param.type.convert(item, param, ctx))
+        except click.BadParameter as exc:
+            raise RunFileError(f"{where}: {exc.message}") from None
+    return tuple(converted) if param.multiple else converted[0]
+
+
+def read_options(data: Any, source: str, ctx: click.Context, sections: Sequence[tuple[str, Sequence[str]]],
+                 base: Path | None) -> dict[str, Any]:
+    """Parameter name -> value from a run file's parsed contents (``source`` names it in errors)."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RunFileError(f"{source}: expected a mapping of groups ({', '.join(GROUPS)})")
+    keys = file_keys(ctx.command, sections)
+    params = {p.name: p for p in ctx.command.params if isinstance(p, click.Option)}
+    found: dict[str, Any] = {}
+    for group, entries in data.items():
+        if group not in GROUPS:
+            raise RunFileError(f"{source}: unknown group {str(group)[:40]!r}; allowed: {', '.join(GROUPS)}")
+        if entries is None:
+            continue
+        if not isinstance(entries, dict):
+            raise RunFileError(f"{source}: {group}: expected a mapping of options")
+        allowed = [key for g, key in keys if g == group]
+        for key, value in entries.items():
+            name = keys.get((group, str(key)))
+            if name is None:
+                raise RunFileError(f"{source}: unknown key {group}.{str(key)[:40]}; allowed in {group}: "
+                                   f"{', '.join(allowed)}")
+            param = params[name]
+            assert isinstance(param, click.Option)
+            found[name] = _convert(ctx, param, value, f"{source}: {group}.{key}", base)
+    return found
+
+
+def load_run_file(path: Path, ctx: click.Context, sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+    """A YAML run file's options (see the module's docstring)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise RunFileError(f"cannot read the run file {path}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise RunFileError(f"{path}: not YAML{at}") from None
+    return read_options(data, str(path), ctx, sections, path.resolve().parent)
+
+
+def load_report_config(path: Path, ctx: click.Context, sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+    """The options a JSON report recorded (``config``), to run it again."""
+    try:
+        report = json.loads(path.read_text())
+    except OSError as exc:
+        raise RunFileError(f"cannot read the report {path}: {exc.strerror or exc}") from None
+    except ValueError:
+        raise RunFileError(f"{path}: not a JSON report") from None
+    if not isinstance(report, dict) or not isinstance(report.get("config"), dict):
+        raise RunFileError(f"{path}: no recorded configuration (a report of proxyfleet conformance with --json)")
+    return read_options(report["config"], f"{path} (config)", ctx, sections, None)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value.resolve())
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)  # a command line may carry a URL with credentials
+    return value
+
+
+def effective_config(ctx: click.Context, sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, dict[str, Any]]:
+    """The run's options that differ from their defaults, in run-file shape (group -> key -> value),
+    paths absolute and credentials redacted: what ``--config-from`` reads back."""
+    names = {name: key for key, name in file_keys(ctx.command, sections).items()}
+    config: dict[str, dict[str, Any]] = {}
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name not in names:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        value = ctx.params.get(param.name)
+        if source in (click.core.ParameterSource.DEFAULT, None) or value in (None, (), False):
+            continue
+        group, key = names[param.name]
+        config.setdefault(group, {})[key] = _plain(value)
+    return config
+
+
+def apply(ctx: click.Context, options: Mapping[str, Any]) -> None:
+    """Make ``options`` the command's defaults: what the command line gives still wins."""
+    ctx.default_map = {**(ctx.default_map or {}), **options}

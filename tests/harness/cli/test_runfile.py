@@ -1,0 +1,103 @@
+"""``proxyfleet conformance --config run.yaml``: every option from a file grouped as --help groups
+them, the command line over it, paths relative to the file; a bad file is one error line naming
+the file and the key, never its contents; the report records the effective options and
+``--config-from`` runs them again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from proxyfleet.harness.cli import main, runfile
+from proxyfleet.harness.cli.conformance import SECTIONS, conformance
+from tests.support import HANG
+
+
+def _options(text: str, tmp_path: Path) -> dict[str, object]:
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return runfile.load_run_file(path, click.Context(conformance), SECTIONS)
+
+
+def test_every_group_and_key_maps_to_its_option(tmp_path: Path) -> None:
+    (tmp_path / "squid").mkdir()
+    found = _options("""
+lab: {nodes: 3, workflow: [runtime-add, change], converge-timeout: 90, keep: labs}
+reconciler: {variant: no-cert-import, command: "my-operator --kubeconfig {kubeconfig}", reboot-timeout: 30, env: olm}
+proxy: {command: "squid -N -f {config_dir}/squid.conf", config: [squid], user: proxy, etc-hosts: true}
+cluster: {no-proxy: .corp.example, dry-run: false}
+reports: {json: out/r.json, junit: r.xml}
+""", tmp_path)
+    assert found == {
+        "nodes": 3, "workflows": ("runtime-add", "change"), "converge_timeout": 90.0, "keep": tmp_path / "labs",
+        "variant": "no-cert-import", "reconciler_command": "my-operator --kubeconfig {kubeconfig}",
+        "reconciler_reboot_timeout": 30.0, "reconciler_env": "olm",
+        "proxy_command": "squid -N -f {config_dir}/squid.conf", "proxy_config": (tmp_path / "squid",),
+        "proxy_user": "proxy", "proxy_etc_hosts": True, "no_proxy": ".corp.example", "dry_run": False,
+        "json_path": tmp_path / "out" / "r.json", "junit": tmp_path / "r.xml"}  # paths: relative to the file
+    assert _options("", tmp_path) == {} and _options("lab:\n", tmp_path) == {}
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("lab:\n  nodes: ten\n", "run.yaml: lab.nodes: 'ten' is not a valid integer range"),
+    ("lab:\n  nodes: 0\n", "run.yaml: lab.nodes: 0 is not in the range 1<=x<=2000"),
+    ("lab:\n  nodes: [1, 2]\n", "run.yaml: lab.nodes: expected one value, not a list"),
+    ("lab:\n  workflow: [nope]\n", "run.yaml: lab.workflow: 'nope' is not one of 'install-time'"),
+    ("proxy:\n  password: hunter2\n", "run.yaml: unknown key proxy.password; allowed in proxy: command, image"),
+    ("proxy:\n  etc-hosts: yes please\n", "run.yaml: proxy.etc-hosts: expected true or false"),
+    ("lba:\n  nodes: 2\n", "run.yaml: unknown group 'lba'; allowed: lab, reconciler, proxy, cluster, reports"),
+    ("lab: [hunter2]\n", "run.yaml: lab: expected a mapping of options"),
+    ("- hunter2\n", "run.yaml: expected a mapping of groups"),
+    ("lab: {nodes: hunter2\n", "run.yaml: not YAML at line 2"),
+    ("reconciler:\n  env: k8s\n", "run.yaml: reconciler.env: 'k8s' is not one of 'none', 'olm'"),
+])
+def test_a_bad_run_file_is_one_error_line_naming_the_file_and_key(tmp_path: Path, text: str, said: str) -> None:
+    (tmp_path / "run.yaml").write_text(text)
+    result = CliRunner().invoke(main, ["conformance", "--config", str(tmp_path / "run.yaml")])
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert result.exit_code == 1 and len(errors) == 1 and said in errors[0], result.output
+    assert "hunter2" not in result.output and "Traceback" not in result.output
+
+
+def test_one_source_of_options_at_a_time(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("lab: {nodes: 1}\n")
+    (tmp_path / "r.json").write_text(json.dumps({"config": {"lab": {"nodes": 1}}}))
+    both = CliRunner().invoke(main, ["conformance", "--config", str(tmp_path / "run.yaml"), "--config-from",
+                                     str(tmp_path / "r.json")])
+    assert both.exit_code == 2 and "--config and --config-from: give one" in both.output
+    (tmp_path / "old.json").write_text(json.dumps({"summary": {}}))
+    old = CliRunner().invoke(main, ["conformance", "--config-from", str(tmp_path / "old.json")])
+    assert old.exit_code == 1 and "no recorded configuration" in old.output
+
+
+@pytest.mark.slow
+def test_a_run_from_a_file_is_recorded_and_runs_again_from_its_report(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("""# checked in beside the reconciler
+lab:
+  nodes: 2
+  workflow: [runtime-add]
+reconciler:
+  command: "{python} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} --max-unavailable {{max_unavailable}}"
+reports:
+  json: first.json
+""".format(python=sys.executable))
+    first = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--config", "run.yaml",
+                            "--nodes", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=HANG)
+    assert first.returncode == 0, first.stderr[-3000:]
+    report = json.loads((tmp_path / "first.json").read_text())
+    assert report["nodes"] == 1 and report["variant"] == "external"  # the command line won over the file
+    assert report["config"]["lab"] == {"nodes": 1, "workflow": ["runtime-add"]}
+    assert report["config"]["reports"] == {"json": str(tmp_path / "first.json")}
+    again = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--config-from", "first.json",
+                            "--json", "second.json"], capture_output=True, text=True, cwd=tmp_path, timeout=HANG)
+    assert again.returncode == 0, again.stderr[-3000:]
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert {k: v for k, v in second["config"].items() if k != "reports"} == \
+        {k: v for k, v in report["config"].items() if k != "reports"}
+    assert [s["name"] for s in second["scenarios"]] == [s["name"] for s in report["scenarios"]]
