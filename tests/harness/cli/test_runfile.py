@@ -78,15 +78,15 @@ def test_one_source_of_options_at_a_time(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_run_from_a_file_is_recorded_and_runs_again_from_its_report(tmp_path: Path) -> None:
-    (tmp_path / "run.yaml").write_text("""# checked in beside the reconciler
+    (tmp_path / "run.yaml").write_text(f"""# checked in beside the reconciler
 lab:
   nodes: 2
   workflow: [runtime-add]
 reconciler:
-  command: "{python} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} --max-unavailable {{max_unavailable}}"
+  command: "{sys.executable} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} --max-unavailable {{max_unavailable}}"
 reports:
   json: first.json
-""".format(python=sys.executable))
+""")
     first = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--config", "run.yaml",
                             "--nodes", "1"], capture_output=True, text=True, cwd=tmp_path, timeout=HANG)
     assert first.returncode == 0, first.stderr[-3000:]
