@@ -16,6 +16,7 @@ import click
 COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("proxyfleet.harness.cli.cluster",
                 "Run the embedded Kubernetes/OpenShift control plane and write DIR/kubeconfig."),
+    "config": ("proxyfleet.harness.cli.config", "Write a starter run file for proxyfleet conformance --config."),
     "conformance": ("proxyfleet.harness.cli.conformance",
                     "Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."),
     "fleet": ("proxyfleet.harness.cli.fleet",
