@@ -27,9 +27,11 @@ from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.cli.rollout import parse_duration
 from proxyfleet.harness.cli.runproxy import RunProxySpec
 from proxyfleet.harness.conformance.clustertarget import RUN_CA, ClusterTarget, ClusterTargetError, parse_instance
 from proxyfleet.harness.lab.clustername import ClusterName, ClusterNameError, read_cluster_name
+from proxyfleet.harness.lab.restorewait import wait_restored
 from proxyfleet.harness.lab.restoring import RestoreReport, restore, signals_ignored
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot, SnapshotError
 from proxyfleet.harness.lab.vendor import VendorProxyError, parse_listen
@@ -70,10 +72,54 @@ def cluster_options(function: Any) -> Any:
                      help="With --proxy-listen: the CAs the run's proxy trusts upstream (default: certifi's)."),
         click.option("--target-cluster", metavar="NAME",
                      help="The cluster's name (--dry-run prints it); nothing runs on another."),
+        wait_restored_option,
         click.option("--dry-run", is_flag=True, help="Print the plan and the cluster's name; touch nothing."),
     ]):
         function = option(function)
     return function
+
+
+WAIT_DEFAULT = "15m"  # --wait-restored without a value, and its default in CI
+
+
+def wait_restored_option(function: Any) -> Any:
+    """``--wait-restored[=TIMEOUT]``, shared by ``conformance --kubeconfig`` and ``restore``."""
+    return click.option(
+        "--wait-restored", metavar="TIMEOUT", is_flag=False, flag_value=WAIT_DEFAULT, default=None,
+        help=f"Once the cluster is put back, wait until its nodes are too ({WAIT_DEFAULT}; on when CI is set, 0: off).",
+    )(function)
+
+
+def wait_seconds(value: str | None) -> float | None:
+    """How long ``--wait-restored`` waits (None: not at all): as given; when not given, the
+    default where the environment says it is CI (``CI`` set, as GitHub, GitLab and Prow set it)."""
+    if value is None:
+        value = WAIT_DEFAULT if os.environ.get("CI") else "0"
+    try:
+        seconds = parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--wait-restored") from None
+    return seconds or None
+
+
+def wait_until_restored(kubeconfig: Path, saved_cordons: dict[str, bool], seconds: float, console: Console) -> bool:
+    """Wait for the nodes to be back (``restorewait``); say what is still rolling if they are not."""
+    try:
+        api = api_client(kubeconfig)
+    except KubeconfigError as exc:
+        console.print(Text(f"cannot wait for the cluster: {exc}", style="red"))
+        return False
+    console.print(f"waiting up to {seconds:.0f} s for the nodes to be back (--wait-restored)", markup=False,
+                  highlight=False)
+    found = asyncio.run(wait_restored(api, saved_cordons, seconds,
+                                      show=lambda line: console.print(line, markup=False, highlight=False)))
+    if found.done:
+        console.print(f"the cluster is back: {found.note()}", markup=False, highlight=False)
+        return True
+    console.print(Text(f"the cluster is still rolling after {seconds:.0f} s (--wait-restored):", style="red"))
+    for line in found.still:
+        console.print(Text(f"  {line}", style="red"))
+    return False
 
 
 def _with_credentials(url: str, auth: str | None, option: str) -> str:
@@ -99,7 +145,8 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
     ssh_key: Path | None = values.pop("ssh_key")
     run_proxy_options = {name: values.pop(name, None) for name in ("proxy_hosts", "proxy_egress", "proxy_upstream_ca")}
     given = {name for name in ("ssh_known_hosts", "internet_image", "intranet_image", "http_url",
-                               "second_proxy_url", "no_proxy", "target_cluster") if values.get(name)}
+                               "second_proxy_url", "no_proxy", "target_cluster", "wait_restored")
+             if values.get(name)}
     given |= {name for name, value in run_proxy_options.items() if value}
     given |= {"instance"} if values.get("instances") else set()
     given |= {"dry_run"} if values.get("dry_run") else set()

@@ -35,6 +35,8 @@ from proxyfleet.harness.cli.clusterrun import (
     named_cluster,
     plan,
     target_from,
+    wait_seconds,
+    wait_until_restored,
     write_target,
 )
 from proxyfleet.harness.cli.helpsections import SectionedCommand
@@ -292,7 +294,8 @@ SECTIONS = (
     ("Your proxy", ("proxy_command", "proxy_image", "proxy_config", "proxy_user", "proxy_listen", "proxy_url",
                     "proxy_auth_file", "proxy_ca", "proxy_tls_port", "proxy_tls_ca", "proxy_access_log",
                     "proxy_log_format", "proxy_etc_hosts", "proxy_unbound_egress")),
-    ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "ssh_key", "ssh_port", "ssh_known_hosts",
+    ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
+                          "ssh_known_hosts",
                           "instances", "no_proxy", "second_proxy_url", "internet_image", "intranet_image", "http_url",
                           "proxy_hosts", "proxy_egress", "proxy_upstream_ca")),
     ("Reports and output", ("json_path", "junit", "html", "flows", "help")),
@@ -349,6 +352,7 @@ def conformance(ctx: click.Context, config: Path | None, config_from: Path | Non
     vendor = proxy_options_from(proxy)
     on_cluster = target_from(proxy, vendor)
     target_cluster: str | None = proxy.pop("target_cluster", None)
+    wait_given: str | None = proxy.pop("wait_restored", None)
     if on_cluster is not None:
         cluster, run_proxy = on_cluster
         check_workflows(workflows)
@@ -362,7 +366,7 @@ def conformance(ctx: click.Context, config: Path | None, config_from: Path | Non
         except ClusterNameError as exc:
             raise click.ClickException(str(exc)) from None
         _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, reconciler_reboot_timeout, console,
-                                effective,
+                                effective, wait_seconds(wait_given),
                                 (json_path, junit, html))
         return
     if vendor.given:
@@ -391,7 +395,7 @@ def conformance(ctx: click.Context, config: Path | None, config_from: Path | Non
 
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
                             converge_timeout: float, reboot_timeout: float, console: Console,
-                            effective: dict[str, dict[str, Any]],
+                            effective: dict[str, dict[str, Any]], wait: float | None,
                             reports: tuple[Path | None, Path | None, Path | None]) -> None:
     """The cluster workflows one at a time, with the cluster's objects saved first and put back
     last (and the run's own proxy, if it starts one, running in between)."""
@@ -427,6 +431,10 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             write_reports(outcome, console, *reports, None)
             code = outcome.exit_code
         console.print(outcome.verdict())
+        # put back (the stack above): now wait for the nodes too, if asked; exit 3 if they are not back
+        if wait is not None and not wait_until_restored(cluster.kubeconfig, snapshot.node_cordons, wait, console) \
+                and code == 0:
+            code = 3
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     sys.exit(code)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import click
 from kubernetes import client
+from rich.console import Console
 
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
+from proxyfleet.harness.cli.clusterrun import wait_restored_option, wait_seconds, wait_until_restored
 from proxyfleet.harness.lab import restoring
 from proxyfleet.harness.lab.snapshot import ClusterIdentity, ClusterSnapshot, SnapshotError
 
@@ -31,8 +33,10 @@ class BadSnapshot(click.ClickException):
               help="Restore a snapshot taken of another cluster (or by an older proxyfleet) here anyway, after "
                    "showing what would change.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and touch nothing.")
-def restore(kubeconfig: Path, snapshot: Path, force: bool, dry_run: bool) -> None:
+@wait_restored_option
+def restore(kubeconfig: Path, snapshot: Path, force: bool, dry_run: bool, wait_restored: str | None) -> None:
     """Put back the Proxy, trusted CA ConfigMaps, windows-instances and Node cordons a conformance run saved."""
+    wait = wait_seconds(wait_restored)
     try:
         saved = ClusterSnapshot.read(snapshot)
         api = api_client(kubeconfig)
@@ -61,6 +65,8 @@ def restore(kubeconfig: Path, snapshot: Path, force: bool, dry_run: bool) -> Non
             click.echo(f"could not put back {line}", err=True)
         raise click.ClickException(f"{len(report.failed)} object(s) could not be put back; {snapshot} is unchanged: "
                                    "run this command again once the cause is fixed")
+    if wait is not None and not wait_until_restored(kubeconfig, saved.node_cordons, wait, Console(stderr=True)):
+        raise SystemExit(3)
 
 
 def _restore(saved: ClusterSnapshot, api: client.ApiClient) -> restoring.RestoreReport:

@@ -296,9 +296,11 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
         assert "cordoned:     runtime-add cordons one schedulable instance" in dry.stdout
         assert "drift:        the operator's trusted-ca ConfigMap is deleted" in dry.stdout
         report = tmp_path / "r.json"
-        run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml")),
-                             capture_output=True, text=True, timeout=3 * HANG)
+        run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml"),
+                                                  "--wait-restored"), capture_output=True, text=True, timeout=3 * HANG)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+        # returned only once the nodes hold the restored settings (the operator here claims revisions)
+        assert "the cluster is back: every instance holds the restored revision" in " ".join(run.stderr.split())
         _put_back(api, before)
         api.close()
     data = json.loads(report.read_text())

@@ -57,6 +57,10 @@ async def test_restore_puts_back_what_a_killed_run_changed(plane: ControlPlane, 
     assert await admin.instances(api) == {"10.1.0.5": "Administrator", "10.1.0.6": "Administrator"}
     code, out, _ = await _restore(plane, snapshot)  # again: nothing left to do
     assert code == 0 and "nothing to do" in out
+    # the objects are back, but no instance has a Node: --wait-restored says so and exits 3
+    code, out, err = await _restore(plane, snapshot, "--wait-restored", "1s")
+    assert code == 3, err
+    assert "still rolling after 1 s" in err and "instance 10.1.0.5: no Node" in err
 
 
 async def test_a_malformed_snapshot_is_one_line_and_touches_nothing(plane: ControlPlane, api: client.ApiClient,
