@@ -77,14 +77,16 @@ async def test_waiting_ends_when_the_cordon_is_back_or_says_what_is_not(plane: C
     assert not never.done and never.still == ["Node win-0001 cordoned (it was schedulable)"]
     assert shown == ["waiting for the cluster to be back: Node win-0001 cordoned (it was schedulable)"]
 
-    async def uncordon_once_asked() -> None:
-        while not shown[1:]:  # the second wait has looked once
-            await asyncio.sleep(0.05)
+    looked = asyncio.Event()
+
+    def seen(line: str) -> None:
+        looked.set()  # the second wait has looked once, and found the cordon
+
+    async def uncordon_once_looked() -> None:
+        await looked.wait()
         await admin.cordon(api, "win-0001", False)
 
-    shown.clear()
-    shown.append("")
-    task = asyncio.create_task(uncordon_once_asked())
-    back = await wait_restored(api, {"win-0001": False}, within=600, poll=0.1, show=shown.append)
+    task = asyncio.create_task(uncordon_once_looked())
+    back = await wait_restored(api, {"win-0001": False}, within=600, poll=0.1, show=seen)
     await task
     assert back.done
