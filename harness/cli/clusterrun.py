@@ -12,7 +12,7 @@ import json
 import os
 import shlex
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ CLUSTER_WORKFLOWS = ("runtime-add", "change", "remove", "drift")
 
 def cluster_options(function: Any) -> Any:
     """Add the existing-cluster options to a command (they arrive as keyword arguments)."""
-    for option in reversed([
+    options: list[Callable[[Any], Any]] = [
         click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Judge this cluster and its own reconciler instead of a lab."),
         click.option("--ssh-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -74,7 +74,8 @@ def cluster_options(function: Any) -> Any:
                      help="The cluster's name (--dry-run prints it); nothing runs on another."),
         wait_restored_option,
         click.option("--dry-run", is_flag=True, help="Print the plan and the cluster's name; touch nothing."),
-    ]):
+    ]
+    for option in reversed(options):
         function = option(function)
     return function
 

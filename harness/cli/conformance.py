@@ -337,7 +337,7 @@ def _report_config(ctx: click.Context, _param: click.Parameter, value: Path | No
 @proxy_options
 @cluster_options
 @click.pass_context
-def conformance(ctx: click.Context, config: Path | None, config_from: Path | None, nodes: int,
+def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | None, nodes: int,
                 workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None, converge_timeout: float,
