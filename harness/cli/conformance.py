@@ -40,7 +40,7 @@ from proxyfleet.harness.cli.clusterrun import (
     write_target,
 )
 from proxyfleet.harness.cli.helpsections import SectionedCommand
-from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
+from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import PROPERTY
@@ -291,9 +291,7 @@ def report_options(function: Any) -> Any:
 SECTIONS = (
     ("Lab", ("config", "config_from", "nodes", "workflows", "converge_timeout", "workers", "keep")),
     ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
-    ("Your proxy", ("proxy_command", "proxy_image", "proxy_config", "proxy_user", "proxy_listen", "proxy_url",
-                    "proxy_auth_file", "proxy_ca", "proxy_tls_port", "proxy_tls_ca", "proxy_access_log",
-                    "proxy_log_format", "proxy_etc_hosts", "proxy_unbound_egress")),
+    ("Your proxy", PROXY_OPTION_NAMES),
     ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
                           "ssh_known_hosts",
                           "instances", "no_proxy", "second_proxy_url", "internet_image", "intranet_image", "http_url",

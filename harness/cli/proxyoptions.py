@@ -12,6 +12,11 @@ import click
 from proxyfleet.harness.lab.accesslogs import AUTO, NAMED, LogFormatError, check_format
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 
+# the options proxy_options adds, in the order --help lists them under "Your proxy"
+PROXY_OPTION_NAMES = ("proxy_command", "proxy_image", "proxy_config", "proxy_user", "proxy_listen", "proxy_url",
+                      "proxy_auth_file", "proxy_ca", "proxy_tls_port", "proxy_tls_ca", "proxy_access_log",
+                      "proxy_log_format", "proxy_etc_hosts", "proxy_unbound_egress")
+
 
 def proxy_options(function: Any) -> Any:
     """Add the bring-your-own-proxy options to a command (they arrive as keyword arguments)."""

@@ -24,9 +24,11 @@ from rich.text import Text
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import CLIENTS, redact_url
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.cli import runfile
 from proxyfleet.harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
+from proxyfleet.harness.cli.helpsections import SectionedCommand
 from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
-from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
+from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.conformance.labevidence import INTERNET_IMAGE, INTRANET_IMAGE
 from proxyfleet.harness.conformance.results import ConformanceRun
 from proxyfleet.harness.lab.vendor import VendorProxyError
@@ -115,13 +117,24 @@ def _customer_outcomes(customer: Sequence[Destination], environment: dict[str, s
     return lines
 
 
-@click.command()
+SECTIONS = (
+    ("Lab", ("config", "proxy_file", "ca_bundle", "install_config", "internet", "intranet", "nodes",
+             "converge_timeout", "keep")),
+    ("Reconciler under test", ("variant", "reconciler_command")),
+    ("Your proxy", PROXY_OPTION_NAMES),
+    ("Reports and output", ("json_path", "junit", "html", "flows", "help")),
+)
+
+
+@click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
+@runfile.config_option(SECTIONS)
 @click.option("--proxy", "proxy_file", required=True, type=click.Path(path_type=Path),
               help="The customer's Proxy object (oc get proxy cluster -o yaml).")
 @click.option("--ca-bundle", type=click.Path(path_type=Path), help="The customer's trusted CA bundle (PEM).")
 @click.option("--install-config", type=click.Path(path_type=Path), help="The customer's install-config.yaml.")
-@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000))
-@click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)))
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes in the lab.")
+@click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)), metavar="NAME",
+              help="The reference reconciler, or a deliberately broken one (a wrong name lists them).")
 @click.option("--reconciler-command", help="Reproduce with this external reconciler instead.")
 @click.option("--destination", "internet", multiple=True, metavar="URL|IMAGE",
               help="A customer destination on the internet (reachable only through the proxy): an https:// or "

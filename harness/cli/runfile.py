@@ -16,7 +16,7 @@ in them redacted, and ``--config-from r.json`` runs it again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,19 @@ def effective_config(ctx: click.Context, sections: Sequence[tuple[str, Sequence[
         group, key = names[param.name]
         config.setdefault(group, {})[key] = _plain(value)
     return config
+
+
+def config_option(sections: Sequence[tuple[str, Sequence[str]]]) -> Callable[[Any], Any]:
+    """``--config FILE`` for a command whose options ``sections`` groups: the file's options become
+    the command's defaults (the command line still wins)."""
+    def read(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+        if value is not None:
+            apply(ctx, load_run_file(value, ctx, sections))
+        return value
+
+    return click.option("--config", type=click.Path(dir_okay=False, path_type=Path), is_eager=True, callback=read,
+                        expose_value=False, help="Read the options from this run file (YAML; the command line "
+                                                 "overrides it).")
 
 
 def apply(ctx: click.Context, options: Mapping[str, Any]) -> None:

@@ -12,8 +12,10 @@ import yaml
 
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.cli import runfile
+from proxyfleet.harness.cli.helpsections import SectionedCommand
 from proxyfleet.harness.cli.inputs import CustomerProxy, InputError, read_install_config
-from proxyfleet.harness.cli.proxyoptions import proxy_options, proxy_options_from
+from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.repro import BadInput
 from proxyfleet.harness.cli.running import wait_for_stop_signal
 from proxyfleet.harness.lab import (
@@ -95,13 +97,23 @@ async def _run(settings: LabSettings) -> None:
     click.echo("lab stopped", err=True)
 
 
-@click.command()
-@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000))
+SECTIONS = (
+    ("Lab", ("config", "nodes", "state_dir", "install_config", "egress_firewall")),
+    ("Reconciler under test", ("reconciler",)),
+    ("Your proxy", PROXY_OPTION_NAMES),
+    ("Reports and output", ("help",)),
+)
+
+
+@click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
+@runfile.config_option(SECTIONS)
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes in the lab.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the lab's files here (default: a temporary directory, removed at exit).")
 @click.option("--install-config", type=click.Path(path_type=Path),
               help="Create the cluster from this install-config.yaml (proxy, additionalTrustBundle, networks).")
 @click.option("--reconciler", default="correct", show_default=True, type=click.Choice([*sorted(VARIANTS), "none"]),
+              metavar="NAME",
               help="The built-in reconciler (or a broken variant), or none to run your own.")
 @click.option("--egress-firewall", default="on", show_default=True, type=click.Choice(["on", "off"]),
               help="on: a corporate network, where internet origins accept only the proxy (so before a proxy is "

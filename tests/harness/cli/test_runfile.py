@@ -14,7 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from proxyfleet.harness.cli import main, runfile
+from proxyfleet.harness.cli import main, repro, runfile, up
 from proxyfleet.harness.cli.conformance import SECTIONS, conformance
 from tests.support import HANG
 
@@ -129,3 +129,21 @@ def test_the_lab_starter_runs_as_written(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads((tmp_path / "proxyfleet.json").read_text())["summary"]["passed"] == 1
     assert (tmp_path / "proxyfleet.xml").exists() and (tmp_path / "proxyfleet.html").exists()
+
+
+def test_repro_and_up_read_run_files_too(tmp_path: Path) -> None:
+    (tmp_path / "customer-proxy.yaml").write_text("kind: Proxy\n")
+    (tmp_path / "run.yaml").write_text("lab: {proxy: customer-proxy.yaml, nodes: 0, destination: [https://a.example/]}\n"
+                                       "proxy: {url: http://127.0.0.1:3128}\n")
+    # the file's --proxy satisfies the required option: what stops the command is the file's nodes: 0
+    result = CliRunner().invoke(main, ["repro", "--config", str(tmp_path / "run.yaml")])
+    assert result.exit_code == 1 and "run.yaml: lab.nodes: 0 is not in the range" in result.output, result.output
+    (tmp_path / "run.yaml").write_text("lab: {proxy: customer-proxy.yaml, destination: [https://a.example/]}\n")
+    assert runfile.load_run_file(tmp_path / "run.yaml", click.Context(repro.repro), repro.SECTIONS) == {
+        "proxy_file": tmp_path / "customer-proxy.yaml", "internet": ("https://a.example/",)}
+    (tmp_path / "up.yaml").write_text("lab: {nodes: 2, egress-firewall: 'off'}\nreconciler: {reconciler: none}\n")
+    assert runfile.load_run_file(tmp_path / "up.yaml", click.Context(up.up), up.SECTIONS) == {
+        "nodes": 2, "egress_firewall": "off", "reconciler": "none"}
+    (tmp_path / "up.yaml").write_text("lab: {state: x}\n")
+    result = CliRunner().invoke(main, ["up", "--config", str(tmp_path / "up.yaml")])
+    assert result.exit_code == 1 and "unknown key lab.state; allowed in lab: nodes, state-dir" in result.output
