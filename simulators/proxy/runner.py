@@ -13,6 +13,7 @@ import asyncio
 import atexit
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -32,6 +33,8 @@ from proxyfleet.core.privatedirs import runtime_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.core.startupclock import StartupClock
 from proxyfleet.simulators.network import Endpoint, LabNetwork
+
+log = logging.getLogger(__name__)
 
 ADDON = Path(__file__).with_name("addon.py")
 _LIVE: set[int] = set()  # process groups to kill if the interpreter exits abruptly
@@ -67,6 +70,13 @@ def _short_socket_path() -> Path:
     directory = owneddirs.make(parent, SOCKET_PREFIX)
     _SOCKET_DIRS.add(directory)
     return directory / "control.sock"
+
+
+PORT_ATTEMPTS = 5
+
+
+class PortTaken(ProxyError):
+    """mitmdump could not listen: its port was taken (by another process, after it was chosen)."""
 
 
 def _free_port(address: str) -> int:
@@ -216,9 +226,25 @@ class ProxyServer:
     async def start(self, startup_limit: float = 60.0) -> None:
         if self.running:
             return
-        self._prepare()
-        if not self.port:
+        if self.port:  # fixed by the lab: a port in use is an error to report
+            await self._start(startup_limit)
+            return
+        # A free port is free when asked, not necessarily when mitmdump binds it: another process
+        # may take it between (a soak beside a test suite saw "address already in use"). A port we
+        # chose is chosen again; nothing else about the start is retried.
+        for attempt in range(PORT_ATTEMPTS):
             self.port = _free_port(self.settings.listen_address)
+            try:
+                await self._start(startup_limit)
+                return
+            except ProxyError as exc:
+                if not isinstance(exc, PortTaken) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                log.warning("mitmdump's port %s:%s was taken before it could listen; choosing another",
+                            self.settings.listen_address, self.port)
+
+    async def _start(self, startup_limit: float) -> None:
+        self._prepare()
         started = time.monotonic()
         # Both streams: mitmdump's terminal log (the error that stopped it) goes to stdout, its
         # "Error logged during startup, exiting..." to stderr.
@@ -251,9 +277,10 @@ class ProxyServer:
             if self._process is None:  # a lab bug, not mitmdump's: say so, not "exited"
                 raise ProxyError("mitmdump was stopped by the lab while it was starting")
             if self._process.returncode is not None:
-                log = self._stderr_path.read_text(errors="replace")[-2000:] or "(no output)\n"
-                raise ProxyError(f"mitmdump exited during start-up "
-                                 f"({exit_description(self._process.returncode)}):\n{log}")
+                said = self._stderr_path.read_text(errors="replace")[-2000:] or "(no output)\n"
+                taken = f"{self.settings.listen_address}:{self.port}" in said and "address already in use" in said
+                raise (PortTaken if taken else ProxyError)(
+                    f"mitmdump exited during start-up ({exit_description(self._process.returncode)}):\n{said}")
             try:
                 _, writer = await asyncio.open_connection(self.settings.listen_address, self.port)
                 writer.close()

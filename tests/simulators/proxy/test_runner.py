@@ -161,3 +161,34 @@ async def test_a_proxy_that_cannot_start_says_why_and_how_it_ended(lab: TrafficL
     assert message.startswith("mitmdump exited during start-up (exit status 1):")
     assert "address already in use" in message and "Error logged during startup" in message
     assert not proxy.running
+
+
+async def test_a_port_taken_after_it_was_chosen_is_chosen_again(lab: TrafficLab, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between choosing a free port and mitmdump binding it, another process may take it: the lab
+    chooses another instead of failing the scenario (a soak beside a test suite saw it)."""
+    import socket
+
+    from proxyfleet.simulators.proxy import runner
+
+    listen = lab.network.allocate(PROXY_NETWORK)
+    with socket.socket() as holder:
+        holder.bind((listen, 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        chosen = iter([taken])
+        free = runner._free_port
+        monkeypatch.setattr(runner, "_free_port", lambda address: next(chosen, None) or free(address))
+        proxy = ProxyServer(ProxySettings(tmp_path / "p", lab.network, lab.public_ca.cert_pem.bytes(),
+                                          listen_address=listen, egress_address=lab.proxy.settings.egress_address))
+        await proxy.start()
+        try:
+            assert proxy.port not in (0, taken) and proxy.running
+        finally:
+            await proxy.stop()
+        # a port the lab fixed is not changed: in use, the start fails and says why
+        fixed = ProxyServer(ProxySettings(tmp_path / "q", lab.network, lab.public_ca.cert_pem.bytes(),
+                                          listen_address=listen, egress_address=lab.proxy.settings.egress_address))
+        fixed.port = taken
+        with pytest.raises(ProxyError, match="address already in use"):
+            await fixed.start()
