@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import os
 import shlex
 import urllib.parse
@@ -96,10 +97,14 @@ def wait_seconds(value: str | None) -> float | None:
     default where the environment says it is CI (``CI`` set, as GitHub, GitLab and Prow set it)."""
     if value is None:
         value = WAIT_DEFAULT if os.environ.get("CI") else "0"
+    value = {"true": WAIT_DEFAULT, "false": "0"}.get(str(value).lower(), str(value))  # a run file's yes/no
     try:
         seconds = parse_duration(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--wait-restored") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise click.BadParameter(f"{value!r}: expected a duration such as 15m, or 0 for no wait",
+                                 param_hint="--wait-restored")
     return seconds or None
 
 

@@ -259,6 +259,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
 
 def write_reports(outcome: RunOutcome, console: Console, json_path: Path | None, junit: Path | None,
                   html: Path | None, flows: Path | None) -> None:
+    outcome.run.command_exit = outcome.exit_code
     for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
         if path is not None:
             writer(outcome.run, path)
@@ -346,11 +347,11 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
     effective = runfile.effective_config(ctx, SECTIONS)
     interrupt_on_sigterm()
     console = Console(stderr=True)
-    dry_run = bool(proxy.pop("dry_run", False))
     vendor = proxy_options_from(proxy)
-    on_cluster = target_from(proxy, vendor)
+    on_cluster = target_from(proxy, vendor)  # refuses cluster options (--dry-run too) without --kubeconfig
+    dry_run = bool(proxy.pop("dry_run", False))
     target_cluster: str | None = proxy.pop("target_cluster", None)
-    wait_given: str | None = proxy.pop("wait_restored", None)
+    wait = wait_seconds(proxy.pop("wait_restored", None)) if on_cluster is not None else None
     if on_cluster is not None:
         cluster, run_proxy = on_cluster
         check_workflows(workflows)
@@ -364,7 +365,7 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
         except ClusterNameError as exc:
             raise click.ClickException(str(exc)) from None
         _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, reconciler_reboot_timeout, console,
-                                effective, wait_seconds(wait_given),
+                                effective, wait,
                                 (json_path, junit, html))
         return
     if vendor.given:

@@ -31,7 +31,7 @@ def read_report(path: Path) -> ConformanceRun:
         return ConformanceRun.from_json(data)
     except OSError as exc:
         raise click.ClickException(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         # the file may be anything: name what is wrong, never echo it
         what = f"missing field {exc}" if isinstance(exc, KeyError) else type(exc).__name__
         raise click.ClickException(f"{path} is not a proxyfleet conformance --json report ({what})") from None
@@ -50,7 +50,8 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
     run = read_report(path)
     console = Console(highlight=False)
     summary = run.summary()
-    verdict = {0: ("PASSED", "green"), 4: ("INCONCLUSIVE", "yellow")}.get(run.exit_code, ("FAILED", "red"))
+    code = run.exit_code if run.command_exit is None else run.command_exit
+    verdict = {0: ("PASSED", "green"), 4: ("INCONCLUSIVE", "yellow")}.get(code, ("FAILED", "red"))
     line = Text(f"{verdict[0]}", style=f"bold {verdict[1]}")
     line.append(f"  {len(run.scenarios)} scenario(s), {run.nodes} node(s) per lab, reconciler {run.variant}, "
                 f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
@@ -70,4 +71,4 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
             console.print(Text(cause.describe(), style="red" if cause.status == "failed" else "yellow"))
             expected = cause.expected[:EXPECTED_SHOWN] + ("…" if len(cause.expected) > EXPECTED_SHOWN else "")
             console.print(Text(f"    nodes: {cause.node_list()}; expected {expected}", style="dim"))
-    raise SystemExit(run.exit_code)
+    raise SystemExit(code)

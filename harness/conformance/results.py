@@ -138,6 +138,9 @@ class ConformanceRun:
     # the options it ran with, as a run file holds them (group -> key -> value; credentials
     # redacted): what `proxyfleet conformance --config-from` reads back
     config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the command's exit status where it was more than the checks say (a run stopped before every
+    # scenario ran): what `proxyfleet report show` exits with
+    command_exit: int | None = None
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -163,10 +166,16 @@ class ConformanceRun:
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
-                "variant": self.variant, "config": self.config, "scenarios": [s.to_json() for s in self.scenarios]}
+                "variant": self.variant, "config": self.config,
+                "exit_code": self.exit_code if self.command_exit is None else self.command_exit,
+                "scenarios": [s.to_json() for s in self.scenarios]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConformanceRun:
-        return cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
-                   scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
-                   duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}))
+        run = cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
+                  scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
+                  duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}))
+        recorded = data.get("exit_code")
+        if recorded is not None and int(recorded) != run.exit_code:  # the command knew more than its checks
+            run.command_exit = int(recorded)
+        return run

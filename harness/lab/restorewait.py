@@ -24,7 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import urllib3
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import APPLIED, OPERATOR_NAMESPACE, STATE_LABEL
 from proxyfleet.core.informer import internal_ip
@@ -95,7 +97,13 @@ async def wait_restored(api: client.ApiClient, saved_cordons: Mapping[str, bool]
     deadline = time.monotonic() + within
     shown = ""
     while True:
-        found = progress(await asyncio.to_thread(read_snapshot, api, namespace), saved_cordons)
+        try:
+            found = progress(await asyncio.to_thread(read_snapshot, api, namespace), saved_cordons)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            # the put-back just started a rollout: an API server passing through trouble is
+            # something to wait out, then to name
+            reason = f"{exc.status} {exc.reason}" if isinstance(exc, ApiException) else type(exc).__name__
+            found = Progress(still=[f"the API server: {reason}"])
         line = "; ".join(found.still[:3]) + (f" and {len(found.still) - 3} more" if len(found.still) > 3 else "")
         if show is not None and line and line != shown:
             show(f"waiting for the cluster to be back: {line}")

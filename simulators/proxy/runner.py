@@ -239,6 +239,7 @@ class ProxyServer:
                 return
             except ProxyError as exc:
                 if not isinstance(exc, PortTaken) or attempt == PORT_ATTEMPTS - 1:
+                    self.port = 0  # chosen, never fixed: the next start chooses again
                     raise
                 log.warning("mitmdump's port %s:%s was taken before it could listen; choosing another",
                             self.settings.listen_address, self.port)

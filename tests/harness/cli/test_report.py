@@ -4,6 +4,7 @@ that never echoes it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -53,6 +54,19 @@ def test_a_passing_and_an_inconclusive_run_keep_their_codes(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["report", "show", str(starved)], terminal_width=200)
     assert result.exit_code == 4 and "INCONCLUSIVE" in result.output
     assert "node-ready (inconclusive) on 1 node" in result.output
+
+
+def test_the_commands_own_exit_code_wins_over_what_the_checks_say(tmp_path: Path) -> None:
+    path = _report(tmp_path, _check("127.10.0.1", "files", "passed", "none"))
+    data = json.loads(path.read_text())
+    assert data["exit_code"] == 0
+    data["exit_code"] = 1  # e.g. stopped by CI before every scenario ran: what passed is not a pass
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["report", "show", str(path)], terminal_width=200)
+    assert result.exit_code == 1 and result.output.startswith("FAILED")
+    path.write_text(json.dumps({"nodes": 1, "variant": "x", "scenarios": ["x"]}))
+    result = CliRunner().invoke(main, ["report", "show", str(path)])
+    assert result.exit_code == 1 and "is not a proxyfleet conformance --json report" in result.output
 
 
 def test_what_is_not_a_report_is_one_error_line(tmp_path: Path) -> None:

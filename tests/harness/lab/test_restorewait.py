@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import click
 import pytest
 from kubernetes import client
 
@@ -65,6 +66,10 @@ def test_the_wait_is_on_in_ci_and_off_elsewhere_unless_asked(monkeypatch: pytest
     assert wait_seconds(None) is None and wait_seconds("5m") == 300 and wait_seconds("0") is None
     monkeypatch.setenv("CI", "true")
     assert wait_seconds(None) == 900 and wait_seconds("0") is None
+    assert wait_seconds("True") == 900 and wait_seconds("false") is None  # a run file's yes/no
+    for endless in ("nan", "inf", "-5"):
+        with pytest.raises(click.BadParameter, match="expected a duration such as 15m"):
+            wait_seconds(endless)
 
 
 async def test_waiting_ends_when_the_cordon_is_back_or_says_what_is_not(plane: ControlPlane,
