@@ -41,6 +41,25 @@ def test_the_jobs_install_a_wheel_built_from_a_source_the_consumer_provides() ->
     assert "PROXYFLEET_SOURCE" in gitlab["proxyfleet-conformance"]["variables"]
 
 
+def test_the_jobs_run_from_a_checked_in_run_file_that_config_init_writes(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from proxyfleet.harness.cli import main
+
+    github = yaml.safe_load((CI / "github-actions.yml").read_text())
+    gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
+    run = next(str(s["run"]) for s in github["jobs"]["proxyfleet"]["steps"] if "proxyfleet conformance" in str(s.get("run")))
+    assert '--config "$PROXYFLEET_RUN_FILE"' in run
+    assert '--config "$PROXYFLEET_RUN_FILE"' in next(line for line in gitlab["proxyfleet-conformance"]["script"]
+                                                    if "proxyfleet conformance" in line)
+    for env in (github["jobs"]["proxyfleet"]["env"], gitlab["proxyfleet-conformance"]["variables"]):
+        assert env["PROXYFLEET_RUN_FILE"] == "ci/proxyfleet.yaml"
+    # the file the templates name, as `proxyfleet config init` writes it, is a valid run file
+    assert CliRunner().invoke(main, ["config", "init", str(tmp_path / "proxyfleet.yaml")]).exit_code == 0
+    result = CliRunner().invoke(main, ["conformance", "--config", str(tmp_path / "proxyfleet.yaml"), "--nodes", "0"])
+    assert "Invalid value for '--nodes'" in result.output  # the file was read; the command line won
+
+
 def test_openshift_step_is_valid_bash() -> None:
     script = CI / "openshift-ci-step.sh"
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
