@@ -79,23 +79,28 @@ async def test_fleet_command_runs_until_sigterm_and_cleans_up(tmp_path: Path) ->
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "proxyfleet.harness", "fleet", "--nodes", "3", "--state-dir", str(state),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    manifest_path = state / "fleet.json"
-    await wait_until(lambda: manifest_path.exists(), what="fleet.json")
-    manifest = json.loads(manifest_path.read_text())
-    node = manifest["nodes"][2]
-    ssh = await asyncio.create_subprocess_exec(
-        "ssh", "-i", manifest["private_key"], "-p", str(node["port"]),
-        "-o", f"UserKnownHostsFile={state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
-        "-o", "BatchMode=yes", f"{node['username']}@{node['address']}", "hostname",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await ssh.communicate()
-    assert ssh.returncode == 0, err
-    assert out == b"WIN-0003\r\n"
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = await asyncio.wait_for(process.communicate(), HANG)
-    assert process.returncode == 0, stderr
-    assert b"log in:" in stdout and b"fleet stopped" in stderr
-    assert all(port_is_free(n["address"], n["port"]) for n in manifest["nodes"])
+    try:
+        manifest_path = state / "fleet.json"
+        await wait_until(lambda: manifest_path.exists(), what="fleet.json")
+        manifest = json.loads(manifest_path.read_text())
+        node = manifest["nodes"][2]
+        ssh = await asyncio.create_subprocess_exec(
+            "ssh", "-i", manifest["private_key"], "-p", str(node["port"]),
+            "-o", f"UserKnownHostsFile={state / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+            "-o", "BatchMode=yes", f"{node['username']}@{node['address']}", "hostname",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await ssh.communicate()
+        assert ssh.returncode == 0, err
+        assert out == b"WIN-0003\r\n"
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = await asyncio.wait_for(process.communicate(), HANG)
+        assert process.returncode == 0, stderr
+        assert b"log in:" in stdout and b"fleet stopped" in stderr
+        assert all(port_is_free(n["address"], n["port"]) for n in manifest["nodes"])
+    finally:
+        if process.returncode is None:  # the test failed before the SIGTERM: leave no fleet running
+            process.kill()
+            await process.wait()
     with pytest.raises(ProcessLookupError):
         os.kill(process.pid, 0)
 
