@@ -10,7 +10,7 @@ import pytest
 
 from proxyfleet.simulators.windows.machine import WindowsMachine
 from proxyfleet.simulators.windows.powershell.budgets import Budget
-from proxyfleet.simulators.windows.powershell.interpreter import Interpreter
+from proxyfleet.simulators.windows.powershell.interpreter import YIELD_EVERY, Interpreter
 from proxyfleet.simulators.windows.session import Session
 from tests.support import ps
 
@@ -59,7 +59,16 @@ async def test_a_catastrophic_regular_expression_is_stopped(machine: WindowsMach
     assert result.stdout == "next\n"
 
 
-async def test_a_runaway_loop_is_stopped_by_the_time_budget_and_yields_meanwhile(machine: WindowsMachine) -> None:
+async def test_a_runaway_loop_is_stopped_by_the_time_budget(machine: WindowsMachine) -> None:
+    interpreter = Interpreter(Session(machine), budget=Budget(seconds=0.5))
+    result = await interpreter.run("foreach ($i in 1..1000000) { $x = $i * 2 }; 'unreached'")
+    assert "time limit of 0.5 seconds" in result.stderr
+    assert result.exit_code == 1 and "unreached" not in result.stdout
+
+
+async def test_a_long_loop_yields_to_the_other_sessions_on_the_loop(machine: WindowsMachine) -> None:
+    # Counted in statements, not seconds: with a time budget a loaded machine could spend it before
+    # the first yield (500 statements), and the test would depend on the machine's speed.
     ticks = 0
     done = asyncio.Event()
 
@@ -70,13 +79,12 @@ async def test_a_runaway_loop_is_stopped_by_the_time_budget_and_yields_meanwhile
             await asyncio.sleep(0)
 
     task = asyncio.create_task(ticker())
-    interpreter = Interpreter(Session(machine), budget=Budget(seconds=0.5))
+    interpreter = Interpreter(Session(machine), budget=Budget(seconds=3600, steps=5 * YIELD_EVERY))
     result = await interpreter.run("foreach ($i in 1..1000000) { $x = $i * 2 }; 'unreached'")
     done.set()
     await task
-    assert "time limit of 0.5 seconds" in result.stderr
-    assert result.exit_code == 1 and "unreached" not in result.stdout
-    assert ticks > 1  # the loop yielded: other nodes' sessions kept running
+    assert f"limit of {5 * YIELD_EVERY} statements" in result.stderr
+    assert ticks >= 4  # it yielded every YIELD_EVERY statements: other nodes' sessions kept running
 
 
 async def test_a_child_powershell_spends_the_parents_budget(machine: WindowsMachine) -> None:
