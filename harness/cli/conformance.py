@@ -301,23 +301,9 @@ SECTIONS = (
 )
 
 
-def _run_file(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
-    if value is not None:
-        runfile.apply(ctx, runfile.load_run_file(value, ctx, SECTIONS))
-    return value
-
-
-def _report_config(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
-    if value is not None:
-        runfile.apply(ctx, runfile.load_report_config(value, ctx, SECTIONS))
-    return value
-
-
 @click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
-@click.option("--config", type=click.Path(dir_okay=False, path_type=Path), is_eager=True, callback=_run_file,
-              help="Read the options from this run file (YAML; the command line overrides it).")
-@click.option("--config-from", type=click.Path(dir_okay=False, path_type=Path), is_eager=True,
-              callback=_report_config, help="Run again with the options a --json report recorded.")
+@runfile.config_option(SECTIONS, expose=True)
+@runfile.config_from_option(SECTIONS)
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
               help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")

@@ -50,7 +50,7 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
     run = read_report(path)
     console = Console(highlight=False)
     summary = run.summary()
-    code = run.exit_code if run.command_exit is None else run.command_exit
+    code = run.reported_exit
     verdict = {0: ("PASSED", "green"), 4: ("INCONCLUSIVE", "yellow")}.get(code, ("FAILED", "red"))
     line = Text(f"{verdict[0]}", style=f"bold {verdict[1]}")
     line.append(f"  {len(run.scenarios)} scenario(s), {run.nodes} node(s) per lab, reconciler {run.variant}, "

@@ -182,17 +182,32 @@ def effective_config(ctx: click.Context, sections: Sequence[tuple[str, Sequence[
     return config
 
 
-def config_option(sections: Sequence[tuple[str, Sequence[str]]]) -> Callable[[Any], Any]:
-    """``--config FILE`` for a command whose options ``sections`` groups: the file's options become
-    the command's defaults (the command line still wins)."""
+Sections = Sequence[tuple[str, Sequence[str]]]
+Loader = Callable[[Path, click.Context, Sections], dict[str, Any]]
+
+
+def _defaults_option(name: str, loader: Loader, sections: Sections, expose: bool, help_text: str) -> Any:
+    """An eager option naming a file whose options ``loader`` reads and makes the command's defaults."""
     def read(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
         if value is not None:
-            apply(ctx, load_run_file(value, ctx, sections))
+            apply(ctx, loader(value, ctx, sections))
         return value
 
-    return click.option("--config", type=click.Path(dir_okay=False, path_type=Path), is_eager=True, callback=read,
-                        expose_value=False, help="Read the options from this run file (YAML; the command line "
-                                                 "overrides it).")
+    return click.option(name, type=click.Path(dir_okay=False, path_type=Path), is_eager=True, callback=read,
+                        expose_value=expose, help=help_text)
+
+
+def config_option(sections: Sections, expose: bool = False) -> Callable[[Any], Any]:
+    """``--config FILE`` for a command whose options ``sections`` groups: the file's options become
+    the command's defaults (the command line still wins)."""
+    return _defaults_option("--config", load_run_file, sections, expose,  # type: ignore[no-any-return]
+                            "Read the options from this run file (YAML; the command line overrides it).")
+
+
+def config_from_option(sections: Sections) -> Callable[[Any], Any]:
+    """``--config-from r.json``: the options a report recorded, as defaults."""
+    return _defaults_option("--config-from", load_report_config, sections, True,  # type: ignore[no-any-return]
+                            "Run again with the options a --json report recorded.")
 
 
 def apply(ctx: click.Context, options: Mapping[str, Any]) -> None:

@@ -164,10 +164,15 @@ class ConformanceRun:
             return 1
         return 4
 
+    @property
+    def reported_exit(self) -> int:
+        """The exit code a report shows: the command's where it recorded one, else the checks'."""
+        return self.exit_code if self.command_exit is None else self.command_exit
+
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
                 "variant": self.variant, "config": self.config,
-                "exit_code": self.exit_code if self.command_exit is None else self.command_exit,
+                "exit_code": self.reported_exit,
                 "scenarios": [s.to_json() for s in self.scenarios]}
 
     @classmethod
