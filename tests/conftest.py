@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -100,6 +101,13 @@ def well_known_block() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's verdicts must not depend on where it runs: ``CI`` turns on defaults meant for
+    CI jobs (``--wait-restored`` waits 15 minutes for a cluster's rollout), and every process a
+    test starts inherits it. The tests that are about those defaults set ``CI`` themselves."""
+    os.environ.pop("CI", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
