@@ -53,12 +53,32 @@ def read_access(path: Path) -> ClusterAccess:
     return ClusterAccess(server, ca_pem, token)
 
 
-def api_client(path: Path) -> client.ApiClient:
+def api_client(path: Path, context: str | None = None) -> client.ApiClient:
+    """The official client through the kubeconfig's ``context`` (None: its current context)."""
     try:
-        api: client.ApiClient = config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]
+        api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(path), context=context)
         return api
     except (config.ConfigException, OSError) as exc:
         raise KubeconfigError(f"cannot load kubeconfig {path}: {exc}") from None
+
+
+def current_context(path: Path) -> str:
+    """The name of the kubeconfig's current context, or a :class:`KubeconfigError` saying why there
+    is none. A run that changes a cluster pins it (``kubectl config use-context`` on the same file
+    while the run goes on must not move the run to another cluster)."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not YAML"
+        raise KubeconfigError(f"cannot read kubeconfig {path}: {reason}") from None
+    name = document.get("current-context") if isinstance(document, dict) else None
+    if not isinstance(name, str) or not name:
+        raise KubeconfigError(f"kubeconfig {path} has no current context (kubectl config use-context NAME)")
+    contexts = document.get("contexts") or []
+    if not any(isinstance(c, dict) and c.get("name") == name for c in contexts):
+        raise KubeconfigError(f"kubeconfig {path}: its current context {name!r} is not among its contexts")
+    return name
 
 
 def internal_api_url(api: client.ApiClient) -> str:

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.text import Text
 
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.kubeconfig import KubeconfigError, api_client
+from proxyfleet.core.kubeconfig import KubeconfigError, api_client, current_context
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
@@ -108,24 +108,26 @@ def wait_seconds(value: str | None) -> float | None:
     return seconds or None
 
 
-def wait_until_restored(kubeconfig: Path, saved_cordons: dict[str, bool], seconds: float, console: Console) -> bool:
-    """Wait for the nodes to be back (``restorewait``); say what is still rolling if they are not."""
+def wait_until_restored(kubeconfig: Path, context: str | None, saved_cordons: dict[str, bool], seconds: float,
+                        console: Console) -> list[str]:
+    """Wait for the nodes to be back (``restorewait``); what is still rolling, one line each, if
+    they are not (said on ``console`` too; empty: they are back)."""
     try:
-        api = api_client(kubeconfig)
+        api = api_client(kubeconfig, context)
     except KubeconfigError as exc:
         console.print(Text(f"cannot wait for the cluster: {exc}", style="red"))
-        return False
+        return [f"cannot wait for the cluster: {exc}"]
     console.print(f"waiting up to {seconds:.0f} s for the nodes to be back (--wait-restored)", markup=False,
                   highlight=False)
     found = asyncio.run(wait_restored(api, saved_cordons, seconds,
                                       show=lambda line: console.print(line, markup=False, highlight=False)))
     if found.done:
         console.print(f"the cluster is back: {found.note()}", markup=False, highlight=False)
-        return True
+        return []
     console.print(Text(f"the cluster is still rolling after {seconds:.0f} s (--wait-restored):", style="red"))
     for line in found.still:
         console.print(Text(f"  {line}", style="red"))
-    return False
+    return list(found.still)
 
 
 def _with_credentials(url: str, auth: str | None, option: str) -> str:
@@ -221,8 +223,12 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
     except ClusterTargetError as exc:
         raise click.UsageError(str(exc)) from None
     second = values.pop("second_proxy_url")
+    try:
+        context = current_context(kubeconfig)  # pinned: named_cluster checks this one, the run uses it
+    except KubeconfigError as exc:
+        raise click.UsageError(str(exc)) from None
     target = ClusterTarget(
-        kubeconfig=kubeconfig.resolve(), ssh_key_path=ssh_key.resolve(),
+        kubeconfig=kubeconfig.resolve(), context=context, ssh_key_path=ssh_key.resolve(),
         proxy_url=_with_credentials(proxy.url or (run_proxy.url if run_proxy else ""), auth, "--proxy-url"),
         second_proxy_url=_with_credentials(second, auth, "--second-proxy-url") if second else "",
         proxy_ca_pems=cas, no_proxy=values.pop("no_proxy") or "", ssh_port=values.pop("ssh_port"),
@@ -263,7 +269,7 @@ def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxyS
 def named_cluster(target: ClusterTarget) -> ClusterName:
     """The name of the cluster the kubeconfig reaches (read-only: one GET), or one ``Error:`` line."""
     try:
-        return asyncio.run(read_cluster_name(api_client(target.kubeconfig)))
+        return asyncio.run(read_cluster_name(api_client(target.kubeconfig, target.context)))
     except (KubeconfigError, ClusterNameError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -284,7 +290,9 @@ def snapshot_directory() -> Path:
 
 
 def restore_command(target: ClusterTarget, saved: Path) -> str:
-    return shlex.join(["proxyfleet", "restore", "--kubeconfig", str(target.kubeconfig), "--snapshot", str(saved)])
+    context = ["--context", target.context] if target.context else []
+    return shlex.join(["proxyfleet", "restore", "--kubeconfig", str(target.kubeconfig), *context,
+                       "--snapshot", str(saved)])
 
 
 @contextmanager
@@ -293,7 +301,7 @@ def cluster_restored(target: ClusterTarget, console: Console) -> Iterator[Cluste
     written (owner-only) outside the run's scratch directory and deleted only once every object is
     back, so a run killed outright, or a put-back the cluster refused, can be undone by hand."""
     try:
-        api = api_client(target.kubeconfig)
+        api = api_client(target.kubeconfig, target.context)
         snapshot = asyncio.run(ClusterSnapshot.take(api))
         assert snapshot.cluster is not None and snapshot.taken is not None
         name = f"{snapshot.taken:%Y%m%dT%H%M%SZ}-{snapshot.cluster.kube_system_uid[:8]}-{os.getpid()}.json"

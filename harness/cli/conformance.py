@@ -39,7 +39,6 @@ from proxyfleet.harness.cli.clusterrun import (
     wait_until_restored,
     write_target,
 )
-from proxyfleet.harness.cli.helpsections import SectionedCommand
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
@@ -258,8 +257,10 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
 
 
 def write_reports(outcome: RunOutcome, console: Console, json_path: Path | None, junit: Path | None,
-                  html: Path | None, flows: Path | None) -> None:
-    outcome.run.command_exit = outcome.exit_code
+                  html: Path | None, flows: Path | None, exit_code: int | None = None) -> None:
+    """Write the reports asked for; ``exit_code`` is the command's where it knows more than the
+    run's outcome (a cluster still rolling after its put-back)."""
+    outcome.run.command_exit = outcome.exit_code if exit_code is None else exit_code
     for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
         if path is not None:
             writer(outcome.run, path)
@@ -301,7 +302,7 @@ SECTIONS = (
 )
 
 
-@click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
+@click.command(cls=runfile.RunFileCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
 @runfile.config_option(SECTIONS, expose=True)
 @runfile.config_from_option(SECTIONS)
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
@@ -387,6 +388,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-cluster-"))
     scratch.chmod(0o700)
     code = 1
+    outcome: RunOutcome | None = None
     try:
         with contextlib.ExitStack() as stack:
             snapshot = stack.enter_context(cluster_restored(cluster, console))
@@ -413,13 +415,19 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             console.print(summary_table(outcome.run))
             for line in skipped_summary(outcome.run):
                 console.print(line, markup=False, highlight=False)
-            write_reports(outcome, console, *reports, None)
             code = outcome.exit_code
-        console.print(outcome.verdict())
         # put back (the stack above): now wait for the nodes too, if asked; exit 3 if they are not back
-        if wait is not None and not wait_until_restored(cluster.kubeconfig, snapshot.node_cordons, wait, console) \
-                and code == 0:
+        still = wait_until_restored(cluster.kubeconfig, cluster.context, snapshot.node_cordons, wait, console) \
+            if wait is not None else []
+        outcome.run.put_back = {"waited_s": wait or 0, "still_rolling": still}
+        if still and code == 0:
             code = 3
+        console.print(outcome.verdict() if code != 3 else
+                      "[red]FAILED[/] the checks passed, but the cluster was still rolling after its put-back (exit 3)")
     finally:
+        # the reports last, with what the put-back and the wait found; also when the put-back
+        # failed (its error is the command's: exit code 1)
+        if outcome is not None:
+            write_reports(outcome, console, *reports, None, exit_code=code if outcome.run.put_back else max(code, 1))
         shutil.rmtree(scratch, ignore_errors=True)
     sys.exit(code)

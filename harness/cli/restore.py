@@ -27,6 +27,8 @@ class BadSnapshot(click.ClickException):
 
 @click.command()
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--context", metavar="NAME",
+              help="The kubeconfig's context to use (default: its current one; a run's printed command names it).")
 @click.option("--snapshot", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The snapshot file the run printed it saved.")
 @click.option("--force", is_flag=True,
@@ -34,12 +36,13 @@ class BadSnapshot(click.ClickException):
                    "showing what would change.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and touch nothing.")
 @wait_restored_option
-def restore(kubeconfig: Path, snapshot: Path, force: bool, dry_run: bool, wait_restored: str | None) -> None:
+def restore(kubeconfig: Path, context: str | None, snapshot: Path, force: bool, dry_run: bool,
+            wait_restored: str | None) -> None:
     """Put back the Proxy, trusted CA ConfigMaps, windows-instances and Node cordons a conformance run saved."""
     wait = wait_seconds(wait_restored)
     try:
         saved = ClusterSnapshot.read(snapshot)
-        api = api_client(kubeconfig)
+        api = api_client(kubeconfig, context)
     except (KubeconfigError, SnapshotError) as exc:
         raise BadSnapshot(str(exc)) from None
     try:
@@ -65,7 +68,8 @@ def restore(kubeconfig: Path, snapshot: Path, force: bool, dry_run: bool, wait_r
             click.echo(f"could not put back {line}", err=True)
         raise click.ClickException(f"{len(report.failed)} object(s) could not be put back; {snapshot} is unchanged: "
                                    "run this command again once the cause is fixed")
-    if wait is not None and not wait_until_restored(kubeconfig, saved.node_cordons, wait, Console(stderr=True)):
+    if wait is not None and wait_until_restored(kubeconfig, context, saved.node_cordons, wait,
+                                                Console(stderr=True)):
         raise SystemExit(3)
 
 

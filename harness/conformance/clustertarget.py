@@ -39,6 +39,9 @@ class ClusterTarget:
     kubeconfig: Path
     ssh_key_path: Path
     proxy_url: str
+    # the kubeconfig's context the run checked (--target-cluster) and uses throughout: a later
+    # `kubectl config use-context` on the same file does not move the run (None: the current one)
+    context: str | None = None
     proxy_https_url: str = ""
     second_proxy_url: str = ""  # what the change workflow switches to (none: that step is left out)
     proxy_ca_pems: list[bytes] = field(default_factory=list)
@@ -163,7 +166,7 @@ class ClusterTarget:
 
     def describe(self) -> list[str]:
         """The plan, one line each, credentials redacted (``--dry-run`` prints it)."""
-        lines = [f"cluster:      {self.kubeconfig}",
+        lines = [f"cluster:      {self.kubeconfig}" + (f", context {self.context}" if self.context else ""),
                  "instances:    " + (", ".join(f"{u}@{a}" for a, u in self.instances.items())
                                      or f"the cluster's {self.namespace}/windows-instances"),
                  f"ssh:          key {self.ssh_key_path}, port {self.ssh_port}, host keys "
@@ -179,7 +182,8 @@ class ClusterTarget:
         return lines
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "kubeconfig": str(self.kubeconfig), "ssh_key": str(self.ssh_key_path),
+        return {"format": FORMAT, "kubeconfig": str(self.kubeconfig), "context": self.context,
+                "ssh_key": str(self.ssh_key_path),
                 "proxy_url": self.proxy_url, "proxy_https_url": self.proxy_https_url,
                 "second_proxy_url": self.second_proxy_url,
                 "proxy_ca_pems": [p.decode() for p in self.proxy_ca_pems], "no_proxy": self.no_proxy,
@@ -198,7 +202,8 @@ class ClusterTarget:
     def from_json(cls, data: dict[str, Any]) -> ClusterTarget:
         if data.get("format") != FORMAT:
             raise ClusterTargetError(f"not a {FORMAT} file (format {data.get('format')!r})")
-        return cls(kubeconfig=Path(data["kubeconfig"]), ssh_key_path=Path(data["ssh_key"]),
+        return cls(kubeconfig=Path(data["kubeconfig"]), context=data.get("context") or None,
+                   ssh_key_path=Path(data["ssh_key"]),
                    proxy_url=str(data["proxy_url"]), proxy_https_url=str(data.get("proxy_https_url") or ""),
                    second_proxy_url=str(data.get("second_proxy_url") or ""),
                    proxy_ca_pems=[str(p).encode() for p in data.get("proxy_ca_pems") or []],

@@ -136,7 +136,7 @@ class Conformance:
         else:
             if cluster is None:
                 raise ValueError("a judge needs a lab or a cluster")
-            self.api = api_client(cluster.kubeconfig)
+            self.api = api_client(cluster.kubeconfig, cluster.context)
             self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port)  # replaced in start(): users, host keys
             self.evidence = ClusterEvidence(cluster)  # replaced in start(): the API host
         self.cordons = CordonTimeline(self.api)
@@ -789,8 +789,11 @@ class Conformance:
                 self._record(step, address, "host-key", checks.host_key_refused(
                     hosts[address].commands - commands, about(address, since)))
             for address in step.stuck:
+                deadline = self._deadline(step)
                 self._record(step, address, "reported", checks.stuck_reported(
-                    hosts[address].listening, about(address, step.started), self._deadline(step)))
+                    hosts[address].listening, about(address, step.started), deadline,
+                    "the reconciler's reboot timeout and a margin" if deadline > self.converge_timeout
+                    else "the step's converge timeout, longer than the reconciler's reboot timeout and a margin"))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))
@@ -805,7 +808,7 @@ class Conformance:
                 if trusted is not None:
                     self._record(step, address, "trusted-ca", trusted)
                 leaked = leaks.found.get(address, []) + leaks.found.get("", [])
-                self._record(step, address, "credentials", checks.credentials(leaked, leaks.unlisted))
+                self._record(step, address, "credentials", checks.credentials(leaked, leaks.unlisted, leaks.skipped))
 
     async def _warning_events(self, since: dt.datetime) -> dict[str, list[tuple[dt.datetime, str]]]:
         return await clusterobjects.warning_events(self.api, since)

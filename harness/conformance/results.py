@@ -141,6 +141,9 @@ class ConformanceRun:
     # the command's exit status where it was more than the checks say (a run stopped before every
     # scenario ran): what `proxyfleet report show` exits with
     command_exit: int | None = None
+    # a cluster run's put-back, once done: how long it waited for the nodes (--wait-restored; 0:
+    # it did not) and what was still rolling when it stopped waiting (exit code 3)
+    put_back: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -173,13 +176,15 @@ class ConformanceRun:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
                 "variant": self.variant, "config": self.config,
                 "exit_code": self.reported_exit,
+                **({"put_back": self.put_back} if self.put_back is not None else {}),
                 "scenarios": [s.to_json() for s in self.scenarios]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConformanceRun:
         run = cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
                   scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
-                  duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}))
+                  duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}),
+                  put_back=dict(data["put_back"]) if data.get("put_back") is not None else None)
         recorded = data.get("exit_code")
         if recorded is not None and int(recorded) != run.exit_code:  # the command knew more than its checks
             run.command_exit = int(recorded)

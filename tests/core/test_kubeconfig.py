@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from proxyfleet.core.kubeconfig import KubeconfigError, api_client, loopback_address, read_access
+from proxyfleet.core.kubeconfig import KubeconfigError, api_client, current_context, loopback_address, read_access
 
 
 def kubeconfig(tmp_path: Path, server: str = "https://127.0.0.5:6443", token: str | None = "t0ken") -> Path:
@@ -55,3 +55,27 @@ def test_only_loopback_addresses_are_accepted() -> None:
     for host in ("10.0.0.1", "api.example.com", "8.8.8.8"):
         with pytest.raises(KubeconfigError, match="not a loopback address"):
             loopback_address(host)
+
+
+def test_a_named_context_is_used_whatever_the_current_one(tmp_path: Path) -> None:
+    path = kubeconfig(tmp_path)
+    document = yaml.safe_load(path.read_text())
+    document["contexts"].append({"name": "prod", "context": {"cluster": "other", "user": "u"}})
+    path.write_text(yaml.safe_dump(document))
+    assert current_context(path) == "lab"
+    document["current-context"] = "prod"  # `kubectl config use-context prod` while a run goes on
+    path.write_text(yaml.safe_dump(document))
+    assert api_client(path, "lab").configuration.host == "https://127.0.0.5:6443"
+    assert api_client(path).configuration.host == "https://127.0.0.9:1"
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("apiVersion: v1\nkind: Config\n", "has no current context"),
+    ("current-context: gone\ncontexts: [{name: lab, context: {}}]\n", "'gone' is not among its contexts"),
+    ("{{{", "not YAML"),
+])
+def test_a_kubeconfig_without_a_usable_current_context_is_one_error(tmp_path: Path, text: str, said: str) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(KubeconfigError, match=said):
+        current_context(path)

@@ -35,6 +35,7 @@ from proxyfleet.harness.cli.clusterrun import (
     check_workflows,
     cluster_restored,
     plan,
+    restore_command,
     target_from,
     write_target,
 )
@@ -66,7 +67,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
     key = tmp_path / "id_ed25519"
     key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: prod\n"
+                          "contexts: [{name: prod, context: {cluster: c, user: u}}]\n")
     ca = tmp_path / "ca.pem"
     ca.write_bytes(trustme.CA().cert_pem.bytes())
     bad = tmp_path / "bad.pem"
@@ -160,11 +162,28 @@ def test_the_runs_own_proxy_is_published_at_its_listen_address_unless_named(file
 
 
 def test_the_scenarios_share_the_runs_baselines_and_host_key_pins(tmp_path: Path) -> None:
-    target = ClusterTarget(kubeconfig=tmp_path / "kubeconfig", ssh_key_path=tmp_path / "key", proxy_url="http://p:3128")
+    target = ClusterTarget(kubeconfig=tmp_path / "kubeconfig", ssh_key_path=tmp_path / "key", proxy_url="http://p:3128",
+                           context="prod")
     written = write_target(target, tmp_path)
     again = ClusterTarget.from_json(json.loads(written.read_text()))
     assert (again.baseline_file, again.host_keys_file) == (tmp_path / "baselines.json", tmp_path / "host-keys.json")
+    assert again.context == "prod"  # the scenarios use the context the run checked
     assert stat.S_IMODE(written.stat().st_mode) == 0o600
+
+
+def test_the_run_pins_the_context_it_checked(files: dict[str, Path]) -> None:
+    """--target-cluster is checked through the kubeconfig's current context, and the run keeps using
+    that context: `kubectl config use-context` on the same file mid-run does not move it."""
+    found = target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
+                        ProxyOptions(url="http://proxy.corp.internal:3128"))
+    assert found is not None
+    target, _ = found
+    assert target.context == "prod" and "context prod" in target.describe()[0]
+    assert restore_command(target, Path("/s.json")).endswith("--context prod --snapshot /s.json")
+    files["kubeconfig"].write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")
+    with pytest.raises(click.UsageError, match="has no current context"):
+        target_from(_values(kubeconfig=files["kubeconfig"], ssh_key=files["key"]),
+                    ProxyOptions(url="http://proxy.corp.internal:3128"))
 
 
 def test_lab_only_workflows_are_refused_against_a_cluster() -> None:
@@ -305,6 +324,8 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
         api.close()
     data = json.loads(report.read_text())
     assert sorted(s["workflow"] for s in data["scenarios"]) == ["change", "drift", "remove", "runtime-add"]
+    # written after the put-back and the wait: what they found is in it
+    assert data["exit_code"] == 0 and data["put_back"] == {"waited_s": 900.0, "still_rolling": []}
     statuses: dict[str, set[str]] = {}
     for scenario in data["scenarios"]:
         for check in scenario["checks"]:

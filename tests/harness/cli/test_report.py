@@ -69,6 +69,27 @@ def test_the_commands_own_exit_code_wins_over_what_the_checks_say(tmp_path: Path
     assert result.exit_code == 1 and "is not a proxyfleet conformance --json report" in result.output
 
 
+def test_a_cluster_still_rolling_after_its_put_back_is_in_the_report(tmp_path: Path) -> None:
+    """A cluster run whose nodes were not back within --wait-restored exits 3 after its checks
+    passed; the report written after the wait says so (it used to be written before, saying 0)."""
+    run = ConformanceRun(nodes=2, variant="the cluster's own", scenarios=[
+        ScenarioResult("test_proxy_added_at_runtime", "runtime-add", "passed",
+                       checks=[_check("10.1.0.5", "files", "passed", "none")])],
+        command_exit=3, put_back={"waited_s": 900, "still_rolling": ["win-0002: NotReady"]})
+    path = tmp_path / "r.json"
+    write_json(run, path)
+    data = json.loads(path.read_text())
+    assert data["exit_code"] == 3 and data["put_back"]["still_rolling"] == ["win-0002: NotReady"]
+    result = CliRunner().invoke(main, ["report", "show", str(path)], terminal_width=200)
+    assert result.exit_code == 3 and result.output.startswith("FAILED")
+    assert "the cluster was still rolling 900 s after its put-back (exit code 3):" in result.output
+    assert "win-0002: NotReady" in result.output
+    run.command_exit, run.put_back = 0, {"waited_s": 900, "still_rolling": []}
+    write_json(run, path)
+    result = CliRunner().invoke(main, ["report", "show", str(path)], terminal_width=200)
+    assert result.exit_code == 0 and "its nodes were back within 900 s" in result.output
+
+
 def test_what_is_not_a_report_is_one_error_line(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("user:hunter2\n")
