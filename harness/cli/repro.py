@@ -26,7 +26,6 @@ from proxyfleet.core.noproxy import CLIENTS, redact_url
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli import runfile
 from proxyfleet.harness.cli.conformance import RunOptions, report_options, run_scenarios, summary_table, write_reports
-from proxyfleet.harness.cli.helpsections import SectionedCommand
 from proxyfleet.harness.cli.inputs import InputError, read_ca_bundle, read_install_config, read_proxy
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.conformance.labevidence import INTERNET_IMAGE, INTRANET_IMAGE
@@ -126,7 +125,7 @@ SECTIONS = (
 )
 
 
-@click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
+@click.command(cls=runfile.RunFileCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
 @runfile.config_option(SECTIONS)
 @click.option("--proxy", "proxy_file", required=True, type=click.Path(path_type=Path),
               help="The customer's Proxy object (oc get proxy cluster -o yaml).")

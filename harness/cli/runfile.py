@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import click
 import yaml
 
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.cli.helpsections import SectionedCommand
 
 # run-file group -> the --help heading whose options it holds
 GROUPS = {"lab": "Lab", "reconciler": "Reconciler under test", "proxy": "Your proxy", "cluster": "Existing cluster",
@@ -35,6 +37,7 @@ _NOT_IN_FILES = {"help", "config", "config_from"}
 # --config-from); the reports' paths (a re-run would write over the report it repeats)
 NOT_RECORDED = {"reconciler_command", "proxy_command", "json_path", "junit", "html", "flows", "keep"}
 REDACTED = "***"
+SOURCE = "proxyfleet.run_file"  # ctx.meta: what the command's file-given defaults came from, for errors
 
 
 class RunFileError(click.ClickException):
@@ -191,6 +194,7 @@ def _defaults_option(name: str, loader: Loader, sections: Sections, expose: bool
     def read(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
         if value is not None:
             apply(ctx, loader(value, ctx, sections))
+            ctx.meta[SOURCE] = (str(value), loader is load_report_config)
         return value
 
     return click.option(name, type=click.Path(dir_okay=False, path_type=Path), is_eager=True, callback=read,
@@ -213,3 +217,41 @@ def config_from_option(sections: Sections) -> Callable[[Any], Any]:
 def apply(ctx: click.Context, options: Mapping[str, Any]) -> None:
     """Make ``options`` the command's defaults: what the command line gives still wins."""
     ctx.default_map = {**(ctx.default_map or {}), **options}
+
+
+class RunFileCommand(SectionedCommand):
+    """A command with grouped help whose options may come from a run file (``--config``) or a
+    report (``--config-from``): an error about an option the file set names the file's key too,
+    since that is where the user has to look (``--proxy-url and --proxy-command …`` from
+    ``proxy: {url: …}`` and ``proxy: {command: …}``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise _naming_file_keys(ctx, exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _naming_file_keys(ctx, exc) from None
+
+
+def _naming_file_keys(ctx: click.Context, error: click.UsageError) -> click.UsageError:
+    """``error`` with the run-file keys of the options it names that the file set, if any."""
+    source = ctx.meta.get(SOURCE)
+    if source is None or not isinstance(ctx.command, SectionedCommand):
+        return error
+    path, is_report = source
+    keys = {name: key for key, name in file_keys(ctx.command, ctx.command.sections).items()}
+    by_flag = {opt: p.name for p in ctx.command.params if isinstance(p, click.Option) and p.name for opt in p.opts}
+    named = [by_flag[flag] for flag in re.findall(r"--[a-z][a-z0-9-]*", error.message) if flag in by_flag]
+    if isinstance(error, click.BadParameter) and error.param is not None and error.param.name:
+        named.insert(0, error.param.name)
+    from_file = [f"{keys[name][0]}.{keys[name][1]}" for name in dict.fromkeys(named)
+                 if name in keys and ctx.get_parameter_source(name) == click.core.ParameterSource.DEFAULT_MAP]
+    if not from_file:
+        return error
+    said = f"{error.format_message()} (set in {path}{' (config)' if is_report else ''}: {', '.join(from_file)})"
+    return click.UsageError(said, error.ctx)

@@ -13,7 +13,6 @@ import yaml
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli import runfile
-from proxyfleet.harness.cli.helpsections import SectionedCommand
 from proxyfleet.harness.cli.inputs import CustomerProxy, InputError, read_install_config
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.repro import BadInput
@@ -105,7 +104,7 @@ SECTIONS = (
 )
 
 
-@click.command(cls=SectionedCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
+@click.command(cls=runfile.RunFileCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
 @runfile.config_option(SECTIONS)
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes in the lab.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),

@@ -65,6 +65,27 @@ def test_a_bad_run_file_is_one_error_line_naming_the_file_and_key(tmp_path: Path
     assert "hunter2" not in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize(("text", "more", "said"), [
+    ("proxy:\n  url: http://127.0.0.1:3128\n  command: squid -N\n", [],
+     "--proxy-url excludes --proxy-command and --proxy-image: start a proxy, or use one "
+     "(set in run.yaml: proxy.url, proxy.command)"),
+    ("cluster:\n  kubeconfig: run.yaml\n", [], "--kubeconfig needs --ssh-key (the key the Windows instances accept) "
+     "(set in run.yaml: cluster.kubeconfig)"),
+    # only what the file set is named: --proxy-image came from the command line
+    ("proxy:\n  url: http://127.0.0.1:3128\n", ["--proxy-image", "x"], "(set in run.yaml: proxy.url)"),
+])
+def test_options_that_conflict_name_the_keys_the_file_set(tmp_path: Path, text: str, more: list[str],
+                                                           said: str) -> None:
+    (tmp_path / "run.yaml").write_text(text)
+    result = CliRunner().invoke(main, ["conformance", "--config", str(tmp_path / "run.yaml"), *more])
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert result.exit_code in (1, 2) and len(errors) == 1 and errors[0].endswith(said.replace("run.yaml", str(
+        tmp_path / "run.yaml"))), result.output
+    # the same options on the command line: no file to name
+    alone = CliRunner().invoke(main, ["conformance", "--proxy-url", "http://127.0.0.1:3128", "--proxy-image", "x"])
+    assert "set in" not in alone.output and "excludes --proxy-command" in alone.output
+
+
 def test_home_relative_paths_and_redacted_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert _options("reports: {json: ~/r.json}\n", tmp_path) == {"json_path": tmp_path / "home" / "r.json"}
