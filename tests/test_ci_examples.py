@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,26 @@ def test_openshift_step_is_valid_bash() -> None:
     script = CI / "openshift-ci-step.sh"
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     assert "proxyfleet conformance" in script.read_text()
+
+
+# What the step's command passes the reconciler it judges; the test below runs it through faults.
+TESTED_ARGUMENTS = "--kubeconfig {kubeconfig} --ssh-port {ssh_port} --max-unavailable {max_unavailable}"
+
+
+def test_every_reconciler_command_shown_to_users_is_the_tested_one() -> None:
+    """Each reconciler command template the README, the CI examples and ``config init`` show is the
+    step's, tested through ``faults`` below, with only the program changed. One without
+    ``{max_unavailable}`` starts the reference at its own budget of 1: with the faults lab's stuck
+    node counted against it (as it must be), nothing else could roll — a false failure."""
+    from proxyfleet.harness.cli.config import LAB
+
+    sources = {"README.md": (CI.parent / "README.md").read_text(), "config init": LAB,
+               **{f"ci/{p.name}": p.read_text() for p in CI.iterdir()}}
+    templates = [(name, match) for name, text in sources.items()
+                 for match in re.findall(r"[\w$\"{}-]+ --kubeconfig \{kubeconfig\}[^\"'\n]*", text)]
+    assert len(templates) >= 3, templates  # README's run file, config init's, the step's
+    for name, template in templates:
+        assert template.split(" ", 1)[1].startswith(TESTED_ARGUMENTS), (name, template)
 
 
 @pytest.mark.slow

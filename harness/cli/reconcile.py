@@ -25,7 +25,8 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | No
         await reconciler.start()
         try:
             click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
-                       f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}"
+                       f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}, "
+                       f"reboot timeout {settings.reboot_timeout:g} s"
                        + (f", variant {variant}" if variant else "") + ")", err=True)
             click.echo("watch progress: kubectl get nodes -L proxyfleet.io/proxy-state; press Ctrl-C to stop",
                        err=True)

@@ -510,15 +510,19 @@ def reveals(text: str, secrets: set[str], forms: set[str]) -> bool:
     return False
 
 
-def credentials(places: list[str], unlisted: Mapping[str, str] | None = None) -> Verdict:
+def credentials(places: list[str], unlisted: Mapping[str, str] | None = None,
+                skipped: Sequence[str] = ()) -> Verdict:
     """No proxy credential, in any encoding, in anything the reconciler can write through the API or
     in its log (``places`` names where one was found — never the credential itself); what the run
-    could not read (``unlisted``: resource -> why) is said, not guessed."""
+    could not read (``unlisted``: resource -> why) and what it left out on purpose (``skipped``: an
+    existing cluster's platform copies of the proxy settings) are said, not guessed."""
     observed = "none found" if not places else "found in " + "; ".join(sorted(set(places))[:5]) \
         + (f" and {len(set(places)) - 5} more" if len(set(places)) > 5 else "")
     if unlisted:
         observed += "; not readable by this run: " + ", ".join(
             f"{name} ({why})" for name, why in sorted(unlisted.items()))
+    if skipped:
+        observed += "; not scanned (the platform's own copies of the proxy settings): " + ", ".join(sorted(skipped))
     return Verdict(not places, "no proxy credential (plain, percent-encoded, Basic, Base64 UTF-8/UTF-16LE) in any "
                                "field of any object the run can list (metadata and status included) or the "
                                "reconciler's log", observed)
@@ -558,11 +562,11 @@ def host_key_refused(commands: int, warnings: list[str]) -> Verdict:
     return Verdict(True, expected, f"refused; {named[0][:160]}")
 
 
-def stuck_reported(back: bool, warnings: list[str], waited: float | None = None) -> Verdict:
+def stuck_reported(back: bool, warnings: list[str], waited: float | None = None, why: str = "") -> Verdict:
     """A node that never came back from its reboot is reported by a Warning Event about its Node
-    (``waited``: how long the step gave the reconciler, from its declared reboot timeout)."""
+    (``waited``: how long the step gave the reconciler; ``why``: where that came from)."""
     expected = "a Warning Event about the Node reports that it did not come back" + (
-        f" (waited up to {waited:g} s: the reconciler's reboot timeout and a margin)" if waited else "")
+        f" (waited up to {waited:g} s{': ' + why if why else ''})" if waited else "")
     if back:
         return Verdict(False, expected, "the node came back (the scenario expected it to hang)")
     if not warnings:

@@ -17,7 +17,9 @@ Not scanned, because the credential must be there and a reconciler does not writ
   case) that Operator Lifecycle Manager injects into every operator's Deployment and its Pods. The
   lab has neither controller, so there those are scanned too.
 
-What the run may not list (403 on an existing cluster) is reported by name, never guessed. A
+What the run may not list (403 on an existing cluster), and an API group whose resources the server
+would not say (an aggregated API that is down), is reported by name, never guessed; so is what an
+existing cluster's run leaves out as a platform copy. A
 ``ScanCache`` kept across a run's steps walks again only objects whose ``resourceVersion`` changed.
 """
 
@@ -72,6 +74,7 @@ class Scan:
 
     found: dict[str, list[str]] = field(default_factory=dict)
     unlisted: dict[str, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # left out on purpose (an existing cluster's platform copies)
     resources: int = 0
     objects: int = 0  # walked (the rest were unchanged since the cache's last scan)
 
@@ -103,9 +106,10 @@ def _get(api: client.ApiClient, path: str, query: dict[str, str] | None = None) 
     return json.loads(data)
 
 
-def listable(api: client.ApiClient) -> list[Listable]:
+def listable(api: client.ApiClient, refused: dict[str, str] | None = None) -> list[Listable]:
     """Every resource the server lets a client list, once (each group's preferred version;
-    subresources are not objects of their own)."""
+    subresources are not objects of their own). A group version whose resources the server would
+    not say is put in ``refused`` (``group/version`` -> why): its objects cannot be scanned."""
     versions = [("", v) for v in _get(api, "/api").get("versions", [])]
     for group in _get(api, "/apis").get("groups", []):
         preferred = (group.get("preferredVersion") or {}).get("version") or group["versions"][0]["version"]
@@ -115,8 +119,10 @@ def listable(api: client.ApiClient) -> list[Listable]:
         path = f"/apis/{group_name}/{version}" if group_name else f"/api/{version}"
         try:
             resources = _get(api, path).get("resources", [])
-        except _Refused:
-            continue  # an aggregated API that is down is not the reconciler's
+        except _Refused as exc:  # e.g. an aggregated API that is down: said, not guessed
+            if refused is not None:
+                refused[f"{group_name or 'core'}/{version} (discovery)"] = str(exc)
+            continue
         found += [Listable(group_name, version, r["name"], r.get("kind", ""))
                   for r in resources if "/" not in r["name"] and "list" in r.get("verbs", [])]
     return found
@@ -213,12 +219,13 @@ def scan(api: client.ApiClient, secrets: set[str], by_node_name: dict[str, str],
     result = Scan()
     seen: dict[str, tuple[str, list[str]]] = {}  # an object served twice (Events in two groups) is one place
     try:
-        resources = listable(api)
+        resources = listable(api, result.unlisted)
     except _Refused as exc:
         result.unlisted["discovery"] = str(exc)
         return result
     for resource in resources:
         if existing_cluster and resource.name in PLATFORM_COPIES:
+            result.skipped.append(resource.name)
             continue
         try:
             objects = list(list_all(api, resource))

@@ -183,6 +183,18 @@ def test_reconciler_cordons_count_against_the_budget_too() -> None:
     assert not verdict.ok and "2 cordoned by the reconciler at once" in verdict.observed
 
 
+def test_a_stuck_node_keeps_its_slot_while_others_are_cordoned() -> None:
+    """faults: a node stuck in its reboot is down; two others cordoned beside it are within the
+    budget of 2 by each count alone, but three down-or-cordoned at once is one too many."""
+    down = checks.peak_unavailable({"stuck": [span(0, 10)]})
+    cordoned = checks.peak_unavailable({"b": [span(1, 3)], "c": [span(2, 4)]})
+    either = checks.peak_unavailable({"stuck": [span(0, 10)], "b": [span(1, 3)], "c": [span(2, 4)]})
+    assert checks.disruption_budget("b", 2, 5, down, cordoned, None).ok  # what the two counts alone say
+    verdict = checks.disruption_budget("b", 2, 5, down, cordoned, None, either)
+    assert not verdict.ok and "3 down or cordoned by the reconciler at once" in verdict.observed
+    assert "(b, c, stuck)" in verdict.observed
+
+
 def test_an_administrators_cordon_must_survive() -> None:
     none = checks.Peak(0, None, frozenset())
     lost = checks.disruption_budget("a", 1, 2, none, none, admin_cordon_kept=False)

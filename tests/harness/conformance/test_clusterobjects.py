@@ -10,12 +10,14 @@ import base64
 import datetime as dt
 from typing import Any
 
+import pytest
 from kubernetes import client, config
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, TRUSTED_CA
 from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan
 from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
+from tests.apifront import api_front
 
 SECRET = "S3cret-Passw0rd"
 
@@ -85,6 +87,8 @@ async def test_a_credential_is_found_in_any_field_of_any_object(api: client.ApiC
     token = base64.b64encode(f"u:{SECRET}".encode()).decode()
     await call(core.create_namespaced_secret, OPERATOR_NAMESPACE,
                {"metadata": {"name": "auth"}, "data": {"header": base64.b64encode(f"Basic {token}".encode()).decode()}})
+    await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE,  # binaryData: decoded before it is looked at
+               {"metadata": {"name": "blob"}, "binaryData": {"proxy.bin": base64.b64encode(url.encode()).decode()}})
     # kinds nobody listed before: a Lease's holder, a Namespace's label, a Pod's environment
     await call(client.CoordinationV1Api(api).create_namespaced_lease, OPERATOR_NAMESPACE,
                {"metadata": {"name": "leader"}, "spec": {"holderIdentity": url}})
@@ -92,6 +96,9 @@ async def test_a_credential_is_found_in_any_field_of_any_object(api: client.ApiC
     await call(core.create_namespaced_pod, OPERATOR_NAMESPACE,
                {"metadata": {"name": "helper"}, "spec": {"containers": [{"name": "c", "image": "x",
                                                                        "env": [{"name": "HTTP_PROXY", "value": url}]}]}})
+    # status, as a controller writes it: a condition's message
+    await call(core.patch_namespaced_pod_status, "helper", OPERATOR_NAMESPACE,
+               {"status": {"conditions": [{"type": "Ready", "status": "False", "message": f"proxy {url} refused"}]}})
     # the Proxy's own URLs are where the credential must be; anything else on it is not
     await call(custom.patch_cluster_custom_object, "config.openshift.io", "v1", "proxies", "cluster",
                {"metadata": {"annotations": {"last-applied": url}}, "spec": {"httpProxy": url, "httpsProxy": url}})
@@ -112,13 +119,16 @@ async def test_a_credential_is_found_in_any_field_of_any_object(api: client.ApiC
     assert f"Lease {OPERATOR_NAMESPACE}/leader spec.holderIdentity" in elsewhere
     assert "Namespace proxy-notes label note" in elsewhere
     assert f"Pod {OPERATOR_NAMESPACE}/helper spec.containers.0.env.0.value" in elsewhere  # no OLM in the lab
+    assert f"Pod {OPERATOR_NAMESPACE}/helper status.conditions.0.message" in elsewhere
+    assert f"ConfigMap {OPERATOR_NAMESPACE}/blob binaryData.proxy.bin" in elsewhere
     assert "Proxy cluster annotation last-applied" in elsewhere
     assert "the reconciler's log" in elsewhere
     assert not [p for p in elsewhere if "cluster-config-v1" in p or "httpProxy" in p or "httpsProxy" in p], elsewhere
     assert not any(SECRET in p for places in found.found.values() for p in places)  # never echoed
     # On an existing cluster, OLM's injected proxy variables are the platform's copy, not a leak.
     on_cluster = await clusterobjects.credential_leaks(api, nodes, {SECRET}, list, existing_cluster=True)
-    assert not [p for p in on_cluster.found[""] if "Pod" in p]
+    assert not [p for p in on_cluster.found[""] if "Pod" in p and ".env." in p]
+    assert f"Pod {OPERATOR_NAMESPACE}/helper status.conditions.0.message" in on_cluster.found[""]  # not OLM's
     assert f"ConfigMap {OPERATOR_NAMESPACE}/applied annotation proxyfleet.io/applied" in on_cluster.found[""]
 
 
@@ -134,6 +144,42 @@ async def test_what_the_run_may_not_list_is_said_not_guessed(plane: ControlPlane
     assert "nodes" not in found.unlisted  # a kubelet may list Nodes: those were read
     verdict = checks.credentials([], found.unlisted)
     assert verdict.ok and "not readable by this run: " in verdict.observed and "secrets (403" in verdict.observed
+
+
+async def test_a_group_the_server_would_not_describe_is_said(plane: ControlPlane) -> None:
+    """An API group whose resources discovery would not give (an aggregated API that is down) is
+    named among what the run could not read, not passed over in silence."""
+    async with api_front(plane) as front:
+        front.refuse("GET", "/apis/coordination.k8s.io/v1", 503)
+        refused = await asyncio.to_thread(front.client, plane, plane.settings.state_dir / "front-kubeconfig")
+        try:
+            found = await clusterobjects.credential_leaks(refused, {}, {SECRET}, list)
+        finally:
+            refused.close()
+    assert found.unlisted == {"coordination.k8s.io/v1 (discovery)": "503 Service Unavailable"}
+    verdict = checks.credentials([], found.unlisted)
+    assert "coordination.k8s.io/v1 (discovery) (503 Service Unavailable)" in verdict.observed
+
+
+async def test_an_existing_clusters_platform_copies_are_named_as_left_out(api: client.ApiClient,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an existing cluster the Machine Config Operator's MachineConfigs carry every Linux node's
+    proxy file: left out, and said so. (The lab serves no MachineConfigs: discovery is made to list
+    them, and the lab's own run tries to read them — its 404 shows it did.)"""
+    discovered = credentialscan.listable
+
+    def with_machineconfigs(api: client.ApiClient, refused: dict[str, str] | None = None) -> list[Any]:
+        return [*discovered(api, refused),
+                credentialscan.Listable("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig")]
+
+    monkeypatch.setattr(credentialscan, "listable", with_machineconfigs)
+    on_cluster = await clusterobjects.credential_leaks(api, {}, {SECRET}, list, existing_cluster=True)
+    assert on_cluster.skipped == ["machineconfigs.machineconfiguration.openshift.io"] and not on_cluster.unlisted
+    verdict = checks.credentials([], on_cluster.unlisted, on_cluster.skipped)
+    assert verdict.ok and "not scanned (the platform's own copies of the proxy settings): machineconfigs." \
+        "machineconfiguration.openshift.io" in verdict.observed
+    in_lab = await clusterobjects.credential_leaks(api, {}, {SECRET}, list)
+    assert not in_lab.skipped and in_lab.unlisted["machineconfigs.machineconfiguration.openshift.io"].startswith("404")
 
 
 async def test_nothing_is_read_when_there_is_no_credential_to_look_for(api: client.ApiClient) -> None:

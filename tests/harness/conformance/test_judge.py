@@ -38,14 +38,28 @@ READY_NODE = {"metadata": {"name": "win-0"}, "spec": {},
               "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def _cluster_judge(tmp_path: Path) -> Conformance:
+def _cluster_judge(tmp_path: Path, reboot_timeout: float | None = None) -> Conformance:
     key = tmp_path / "id"
     key.write_bytes(asyncssh.generate_private_key("ssh-ed25519").export_private_key())
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://127.0.0.1:1}}]\n"
                           "users: [{name: u, user: {token: t}}]\n"
                           "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
-    return Conformance(None, cluster=ClusterTarget(kubeconfig, key, PROXY))
+    return Conformance(None, cluster=ClusterTarget(kubeconfig, key, PROXY), reconciler_reboot_timeout=reboot_timeout)
+
+
+@pytest.mark.parametrize(("declared", "deadline"), [(600.0, 720.0), (30.0, 93.0), (None, 720.0)])
+def test_a_step_with_a_stuck_node_waits_for_the_declared_reboot_timeout(tmp_path: Path, declared: float | None,
+                                                                        deadline: float) -> None:
+    """The judge adapts to the operator: the stuck node's report is waited for as long as the
+    reconciler declared it waits (default: the real operator's 600 s), a margin on top, and the step
+    says so; a step with no stuck node keeps the converge timeout."""
+    judge = _cluster_judge(tmp_path, declared)
+    stuck = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {}, stuck=["10.0.0.5"])
+    assert judge._deadline(stuck) == deadline
+    assert f"reboot timeout ({declared or 600:g} s) and a margin" in stuck.note
+    plain = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {})
+    assert judge._deadline(plain) == judge.converge_timeout and not plain.note
 
 
 def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Path) -> None:

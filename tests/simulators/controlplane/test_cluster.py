@@ -43,3 +43,25 @@ async def test_a_restart_keeps_objects_and_serves_again(control_plane: ControlPl
         assert control_plane.node_unschedulable("nope") is None
     finally:
         api.close()
+
+
+async def test_a_drain_must_move_a_terminating_pod_until_it_is_gone(control_plane: ControlPlane) -> None:
+    """Lab evidence for ``drained``: a pod a drain evicted is still bound while it terminates (its
+    grace period; no kubelet here ends it), so it is still to move; a DaemonSet's never is."""
+    api = config.new_client_from_config(config_file=str(control_plane.kubeconfig_path))
+    core = client.CoreV1Api(api)
+    try:
+        await asyncio.to_thread(core.create_node, {"metadata": {"name": "win-0001"}})
+        for name, owners in (("app", []), ("agent", [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                                                      "uid": "u-ds", "controller": True}])):
+            await asyncio.to_thread(core.create_namespaced_pod, "default", {
+                "metadata": {"name": name, "ownerReferences": owners},
+                "spec": {"nodeName": "win-0001", "terminationGracePeriodSeconds": 30,
+                         "containers": [{"name": "c", "image": "x"}]}})
+        assert control_plane.pods_to_drain("win-0001") == ("default/app",)
+        await asyncio.to_thread(core.delete_namespaced_pod, "app", "default")  # as an eviction ends
+        assert control_plane.pods_to_drain("win-0001") == ("default/app (Terminating: evicted, not yet gone)",)
+        await asyncio.to_thread(core.delete_namespaced_pod, "app", "default", grace_period_seconds=0)
+        assert control_plane.pods_to_drain("win-0001") == ()
+    finally:
+        api.close()
