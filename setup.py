@@ -5,7 +5,9 @@ else is in pyproject.toml."""
 
 from setuptools import find_namespace_packages, setup
 
-FOLDERS = ("core", "harness", "simulators", "scenarios")
+# examples/ holds no Python: the vendor proxies' configurations, shipped so that `proxyfleet config
+# init --proxy squid` can write them beside a run file (package data, see pyproject.toml)
+FOLDERS = ("core", "harness", "simulators", "scenarios", "examples")
 
 setup(
     packages=[f"proxyfleet.{package}" for package in find_namespace_packages(include=[f"{f}*" for f in FOLDERS])],

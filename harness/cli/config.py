@@ -1,14 +1,18 @@
 """``proxyfleet config init``: a commented starter run file (see ``runfile``) that runs as written
-on the lab, with the sections a vendor's running proxy (``--proxy url``) or an existing cluster
+on the lab — with the lab's mitmdump, or a vendor's proxy from the example configuration proxyfleet
+ships (``--proxy squid|httpd|trafficserver``, copied beside the run file to edit and check in) —
+or with the sections a vendor's running proxy (``--proxy url``) or an existing cluster
 (``--cluster``) needs filled in with placeholders to replace."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.harness.lab.vendorexamples import EXAMPLES, VendorExample, copy_example, examples_directory
 
 HEADER = """\
 # A proxyfleet run: `proxyfleet conformance --config {name}` (options on the command line win).
@@ -54,13 +58,38 @@ reports:
 """
 
 
-def starter(name: str, proxy: str, cluster: bool) -> str:
+def vendor_section(example: VendorExample, as_root: bool) -> str:
+    """The ``proxy:`` group that starts ``example`` from its files copied beside the run file."""
+    config = f"{example.directory}/{example.config}" if example.config else example.directory
+    root_only = "" if as_root else "# "
+    def line(setting: str, comment: str) -> str:
+        return f"{setting:<30}# {comment}"
+
+    lines = [line("proxy:", f"{example.program} (Debian's {example.package}), started by the lab from the files "
+                            f"in {example.directory}/"),
+             f'  command: "{example.command.format(program=example.program_path())}"',
+             f"  config: [{config}]",
+             line(f"  {root_only}user: {example.user}", "as root: it runs as its package's user"
+                  + ("" if as_root else " (not root here: it runs as you)"))]
+    if example.etc_hosts:
+        lines.append(line(f"  {root_only}etc-hosts: true", "it resolves names only through /etc/hosts: the lab's, "
+                                                          "in a namespace of its own (root)"))
+    if example.note:
+        lines.append(f"  # {example.note}")
+    return "\n".join(lines) + "\n"
+
+
+def starter(name: str, proxy: str, cluster: bool, as_root: bool | None = None) -> str:
     """The text of a starter run file."""
     parts = [HEADER.format(name=name)]
     if cluster:
         parts += [CLUSTER]
     else:
-        parts += [LAB] + ([RUNNING_PROXY] if proxy == "url" else [])
+        parts += [LAB]
+        if proxy == "url":
+            parts += [RUNNING_PROXY]
+        elif proxy in EXAMPLES:
+            parts += [vendor_section(EXAMPLES[proxy], os.geteuid() == 0 if as_root is None else as_root)]
     return "".join([*parts, REPORTS])
 
 
@@ -71,16 +100,33 @@ def config() -> None:
 
 @config.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default=Path("proxyfleet.yaml"))
-@click.option("--proxy", type=click.Choice(["mitmdump", "url"]), default="mitmdump", show_default=True,
-              help="mitmdump: the lab's own MITM proxy; url: your proxy, already running.")
+@click.option("--proxy", type=click.Choice(["mitmdump", "url", *EXAMPLES]), default="mitmdump", show_default=True,
+              help="mitmdump: the lab's own MITM proxy; url: your proxy, already running; squid, httpd, "
+                   "trafficserver: that proxy started by the lab from proxyfleet's example files, copied beside PATH.")
 @click.option("--cluster", is_flag=True, help="Judge an existing cluster instead of the lab.")
-@click.option("--force", is_flag=True, help="Replace PATH if it exists.")
+@click.option("--force", is_flag=True, help="Replace PATH (and the example's files) if they exist.")
 def init(path: Path, proxy: str, cluster: bool, force: bool) -> None:
     """Write a commented starter run file (default ./proxyfleet.yaml)."""
-    if path.exists() and not force:
-        raise click.ClickException(f"{path} exists; --force replaces it")
-    if cluster and proxy == "url":
+    if cluster and proxy != "mitmdump":
         raise click.UsageError("--cluster already asks for the proxy's URL; leave out --proxy")
+    example = EXAMPLES.get(proxy)
+    copies: list[Path] = []
+    if example is not None:
+        source = examples_directory() / example.directory
+        copies = [path.parent / example.directory / item.name for item in sorted(source.glob("*")) if item.is_file()]
+        if not copies:
+            raise click.ClickException(f"proxyfleet's {example.directory} example is not installed ({source})")
+    taken = [p for p in [path, *copies] if p.exists()]
+    if taken and not force:
+        raise click.ClickException(f"{', '.join(map(str, taken))} exist(s); --force replaces them")
+    for existing in taken[1:] if taken and taken[0] == path else taken:
+        existing.unlink()
+    if example is not None:
+        copy_example(example, path.parent / example.directory)
     write_private(path, starter(path.name, proxy, cluster))
-    click.echo(f"wrote {path}: run it with `proxyfleet conformance --config {path}`"
-               + ("" if not (cluster or proxy == "url") else " once its REPLACE and 'replace' values are yours"))
+    placeholders = cluster or proxy == "url"
+    click.echo(f"wrote {path}" + (f" and {example.directory}/ ({len(copies)} files)" if example else "")
+               + f": run it with `proxyfleet conformance --config {path}`"
+               + (" once its REPLACE and 'replace' values are yours" if placeholders else ""))
+    if example is not None and not example.installed():
+        click.echo(f"{example.program} is not installed here: apt-get install {example.package}", err=True)
