@@ -86,6 +86,15 @@ def test_options_that_conflict_name_the_keys_the_file_set(tmp_path: Path, text: 
     assert "set in" not in alone.output and "excludes --proxy-command" in alone.output
 
 
+def test_a_flag_the_file_sets_is_turned_off_by_its_no_form(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("cluster: {dry-run: true}\nproxy: {etc-hosts: true}\n")
+    given = ["--config", str(tmp_path / "run.yaml")]
+    on = conformance.make_context("conformance", list(given))
+    assert on.params["dry_run"] is True and on.params["proxy_etc_hosts"] is True
+    off = conformance.make_context("conformance", [*given, "--no-dry-run", "--no-proxy-etc-hosts"])
+    assert off.params["dry_run"] is False and off.params["proxy_etc_hosts"] is False
+
+
 def test_home_relative_paths_and_redacted_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert _options("reports: {json: ~/r.json}\n", tmp_path) == {"json_path": tmp_path / "home" / "r.json"}
