@@ -74,7 +74,8 @@ def cluster_options(function: Any) -> Any:
         click.option("--target-cluster", metavar="NAME",
                      help="The cluster's name (--dry-run prints it); nothing runs on another."),
         wait_restored_option,
-        click.option("--dry-run/--no-dry-run", default=False, help="Print the plan and the cluster's name; touch nothing."),
+        click.option("--dry-run/--no-dry-run", default=False,
+                     help="Print the plan and the cluster's name; touch nothing."),
     ]
     for option in reversed(options):
         function = option(function)
