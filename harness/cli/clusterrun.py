@@ -110,25 +110,26 @@ def wait_seconds(value: str | None) -> float | None:
 
 
 def wait_until_restored(kubeconfig: Path, context: str | None, saved_cordons: dict[str, bool], seconds: float,
-                        console: Console) -> list[str]:
-    """Wait for the nodes to be back (``restorewait``); what is still rolling, one line each, if
-    they are not (said on ``console`` too; empty: they are back)."""
+                        console: Console) -> dict[str, Any]:
+    """Wait for the nodes to be back (``restorewait``), saying what is still rolling if they are
+    not; what it found, as a report records it (``ConformanceRun.put_back``)."""
+    found: dict[str, Any] = {"waited_s": seconds, "still_rolling": []}
     try:
         api = api_client(kubeconfig, context)
     except KubeconfigError as exc:
         console.print(Text(f"cannot wait for the cluster: {exc}", style="red"))
-        return [f"cannot wait for the cluster: {exc}"]
+        return {**found, "error": str(exc)}
     console.print(f"waiting up to {seconds:.0f} s for the nodes to be back (--wait-restored)", markup=False,
                   highlight=False)
-    found = asyncio.run(wait_restored(api, saved_cordons, seconds,
-                                      show=lambda line: console.print(line, markup=False, highlight=False)))
-    if found.done:
-        console.print(f"the cluster is back: {found.note()}", markup=False, highlight=False)
-        return []
+    progress = asyncio.run(wait_restored(api, saved_cordons, seconds,
+                                         show=lambda line: console.print(line, markup=False, highlight=False)))
+    if progress.done:
+        console.print(f"the cluster is back: {progress.note()}", markup=False, highlight=False)
+        return found
     console.print(Text(f"the cluster is still rolling after {seconds:.0f} s (--wait-restored):", style="red"))
-    for line in found.still:
+    for line in progress.still:
         console.print(Text(f"  {line}", style="red"))
-    return list(found.still)
+    return {**found, "still_rolling": list(progress.still)}
 
 
 def _with_credentials(url: str, auth: str | None, option: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from proxyfleet.core.secretfiles import write_private
-from proxyfleet.harness.lab.vendorexamples import EXAMPLES, VendorExample, copy_example, examples_directory
+from proxyfleet.harness.lab.vendorexamples import EXAMPLES, VendorExample, copy_example, example_files
 
 HEADER = """\
 # A proxyfleet run: `proxyfleet conformance --config {name}` (options on the command line win).
@@ -110,19 +110,18 @@ def init(path: Path, proxy: str, cluster: bool, force: bool) -> None:
     if cluster and proxy != "mitmdump":
         raise click.UsageError("--cluster already asks for the proxy's URL; leave out --proxy")
     example = EXAMPLES.get(proxy)
-    copies: list[Path] = []
-    if example is not None:
-        source = examples_directory() / example.directory
-        copies = [path.parent / example.directory / item.name for item in sorted(source.glob("*")) if item.is_file()]
-        if not copies:
-            raise click.ClickException(f"proxyfleet's {example.directory} example is not installed ({source})")
-    taken = [p for p in [path, *copies] if p.exists()]
-    if taken and not force:
-        raise click.ClickException(f"{', '.join(map(str, taken))} exist(s); --force replaces them")
-    for existing in taken[1:] if taken and taken[0] == path else taken:
-        existing.unlink()
-    if example is not None:
-        copy_example(example, path.parent / example.directory)
+    try:
+        copies = [path.parent / example.directory / item.name for item in example_files(example)] if example else []
+        taken = [p for p in [path, *copies] if p.exists() or p.is_symlink()]
+        if taken and not force:
+            raise click.ClickException(f"{', '.join(map(str, taken))} exist(s); --force replaces them")
+        for existing in taken:
+            if existing != path:  # the run file itself is replaced in one step below
+                existing.unlink()
+        if example is not None:
+            copy_example(example, path.parent / example.directory)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the example's files: {exc}") from None
     write_private(path, starter(path.name, proxy, cluster))
     placeholders = cluster or proxy == "url"
     click.echo(f"wrote {path}" + (f" and {example.directory}/ ({len(copies)} files)" if example else "")
@@ -130,3 +129,6 @@ def init(path: Path, proxy: str, cluster: bool, force: bool) -> None:
                + (" once its REPLACE and 'replace' values are yours" if placeholders else ""))
     if example is not None and not example.installed():
         click.echo(f"{example.program} is not installed here: apt-get install {example.package}", err=True)
+    if example is not None and example.etc_hosts and os.geteuid() != 0:
+        click.echo(f"{example.program} resolves names only through /etc/hosts: on the lab it needs root "
+                   "(etc-hosts: true, written commented out here); run proxyfleet as root", err=True)

@@ -389,6 +389,14 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
     scratch.chmod(0o700)
     code = 1
     outcome: RunOutcome | None = None
+
+    def report(exit_code: int) -> None:
+        assert outcome is not None
+        try:
+            write_reports(outcome, console, *reports, None, exit_code=exit_code)
+        except OSError as exc:  # said, never in place of the run's own outcome
+            console.print(Text(f"cannot write the reports: {exc}", style="red"))
+
     try:
         with contextlib.ExitStack() as stack:
             snapshot = stack.enter_context(cluster_restored(cluster, console))
@@ -416,18 +424,20 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             for line in skipped_summary(outcome.run):
                 console.print(line, markup=False, highlight=False)
             code = outcome.exit_code
+            report(code)  # now, in case the job is killed during the put-back; again once it is done
         # put back (the stack above): now wait for the nodes too, if asked; exit 3 if they are not back
-        still = wait_until_restored(cluster.kubeconfig, cluster.context, snapshot.node_cordons, wait, console) \
-            if wait is not None else []
-        outcome.run.put_back = {"waited_s": wait or 0, "still_rolling": still}
-        if still and code == 0:
+        outcome.run.put_back = {"waited_s": 0, "still_rolling": []} if wait is None else \
+            wait_until_restored(cluster.kubeconfig, cluster.context, snapshot.node_cordons, wait, console)
+        if not outcome.run.put_back_lines()[0] and code == 0:
             code = 3
+        report(code)
         console.print(outcome.verdict() if code != 3 else
                       "[red]FAILED[/] the checks passed, but the cluster was still rolling after its put-back (exit 3)")
+    except click.ClickException as exc:
+        if outcome is not None and outcome.run.put_back is None:  # the put-back itself failed: said in the reports
+            outcome.run.put_back = {"failed": redact_text(exc.format_message())}
+            report(max(code, 1))
+        raise
     finally:
-        # the reports last, with what the put-back and the wait found; also when the put-back
-        # failed (its error is the command's: exit code 1)
-        if outcome is not None:
-            write_reports(outcome, console, *reports, None, exit_code=code if outcome.run.put_back else max(code, 1))
         shutil.rmtree(scratch, ignore_errors=True)
     sys.exit(code)

@@ -57,17 +57,9 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
                 f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
                 f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive", style="default")
     console.print(line)
-    if run.put_back is not None:
-        still = list(run.put_back.get("still_rolling") or [])
-        waited = float(run.put_back.get("waited_s") or 0)
-        if still:
-            console.print(Text(f"the cluster was still rolling {waited:.0f} s after its put-back (exit code 3):",
-                               style="red"))
-            for entry in still:
-                console.print(Text(f"    {entry}", style="red"))
-        else:
-            console.print("the cluster was put back" + (f" and its nodes were back within {waited:.0f} s"
-                                                         if waited else " (its nodes were not waited for)"))
+    well, lines = run.put_back_lines()
+    for entry in lines:
+        console.print(Text(entry, style="default" if well else "red"))
     for scenario in run.scenarios:
         if scenario.error:
             first = scenario.error.strip().splitlines()[-1] if scenario.error.strip() else ""

@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 import click
+import urllib3
 from kubernetes import client
 from rich.console import Console
 
@@ -46,9 +47,13 @@ def restore(kubeconfig: Path, context: str | None, snapshot: Path, force: bool, 
     except (KubeconfigError, SnapshotError) as exc:
         raise BadSnapshot(str(exc)) from None
     try:
+        identity = asyncio.run(ClusterIdentity.read(api))
+    except (urllib3.exceptions.HTTPError, OSError) as exc:  # nothing was touched: say where it could not go
+        raise click.ClickException(f"cannot reach the cluster's API server {api.configuration.host} "
+                                   f"({type(exc).__name__}); {snapshot} is unchanged") from None
+    try:
         # a dry run only reads: it may show what another cluster's snapshot would change
-        warning = restoring.check_identity(saved, asyncio.run(ClusterIdentity.read(api)), str(snapshot),
-                                           force or dry_run)
+        warning = restoring.check_identity(saved, identity, str(snapshot), force or dry_run)
     except SnapshotError as exc:
         raise BadSnapshot(str(exc)) from None
     if warning is not None or dry_run:
@@ -68,9 +73,10 @@ def restore(kubeconfig: Path, context: str | None, snapshot: Path, force: bool, 
             click.echo(f"could not put back {line}", err=True)
         raise click.ClickException(f"{len(report.failed)} object(s) could not be put back; {snapshot} is unchanged: "
                                    "run this command again once the cause is fixed")
-    if wait is not None and wait_until_restored(kubeconfig, context, saved.node_cordons, wait,
-                                                Console(stderr=True)):
-        raise SystemExit(3)
+    if wait is not None:
+        found = wait_until_restored(kubeconfig, context, saved.node_cordons, wait, Console(stderr=True))
+        if found["still_rolling"] or found.get("error"):
+            raise SystemExit(3)
 
 
 def _restore(saved: ClusterSnapshot, api: client.ApiClient) -> restoring.RestoreReport:

@@ -246,7 +246,10 @@ def _naming_file_keys(ctx: click.Context, error: click.UsageError) -> click.Usag
     path, is_report = source
     keys = {name: key for key, name in file_keys(ctx.command, ctx.command.sections).items()}
     by_flag = {opt: p.name for p in ctx.command.params if isinstance(p, click.Option) and p.name for opt in p.opts}
-    named = [by_flag[flag] for flag in re.findall(r"--[a-z][a-z0-9-]*", error.message) if flag in by_flag]
+    # the options at fault lead the message ("--a, --b: only with --c"); those after its first ": "
+    # are the advice, not what the file set wrongly
+    subject = error.message.split(": ", 1)[0]
+    named = [by_flag[flag] for flag in re.findall(r"--[a-z][a-z0-9-]*", subject) if flag in by_flag]
     if isinstance(error, click.BadParameter) and error.param is not None and error.param.name:
         named.insert(0, error.param.name)
     from_file = [f"{keys[name][0]}.{keys[name][1]}" for name in dict.fromkeys(named)

@@ -793,7 +793,7 @@ class Conformance:
                 self._record(step, address, "reported", checks.stuck_reported(
                     hosts[address].listening, about(address, step.started), deadline,
                     "the reconciler's reboot timeout and a margin" if deadline > self.converge_timeout
-                    else "the step's converge timeout, longer than the reconciler's reboot timeout and a margin"))
+                    else "the step's converge timeout, at least the reconciler's reboot timeout and a margin"))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))

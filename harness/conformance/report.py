@@ -114,6 +114,13 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
                 skipped += 1
                 ET.SubElement(case, "skipped", message="; ".join(skip_reasons(checks)))
             cases.append(case)
+    well, put_back = run.put_back_lines()
+    if put_back:  # a cluster run: its put-back is part of the job's verdict (exit code 3)
+        case = ET.Element("testcase", classname="proxyfleet.cluster", name="put back", time="0")
+        if not well:
+            failures += 1
+            ET.SubElement(case, "failure", message=put_back[0]).text = "\n".join(put_back)
+        cases.append(case)
     suite = ET.Element("testsuite", name="proxyfleet conformance", tests=str(len(cases)), failures=str(failures),
                        errors=str(errors), skipped=str(skipped), time=f"{run.duration_s:.3f}")
     properties = ET.SubElement(suite, "properties")
@@ -280,7 +287,10 @@ def _causes(run: ConformanceRun) -> str:
 
 def render_html(run: ConformanceRun) -> str:
     summary = run.summary()
-    verdict, said = {0: ("pass", "PASSED"), 4: ("skip", "INCONCLUSIVE")}.get(run.exit_code, ("fail", "FAILED"))
+    verdict, said = {0: ("pass", "PASSED"), 4: ("skip", "INCONCLUSIVE")}.get(run.reported_exit, ("fail", "FAILED"))
+    well, put_back = run.put_back_lines()
+    put_back_html = (f'<p class="{"" if well else "fail"}">' + "<br>".join(_e(line) for line in put_back) + "</p>"
+                     if put_back else "")
     overview = "".join(
         f'<tr><td><a href="#{_e(s.name)}">{_e(s.name)}</a></td><td>{_e(s.workflow)}</td>'
         f'<td><span class="badge {"pass" if s.status == "passed" else "fail" if s.status == "failed" else "skip"}">'
@@ -298,6 +308,7 @@ def render_html(run: ConformanceRun) -> str:
             f"<p>{run.nodes} node(s) per lab, reconciler {_e(run.variant)}, {run.duration_s:.1f}s; scenarios: "
             f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped, "
             f"{summary['inconclusive']} inconclusive.</p>"
+            f"{put_back_html}"
             "<table><tr><th>scenario</th><th>workflow</th><th>status</th><th>failed checks</th>"
             f"<th>duration</th></tr>{overview}</table>{_causes(run)}{''.join(sections)}</body></html>\n")
 

@@ -172,6 +172,24 @@ class ConformanceRun:
         """The exit code a report shows: the command's where it recorded one, else the checks'."""
         return self.exit_code if self.command_exit is None else self.command_exit
 
+    def put_back_lines(self) -> tuple[bool, list[str]]:
+        """What a cluster run's put-back found, one line each, and whether it is all well (a lab
+        run: nothing to say)."""
+        found = self.put_back
+        if found is None:
+            return True, []
+        if found.get("failed"):
+            return False, [f"the cluster could not be put back: {found['failed']}"]
+        waited = float(found.get("waited_s") or 0)
+        if found.get("error"):
+            return False, [f"the cluster was put back, but its nodes could not be waited for: {found['error']}"]
+        still = [str(line) for line in found.get("still_rolling") or []]
+        if still:
+            return False, [f"the cluster was still rolling {waited:.0f} s after its put-back:",
+                           *[f"  {line}" for line in still]]
+        return True, ["the cluster was put back" + (f" and its nodes were back within {waited:.0f} s" if waited
+                                                    else " (its nodes were not waited for: --wait-restored)")]
+
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
                 "variant": self.variant, "config": self.config,

@@ -60,19 +60,24 @@ def examples_directory() -> Path:
     return Path(next(iter(proxyfleet.harness.__path__))).parent / "examples"
 
 
-def copy_example(example: VendorExample, into: Path) -> list[Path]:
-    """Copy the example's files into ``into`` (created; an existing file is not overwritten — the
-    caller decides), returning what was written."""
+def example_files(example: VendorExample) -> list[Path]:
+    """The example's files as shipped (what ``copy_example`` copies)."""
     source = examples_directory() / example.directory
     if not source.is_dir():
         raise FileNotFoundError(f"proxyfleet's {example.directory} example is not installed ({source})")
+    return [item for item in sorted(source.iterdir()) if item.is_file()]
+
+
+def copy_example(example: VendorExample, into: Path) -> list[Path]:
+    """Copy the example's files into ``into`` (created; an existing file is not overwritten — the
+    caller decides), returning what was written."""
+    files = example_files(example)
     into.mkdir(parents=True, exist_ok=True)
     written = []
-    for item in sorted(source.iterdir()):
-        if item.is_file():
-            target = into / item.name
-            with open(target, "xb") as handle:  # never over a file already there
-                handle.write(item.read_bytes())
-            os.chmod(target, 0o644)  # configuration, not secrets: the proxy's own user reads its copy
-            written.append(target)
+    for item in files:
+        target = into / item.name
+        with open(target, "xb") as handle:  # never over a file already there
+            handle.write(item.read_bytes())
+        os.chmod(target, 0o644)  # configuration, not secrets: the proxy's own user reads its copy
+        written.append(target)
     return written

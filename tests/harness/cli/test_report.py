@@ -5,12 +5,13 @@ that never echoes it."""
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from proxyfleet.harness.cli import main
-from proxyfleet.harness.conformance.report import write_json
+from proxyfleet.harness.conformance.report import render_html, write_json, write_junit
 from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
 from tests.harness.cli.commands import proxyfleet
 
@@ -69,9 +70,10 @@ def test_the_commands_own_exit_code_wins_over_what_the_checks_say(tmp_path: Path
     assert result.exit_code == 1 and "is not a proxyfleet conformance --json report" in result.output
 
 
-def test_a_cluster_still_rolling_after_its_put_back_is_in_the_report(tmp_path: Path) -> None:
+def test_a_cluster_still_rolling_after_its_put_back_is_in_every_report(tmp_path: Path) -> None:
     """A cluster run whose nodes were not back within --wait-restored exits 3 after its checks
-    passed; the report written after the wait says so (it used to be written before, saying 0)."""
+    passed; the reports rewritten after the wait say so (they were written before, saying 0): the
+    JSON, report show, the HTML's verdict and a failing JUnit case."""
     run = ConformanceRun(nodes=2, variant="the cluster's own", scenarios=[
         ScenarioResult("test_proxy_added_at_runtime", "runtime-add", "passed",
                        checks=[_check("10.1.0.5", "files", "passed", "none")])],
@@ -82,12 +84,26 @@ def test_a_cluster_still_rolling_after_its_put_back_is_in_the_report(tmp_path: P
     assert data["exit_code"] == 3 and data["put_back"]["still_rolling"] == ["win-0002: NotReady"]
     result = CliRunner().invoke(main, ["report", "show", str(path)], terminal_width=200)
     assert result.exit_code == 3 and result.output.startswith("FAILED")
-    assert "the cluster was still rolling 900 s after its put-back (exit code 3):" in result.output
+    assert "the cluster was still rolling 900 s after its put-back:" in result.output
     assert "win-0002: NotReady" in result.output
+    html = render_html(ConformanceRun.from_json(data))
+    assert 'badge fail">FAILED' in html and "win-0002: NotReady" in html
+    write_junit(run, tmp_path / "r.xml")
+    case = ET.parse(tmp_path / "r.xml").getroot().find(".//testcase[@name='put back']")
+    assert case is not None and case.find("failure") is not None
+    # back in time: every report says so, and passes
     run.command_exit, run.put_back = 0, {"waited_s": 900, "still_rolling": []}
     write_json(run, path)
     result = CliRunner().invoke(main, ["report", "show", str(path)], terminal_width=200)
     assert result.exit_code == 0 and "its nodes were back within 900 s" in result.output
+    write_junit(run, tmp_path / "r.xml")
+    case = ET.parse(tmp_path / "r.xml").getroot().find(".//testcase[@name='put back']")
+    assert case is not None and case.find("failure") is None
+    # a put-back the cluster refused, and a wait that could not start: said as what they are
+    run.command_exit, run.put_back = 1, {"failed": "1 object(s) could not be put back"}
+    assert run.put_back_lines() == (False, ["the cluster could not be put back: 1 object(s) could not be put back"])
+    run.put_back = {"waited_s": 900, "still_rolling": [], "error": "cannot load kubeconfig"}
+    assert run.put_back_lines()[1][0].endswith("its nodes could not be waited for: cannot load kubeconfig")
 
 
 def test_what_is_not_a_report_is_one_error_line(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
 from kubernetes import client
 
 from proxyfleet.core.contract import PROXY, RUN_CA
@@ -19,10 +20,11 @@ from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from tests.support import HANG
 
 
-async def _restore(plane: ControlPlane, snapshot: Path, *more: str) -> tuple[int, str, str]:
+async def _restore(plane: ControlPlane, snapshot: Path, *more: str, kubeconfig: Path | None = None
+                   ) -> tuple[int, str, str]:
     # a process of its own, while this event loop keeps serving the control plane
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "proxyfleet.harness", "restore", "--kubeconfig", str(plane.kubeconfig_path),
+        sys.executable, "-m", "proxyfleet.harness", "restore", "--kubeconfig", str(kubeconfig or plane.kubeconfig_path),
         "--snapshot", str(snapshot), *more, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), HANG)
     assert process.returncode is not None
@@ -104,3 +106,22 @@ async def test_another_clusters_snapshot_is_refused_and_forced_with_a_diff(plane
     assert "warning: " in err and "S3cret" not in out + err
     assert out.index("would change:") < out.index("Proxy/cluster spec restored")  # shown before it is done
     assert (await _proxy_spec(api))["httpProxy"] == "http://u:S3cret@proxy.acme.example:8080"
+
+
+async def test_restore_uses_the_context_a_run_printed(plane: ControlPlane, api: client.ApiClient,
+                                                     tmp_path: Path) -> None:
+    """A run prints ``proxyfleet restore --kubeconfig K --context C``: the context it checked, even
+    if the file's current context has moved on since (to a cluster not reachable here)."""
+    snapshot = (await ClusterSnapshot.take(api)).write(tmp_path / "cluster-snapshot.json")
+    document = plane.kubeconfig()
+    document["clusters"].append({"name": "elsewhere", "cluster": {"server": "https://127.0.0.1:1"}})
+    document["contexts"].append({"name": "elsewhere", "context": {"cluster": "elsewhere", "user": "admin"}})
+    pinned = document["current-context"]
+    document["current-context"] = "elsewhere"  # `kubectl config use-context elsewhere` since the run
+    moved = tmp_path / "kubeconfig"
+    moved.write_text(yaml.safe_dump(document))
+    moved.chmod(0o600)
+    code, out, err = await _restore(plane, snapshot, "--context", pinned, kubeconfig=moved)
+    assert code == 0 and "nothing to do" in out, err
+    code, _, err = await _restore(plane, snapshot, kubeconfig=moved)  # the current context: another cluster
+    assert code == 1 and "Traceback" not in err and "cannot reach the cluster's API server https://127.0.0.1:1" in err

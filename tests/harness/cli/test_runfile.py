@@ -71,6 +71,9 @@ def test_a_bad_run_file_is_one_error_line_naming_the_file_and_key(tmp_path: Path
      "(set in run.yaml: proxy.url, proxy.command)"),
     ("cluster:\n  kubeconfig: run.yaml\n", [], "--kubeconfig needs --ssh-key (the key the Windows instances accept) "
      "(set in run.yaml: cluster.kubeconfig)"),
+    # the options at fault, not those the advice names: --proxy-listen comes after the ": "
+    ("proxy:\n  user: nobody\ncluster:\n  kubeconfig: run.yaml\n  ssh-key: run.yaml\n",
+     ["--proxy-url", "http://127.0.0.1:3128"], "--proxy-image with --proxy-listen) (set in run.yaml: proxy.user)"),
     # only what the file set is named: --proxy-image came from the command line
     ("proxy:\n  url: http://127.0.0.1:3128\n", ["--proxy-image", "x"], "(set in run.yaml: proxy.url)"),
 ])
