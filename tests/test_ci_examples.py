@@ -14,14 +14,43 @@ import yaml
 CI = Path(__file__).parents[1] / "ci"
 
 
+def _script(job: dict[str, object]) -> list[str]:
+    """A GitLab job's script lines, anchors' nested lists flattened as GitLab does."""
+    lines: list[str] = []
+    for entry in job["script"]:  # type: ignore[attr-defined]
+        lines += entry if isinstance(entry, list) else [entry]
+    return lines
+
+
 def test_github_and_gitlab_jobs_are_valid_yaml_running_conformance() -> None:
     github = yaml.safe_load((CI / "github-actions.yml").read_text())
     steps = github["jobs"]["proxyfleet"]["steps"]
     assert any("proxyfleet conformance" in str(step.get("run", "")) for step in steps)
     gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
     job = gitlab["proxyfleet-conformance"]
-    assert any("proxyfleet conformance" in line for line in job["script"])
-    assert job["artifacts"]["reports"]["junit"] == "proxyfleet.xml"
+    assert any("proxyfleet conformance" in line for line in _script(job))
+    assert job["artifacts"]["reports"]["junit"] == "proxyfleet-*.xml"
+    assert gitlab["proxyfleet-merge"]["artifacts"]["reports"]["junit"] == "proxyfleet.xml"
+
+
+def test_the_jobs_run_the_parts_side_by_side_and_merge_them() -> None:
+    """Each CI's own parallelism runs one part per job (--shard K/N), and a merge job that runs
+    even when a part failed joins every part's JSON report into the run's reports."""
+    github = yaml.safe_load((CI / "github-actions.yml").read_text())
+    matrix = github["jobs"]["proxyfleet"]["strategy"]["matrix"]["shard"]
+    assert matrix == list(range(1, int(github["env"]["SHARDS"]) + 1))
+    assert github["jobs"]["proxyfleet"]["strategy"]["fail-fast"] is False
+    run = next(str(s["run"]) for s in github["jobs"]["proxyfleet"]["steps"] if "proxyfleet conformance" in str(s.get("run")))
+    assert '--shard "${{ matrix.shard }}/$SHARDS"' in run
+    merge = github["jobs"]["merge"]
+    assert merge["needs"] == "proxyfleet" and merge["if"] == "always()"
+    assert any("proxyfleet report merge parts/proxyfleet-part-*/proxyfleet.json" in str(s.get("run"))
+               for s in merge["steps"])
+    gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
+    assert gitlab["proxyfleet-conformance"]["parallel"] >= 2
+    assert any('--shard "$CI_NODE_INDEX/$CI_NODE_TOTAL"' in line for line in _script(gitlab["proxyfleet-conformance"]))
+    assert gitlab["proxyfleet-merge"]["when"] == "always"
+    assert any("proxyfleet report merge proxyfleet-[0-9]*.json" in line for line in _script(gitlab["proxyfleet-merge"]))
 
 
 def test_the_jobs_install_a_wheel_built_from_a_source_the_consumer_provides() -> None:
@@ -29,17 +58,17 @@ def test_the_jobs_install_a_wheel_built_from_a_source_the_consumer_provides() ->
     $PROXYFLEET_SOURCE, and installs it — never a URL that does not exist."""
     github = yaml.safe_load((CI / "github-actions.yml").read_text())
     gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
-    commands = [str(step.get("run", "")) for step in github["jobs"]["proxyfleet"]["steps"]]
-    commands += gitlab["proxyfleet-conformance"]["script"]
+    commands = [str(step.get("run", "")) for job in github["jobs"].values() for step in job["steps"]]
+    commands += _script(gitlab["proxyfleet-conformance"]) + _script(gitlab["proxyfleet-merge"])
     install = "\n".join(c for c in commands if "pip " in c)
     for job in (install.split("python -m pip wheel")[1:]):
         assert job.lstrip().startswith('--no-deps --wheel-dir dist "$PROXYFLEET_SOURCE"'), job
-    assert install.count("python -m pip install dist/proxyfleet-*.whl") == 2
+    assert install.count("python -m pip install dist/proxyfleet-*.whl") == 4  # each CI: the parts and the merge
     assert "git+" not in install and "pip install proxyfleet" not in install
     for template in ("github-actions.yml", "gitlab-ci.yml"):
         assert "proxyfleet is not on the Python package index" in (CI / template).read_text()
-    assert "PROXYFLEET_SOURCE" in github["jobs"]["proxyfleet"]["env"]
-    assert "PROXYFLEET_SOURCE" in gitlab["proxyfleet-conformance"]["variables"]
+    assert "PROXYFLEET_SOURCE" in github["env"]
+    assert all("PROXYFLEET_SOURCE" in gitlab[job]["variables"] for job in ("proxyfleet-conformance", "proxyfleet-merge"))
 
 
 def test_the_jobs_run_from_a_checked_in_run_file_that_config_init_writes(tmp_path: Path) -> None:
@@ -51,7 +80,7 @@ def test_the_jobs_run_from_a_checked_in_run_file_that_config_init_writes(tmp_pat
     gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
     run = next(str(s["run"]) for s in github["jobs"]["proxyfleet"]["steps"] if "proxyfleet conformance" in str(s.get("run")))
     assert '--config "$PROXYFLEET_RUN_FILE"' in run
-    assert '--config "$PROXYFLEET_RUN_FILE"' in next(line for line in gitlab["proxyfleet-conformance"]["script"]
+    assert '--config "$PROXYFLEET_RUN_FILE"' in next(line for line in _script(gitlab["proxyfleet-conformance"])
                                                     if "proxyfleet conformance" in line)
     for env in (github["jobs"]["proxyfleet"]["env"], gitlab["proxyfleet-conformance"]["variables"]):
         assert env["PROXYFLEET_RUN_FILE"] == "ci/proxyfleet.yaml"

@@ -42,9 +42,10 @@ from proxyfleet.harness.cli.clusterrun import (
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.plugin import PROPERTY
+from proxyfleet.harness.conformance.plugin import PROPERTY, shard_items
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
 from proxyfleet.harness.conformance.results import ConformanceRun, ScenarioResult
+from proxyfleet.harness.conformance.shards import Shard, ShardError
 from proxyfleet.harness.lab.clustername import ClusterNameError
 from proxyfleet.harness.lab.external import ENV_MODES
 from proxyfleet.harness.lab.vendor import VendorProxyError
@@ -256,6 +257,34 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     return RunOutcome(run, code, state_dir)
 
 
+class _Collected:
+    """The scenarios a pytest session selected (after the plugin's own filtering)."""
+
+    def __init__(self) -> None:
+        self.items: list[pytest.Item] = []
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.items = list(session.items)
+
+
+def shard_scenarios(shard: Shard, workflows: tuple[str, ...]) -> list[str]:
+    """The scenarios ``shard`` runs, found before any lab starts (a part left empty is a usage
+    error here, not a worker's crash): the same parts every machine computes."""
+    collected = _Collected()
+    with tempfile.TemporaryDirectory(prefix="proxyfleet-shard-") as scratch:
+        ini = Path(scratch) / "pytest.ini"
+        ini.write_text(INI)
+        code = pytest.main([str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p",
+                            "no:cacheprovider", "-p", "no:terminal", "-p", "no:xdist", "--collect-only",
+                            *(f"--proxyfleet-workflow={w}" for w in workflows)], plugins=[collected])
+    if code != 0 or not collected.items:
+        raise click.ClickException(f"the scenarios could not be listed for --shard (pytest exit code {code})")
+    try:
+        return [item.name for item in shard_items(collected.items, shard)]
+    except ShardError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def write_reports(outcome: RunOutcome, console: Console, json_path: Path | None, junit: Path | None,
                   html: Path | None, flows: Path | None, exit_code: int | None = None) -> None:
     """Write the reports asked for; ``exit_code`` is the command's where it knows more than the
@@ -291,7 +320,7 @@ def report_options(function: Any) -> Any:
 
 # --help's headings: what a user sets up together (a test keeps every option under one)
 SECTIONS = (
-    ("Lab", ("config", "config_from", "nodes", "workflows", "converge_timeout", "workers", "keep")),
+    ("Lab", ("config", "config_from", "nodes", "workflows", "shard", "converge_timeout", "workers", "keep")),
     ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
     ("Your proxy", PROXY_OPTION_NAMES),
     ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
@@ -300,6 +329,13 @@ SECTIONS = (
                           "proxy_hosts", "proxy_egress", "proxy_upstream_ca")),
     ("Reports and output", ("json_path", "junit", "html", "flows", "help")),
 )
+
+
+def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Shard | None:
+    try:
+        return Shard.parse(value) if value else None
+    except ShardError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command(cls=runfile.RunFileCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
@@ -320,6 +356,8 @@ SECTIONS = (
               help="olm: give it the cluster's proxy variables, restarted on change, as OLM does.")
 @click.option("--workers", default=0, type=click.IntRange(0, 64),
               help="Scenario labs at once (default: by lab size and CPUs).")
+@click.option("--shard", metavar="K/N", callback=_shard_option,
+              help="Run only the K-th of N balanced parts of the scenarios (merge: proxyfleet report merge).")
 @proxy_options
 @cluster_options
 @click.pass_context
@@ -327,13 +365,15 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
                 workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None, converge_timeout: float,
-                workers: int, **proxy: Any) -> None:
+                workers: int, shard: Shard | None, **proxy: Any) -> None:
     """Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."""
     if config is not None and config_from is not None:
         raise click.UsageError("--config and --config-from: give one (a run file, or the report of a run to repeat)")
     effective = runfile.effective_config(ctx, SECTIONS)
     interrupt_on_sigterm()
     console = Console(stderr=True)
+    if shard is not None and proxy.get("kubeconfig") is not None:
+        raise click.UsageError("--shard: only on the lab (a cluster's workflows share the cluster: one run at a time)")
     vendor = proxy_options_from(proxy)
     on_cluster = target_from(proxy, vendor)  # refuses cluster options (--dry-run too) without --kubeconfig
     dry_run = bool(proxy.pop("dry_run", False))
@@ -361,14 +401,22 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
             console.print(f"corporate proxy: {vendor.spec().describe()}", markup=False, highlight=False)
         except VendorProxyError as exc:
             raise click.UsageError(str(exc)) from None
+    if shard is not None:
+        console.print(f"shard {shard}: {', '.join(shard_scenarios(shard, workflows))}", markup=False,
+                      highlight=False)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
         options = RunOptions(nodes=nodes, variant=variant, workflows=workflows,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
                              reconciler_reboot_timeout=reconciler_reboot_timeout,
-                             converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor)
+                             converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor,
+                             extra_args=[f"--proxyfleet-shard={shard}"] if shard else [])
         outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
         outcome.run.config = effective
+        if shard is not None:
+            outcome.run.shards = [{"index": shard.index, "total": shard.total}]
+            console.print(f"shard {shard}: {len(outcome.run.scenarios)} scenario(s); join the parts' --json reports "
+                          "with proxyfleet report merge", markup=False, highlight=False)
         console.print(summary_table(outcome.run))
         write_reports(outcome, console, json_path, junit, html, flows)
         if keep:

@@ -1,6 +1,7 @@
 """``proxyfleet report show r.json``: a conformance run's JSON report read in a terminal — the
 summary, then the failures grouped by cause (one line per check by observed pattern, with the
-nodes it hit), optionally for some nodes or checks only."""
+nodes it hit), optionally for some nodes or checks only. ``proxyfleet report merge``: the reports
+of a sharded run's parts joined into one run's reports."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from rich.console import Console
 from rich.text import Text
 
 from proxyfleet.harness.conformance.causes import failure_causes
+from proxyfleet.harness.conformance.merge import MergeError
+from proxyfleet.harness.conformance.merge import merge as merge_runs
+from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, ConformanceRun
 
 EXPECTED_SHOWN = 120  # characters of a cause's expected value on its line (the JSON report has it whole)
@@ -75,3 +79,25 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
             expected = cause.expected[:EXPECTED_SHOWN] + ("…" if len(cause.expected) > EXPECTED_SHOWN else "")
             console.print(Text(f"    nodes: {cause.node_list()}; expected {expected}", style="dim"))
     raise SystemExit(code)
+
+
+@report.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the JSON here.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
+@click.option("--html", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report here.")
+def merge(paths: tuple[Path, ...], json_path: Path | None, junit: Path | None, html: Path | None) -> None:
+    """Join the --json reports of a sharded run's parts (--shard K/N) into one run; exit with its code."""
+    try:
+        run = merge_runs([(str(path), read_report(path)) for path in paths])
+    except MergeError as exc:
+        raise click.ClickException(str(exc)) from None
+    for path, writer in ((json_path, write_json), (junit, write_junit), (html, write_html)):
+        if path is not None:
+            writer(run, path)
+            click.echo(f"wrote {path}")
+    summary = run.summary()
+    click.echo(f"{len(run.shards)} part(s), {len(run.scenarios)} scenario(s), longest part "
+               f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
+               f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive")
+    raise SystemExit(run.reported_exit)

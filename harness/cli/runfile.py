@@ -165,7 +165,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, str):
         return redact_text(value)  # a command line may carry a URL with credentials
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)  # an option's own type (a shard: "1/4"), as the command line gives it
 
 
 def effective_config(ctx: click.Context, sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, dict[str, Any]]:

@@ -33,6 +33,7 @@ import pytest_asyncio
 from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
+from proxyfleet.harness.conformance import shards
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.judge import Conformance
 from proxyfleet.harness.conformance.results import ChecksFailed, Ending, ScenarioResult, Status
@@ -86,6 +87,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "it when they change, as OLM runs WMCO.")
     group.addoption("--proxyfleet-converge-timeout", type=float, default=60.0,
                     help="Seconds a step may take to converge (default 60).")
+    group.addoption("--proxyfleet-shard", default=None, metavar="K/N",
+                    help="run only the K-th of N balanced parts of the selected scenarios (shards)")
     group.addoption("--proxyfleet-workflow", action="append", default=[],
                     help="Run only scenarios of this workflow (repeatable).")
     group.addoption("--proxyfleet-repro", default=None, type=Path,
@@ -145,6 +148,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             keep.append(item)
         else:
             drop.append(item)
+    shard_option = config.getoption("--proxyfleet-shard")
+    if shard_option and all(item.get_closest_marker("workflow") for item in keep):
+        try:
+            chosen = shard_items(keep, shards.Shard.parse(shard_option))
+        except shards.ShardError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        drop += [item for item in keep if item not in chosen]
+        keep = chosen
     if drop:
         config.hook.pytest_deselected(items=drop)
     # Longest first (``@pytest.mark.rollouts(n)``: the reboot waves a scenario waits for), so the
@@ -159,6 +170,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 T = TypeVar("T")
+
+
+def shard_items(items: list[pytest.Item], shard: shards.Shard) -> list[pytest.Item]:
+    """The scenarios of ``shard``: parts balanced by reboot waves (``rollouts``) plus one for the
+    scenario's own set-up, by node id on a tie (``shards``)."""
+    return shards.select(items, shard, lambda item: _rollouts(item) + 1, lambda item: item.nodeid)
 
 
 def worksteal_order(items: list[T], workers: int, weight: Callable[[T], int]) -> list[T]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
@@ -144,6 +145,10 @@ class ConformanceRun:
     # a cluster run's put-back, once done: how long it waited for the nodes (--wait-restored; 0:
     # it did not) and what was still rolling when it stopped waiting (exit code 3)
     put_back: dict[str, Any] | None = None
+    # the part(s) of a sharded run this is: [{"index": K, "total": N}] for `--shard K/N`; a merged
+    # report lists every shard with its scenarios and wall time (empty: not sharded)
+    shards: list[dict[str, Any]] = field(default_factory=list)
+    version: str = field(default_factory=lambda: installed_version())
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -191,10 +196,12 @@ class ConformanceRun:
                                                     else " (its nodes were not waited for: --wait-restored)")]
 
     def to_json(self) -> dict[str, Any]:
-        return {"summary": self.summary(), "duration_s": round(self.duration_s, 3), "nodes": self.nodes,
+        return {"summary": self.summary(), "version": self.version, "duration_s": round(self.duration_s, 3),
+                "nodes": self.nodes,
                 "variant": self.variant, "config": self.config,
                 "exit_code": self.reported_exit,
                 **({"put_back": self.put_back} if self.put_back is not None else {}),
+                **({"shards": self.shards} if self.shards else {}),
                 "scenarios": [s.to_json() for s in self.scenarios]}
 
     @classmethod
@@ -202,8 +209,19 @@ class ConformanceRun:
         run = cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
                   scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
                   duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}),
-                  put_back=dict(data["put_back"]) if data.get("put_back") is not None else None)
+                  put_back=dict(data["put_back"]) if data.get("put_back") is not None else None,
+                  shards=[dict(shard) for shard in data.get("shards") or []],
+                  version=str(data.get("version") or "unknown"))
         recorded = data.get("exit_code")
         if recorded is not None and int(recorded) != run.exit_code:  # the command knew more than its checks
             run.command_exit = int(recorded)
         return run
+
+
+def installed_version() -> str:
+    """proxyfleet's version as installed (what a report records: shards of different versions are
+    not one run)."""
+    try:
+        return importlib.metadata.version("proxyfleet")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

@@ -167,6 +167,40 @@ def test_an_external_reconciler_is_judged_the_same_way(tmp_path: Path, variant: 
         assert shown and shown[-1] and shown == sorted(shown), lags
 
 
+def test_a_shard_left_empty_or_of_a_cluster_is_one_error_before_any_lab(tmp_path: Path) -> None:
+    empty = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--workflow", "runtime-add",
+                            "--shard", "2/2"], capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
+    assert empty.returncode == 2 and "2 parts of 1 selected scenario(s) leave this one empty" in empty.stderr
+    assert "Traceback" not in empty.stderr and "INTERNALERROR" not in empty.stderr
+    (tmp_path / "k").write_text("x")
+    cluster = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", "k",
+                              "--ssh-key", "k", "--proxy-url", "http://p:3128", "--shard", "1/2"],
+                             capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
+    assert cluster.returncode == 2 and "--shard: only on the lab" in cluster.stderr
+
+
+@pytest.mark.slow
+def test_shards_run_side_by_side_and_merge_into_the_whole_run(tmp_path: Path) -> None:
+    """Two machines' parts (--shard 1/2, 2/2) of the same selection: each scenario in exactly one
+    part, and report merge makes them the run they are parts of."""
+    reports = []
+    for index in (1, 2):
+        part = tmp_path / f"part-{index}"
+        part.mkdir()
+        result, report = conformance(part, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "remove",
+                                     "--shard", f"{index}/2")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert report["shards"] == [{"index": index, "total": 2}] and len(report["scenarios"]) == 1  # type: ignore[arg-type]
+        reports.append(part / "r.json")
+    merged = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "report", "merge", *map(str, reports),
+                             "--json", str(tmp_path / "m.json")], capture_output=True, text=True, timeout=HANG)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert sorted(s["name"] for s in data["scenarios"]) == ["test_proxy_added_at_runtime",
+                                                          "test_proxy_then_trusted_ca_removed"]
+    assert data["summary"] == {"passed": 2, "failed": 0, "skipped": 0, "inconclusive": 0}
+
+
 @pytest.mark.slow
 def test_an_external_reconciler_declares_its_reboot_timeout_and_the_judge_waits_that_long(tmp_path: Path) -> None:
     """--reconciler-reboot-timeout is what the judge waits for a stuck node's report (plus a

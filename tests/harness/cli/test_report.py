@@ -116,3 +116,23 @@ def test_what_is_not_a_report_is_one_error_line(tmp_path: Path) -> None:
         assert "hunter2" not in result.output and "Traceback" not in result.output
     unknown = CliRunner().invoke(main, ["report", "show", str(secret), "--check", "registry"])
     assert unknown.exit_code == 2 and "--check registry: no such check; one of converged, registry-env" in unknown.output
+
+
+def test_merge_joins_shard_reports_into_every_report_kind(tmp_path: Path) -> None:
+    paths = []
+    for index, name in ((1, "test_proxy_added_at_runtime"), (2, "test_proxy_then_trusted_ca_removed")):
+        run = ConformanceRun(nodes=3, variant="correct", duration_s=40.0 + index, scenarios=[
+            ScenarioResult(name, "runtime-add", "passed", checks=[_check("127.10.0.1", "files", "passed", "none")])])
+        run.shards = [{"index": index, "total": 2}]
+        paths.append(tmp_path / f"shard-{index}.json")
+        write_json(run, paths[-1])
+    result = CliRunner().invoke(main, ["report", "merge", *map(str, paths), "--json", str(tmp_path / "m.json"),
+                                       "--junit", str(tmp_path / "m.xml"), "--html", str(tmp_path / "m.html")])
+    assert result.exit_code == 0, result.output
+    assert "2 part(s), 2 scenario(s), longest part 42 s: 2 passed, 0 failed" in result.output
+    merged = json.loads((tmp_path / "m.json").read_text())
+    assert [s["index"] for s in merged["shards"]] == [1, 2] and len(merged["scenarios"]) == 2
+    assert ET.parse(tmp_path / "m.xml").getroot().find("testsuite") is not None
+    assert "PASSED" in (tmp_path / "m.html").read_text()
+    missing = CliRunner().invoke(main, ["report", "merge", str(paths[0])])
+    assert missing.exit_code == 1 and "part(s) 2/2 missing" in missing.output and "Traceback" not in missing.output
