@@ -16,6 +16,7 @@ from rich.console import Console
 
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.harness.cli.clusterrun import wait_restored_option, wait_seconds, wait_until_restored
+from proxyfleet.harness.conformance.results import put_back_lines
 from proxyfleet.harness.lab import restoring
 from proxyfleet.harness.lab.snapshot import ClusterIdentity, ClusterSnapshot, SnapshotError
 
@@ -75,7 +76,7 @@ def restore(kubeconfig: Path, context: str | None, snapshot: Path, force: bool, 
                                    "run this command again once the cause is fixed")
     if wait is not None:
         found = wait_until_restored(kubeconfig, context, saved.node_cordons, wait, Console(stderr=True))
-        if found["still_rolling"] or found.get("error"):
+        if not put_back_lines(found)[0]:
             raise SystemExit(3)
 
 

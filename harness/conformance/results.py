@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
@@ -47,6 +49,16 @@ def _status(value: Any) -> Status:
     if value not in ("passed", "failed", "skipped", "inconclusive"):
         raise ValueError(f"unknown status {value!r}")
     return cast(Status, value)
+
+
+@functools.cache
+def installed_version() -> str:
+    """proxyfleet's version as installed (what a report records: shards of different versions are
+    not one run)."""
+    try:
+        return importlib.metadata.version("proxyfleet")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 @dataclass
@@ -148,7 +160,7 @@ class ConformanceRun:
     # the part(s) of a sharded run this is: [{"index": K, "total": N}] for `--shard K/N`; a merged
     # report lists every shard with its scenarios and wall time (empty: not sharded)
     shards: list[dict[str, Any]] = field(default_factory=list)
-    version: str = field(default_factory=lambda: installed_version())
+    version: str = field(default_factory=installed_version)
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -178,22 +190,8 @@ class ConformanceRun:
         return self.exit_code if self.command_exit is None else self.command_exit
 
     def put_back_lines(self) -> tuple[bool, list[str]]:
-        """What a cluster run's put-back found, one line each, and whether it is all well (a lab
-        run: nothing to say)."""
-        found = self.put_back
-        if found is None:
-            return True, []
-        if found.get("failed"):
-            return False, [f"the cluster could not be put back: {found['failed']}"]
-        waited = float(found.get("waited_s") or 0)
-        if found.get("error"):
-            return False, [f"the cluster was put back, but its nodes could not be waited for: {found['error']}"]
-        still = [str(line) for line in found.get("still_rolling") or []]
-        if still:
-            return False, [f"the cluster was still rolling {waited:.0f} s after its put-back:",
-                           *[f"  {line}" for line in still]]
-        return True, ["the cluster was put back" + (f" and its nodes were back within {waited:.0f} s" if waited
-                                                    else " (its nodes were not waited for: --wait-restored)")]
+        """What a cluster run's put-back found (``put_back_lines``; a lab run: nothing to say)."""
+        return put_back_lines(self.put_back)
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "version": self.version, "duration_s": round(self.duration_s, 3),
@@ -218,10 +216,19 @@ class ConformanceRun:
         return run
 
 
-def installed_version() -> str:
-    """proxyfleet's version as installed (what a report records: shards of different versions are
-    not one run)."""
-    try:
-        return importlib.metadata.version("proxyfleet")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+def put_back_lines(found: Mapping[str, Any] | None) -> tuple[bool, list[str]]:
+    """What a cluster's put-back found (``ConformanceRun.put_back``, also what ``proxyfleet
+    restore --wait-restored`` waits for), one line each, and whether it is all well."""
+    if found is None:
+        return True, []
+    if found.get("failed"):
+        return False, [f"the cluster could not be put back: {found['failed']}"]
+    waited = float(found.get("waited_s") or 0)
+    if found.get("error"):
+        return False, [f"the cluster was put back, but its nodes could not be waited for: {found['error']}"]
+    still = [str(line) for line in found.get("still_rolling") or []]
+    if still:
+        return False, [f"the cluster was still rolling {waited:.0f} s after its put-back:",
+                       *[f"  {line}" for line in still]]
+    return True, ["the cluster was put back" + (f" and its nodes were back within {waited:.0f} s" if waited
+                                                else " (its nodes were not waited for: --wait-restored)")]

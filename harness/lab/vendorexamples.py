@@ -32,13 +32,17 @@ class VendorExample:
 
     def program_path(self) -> str:
         """The program on this machine, or where Debian's package puts it."""
-        found = shutil.which(self.program) or next(
-            (str(p) for p in (Path("/usr/sbin") / self.program, Path("/usr/bin") / self.program) if p.exists()),
-            None)
-        return found or f"/usr/sbin/{self.program}"
+        return installed_program(self.program) or f"/usr/sbin/{self.program}"
 
     def installed(self) -> bool:
         return Path(self.program_path()).exists()
+
+
+def installed_program(program: str) -> str | None:
+    """Where ``program`` is on this machine: on the PATH, or where Debian's packages put proxies
+    (``/usr/sbin`` is not on a user's PATH); None if it is not installed."""
+    return shutil.which(program) or next(
+        (str(p) for p in (Path("/usr/sbin") / program, Path("/usr/bin") / program) if p.exists()), None)
 
 
 EXAMPLES = {example.name: example for example in [

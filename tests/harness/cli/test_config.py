@@ -4,7 +4,6 @@ lab's runs as written."""
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from click.testing import CliRunner
 from proxyfleet.harness.cli import main, runfile
 from proxyfleet.harness.cli.config import starter
 from proxyfleet.harness.cli.conformance import SECTIONS, conformance
-from proxyfleet.harness.lab.vendorexamples import EXAMPLES, copy_example, examples_directory
+from proxyfleet.harness.lab.vendorexamples import EXAMPLES, copy_example, examples_directory, installed_program
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.harness.cli.test_vendor_matrix import VENDORS, missing
 from tests.support import HANG
@@ -85,7 +84,7 @@ def test_the_examples_are_where_an_installed_proxyfleet_finds_them(tmp_path: Pat
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_a_vendor_starter_runs_as_written(tmp_path: Path, name: str) -> None:
     why = missing(VENDORS["apache" if name == "httpd" else name]) if name != "squid" else (
-        None if shutil.which("squid") or Path("/usr/sbin/squid").exists() else "needs Squid")
+        None if installed_program("squid") else "needs Squid")
     if why is not None or not real_ports_allowed():
         pytest.skip(why or "origins on ports 80/443 need root")
     result = CliRunner().invoke(main, ["config", "init", str(tmp_path / "proxyfleet.yaml"), "--proxy", name])

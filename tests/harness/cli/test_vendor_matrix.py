@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from proxyfleet.harness.lab.vendorexamples import installed_program
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -44,8 +44,7 @@ class Vendor:
     auth_file: str | None = None
 
     def program_path(self) -> str | None:
-        return shutil.which(self.program) or next(
-            (str(p) for p in (Path("/usr/sbin") / self.program, Path("/usr/bin") / self.program) if p.exists()), None)
+        return installed_program(self.program)
 
 
 VENDORS = {vendor.name: vendor for vendor in [
