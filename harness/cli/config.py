@@ -25,7 +25,7 @@ LAB = """\
 lab:
   nodes: 10                   # Windows nodes per lab
   # workflow: [runtime-add, change, remove]   # default: every workflow
-  # converge-timeout: 60      # seconds each step may take to converge
+  # converge-timeout: 600     # one deadline for every step (default: from each step's rollout)
 reconciler:
   variant: correct            # the reference reconciler; or judge your own:
   # command: "my-operator --kubeconfig {kubeconfig} --ssh-port {ssh_port} --max-unavailable {max_unavailable}"

@@ -184,7 +184,7 @@ class RunOptions:
     reconciler_command: str | None = None
     reconciler_env: str = "none"
     reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
-    converge_timeout: float = 60.0
+    converge_timeout: float | None = None  # None: each step's deadline follows from its rollout
     workers: int = 0
     keep: Path | None = None
     extra_args: list[str] = field(default_factory=list)
@@ -237,7 +237,9 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             # and the plugin puts the longest first (the run is as long as its tail).
             *(["--dist", "worksteal"] if selected > 1 else []),
             f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
-            f"--proxyfleet-converge-timeout={options.converge_timeout}", f"--proxyfleet-state-dir={state_dir}",
+            *([f"--proxyfleet-converge-timeout={options.converge_timeout}"]
+              if options.converge_timeout is not None else []),
+            f"--proxyfleet-state-dir={state_dir}",
             f"--proxyfleet-reconciler-reboot-timeout={options.reconciler_reboot_timeout}",
             *([] if options.keep else ["--proxyfleet-state-is-scratch"]), *options.extra_args]
     if options.proxy.given:
@@ -311,8 +313,10 @@ def report_options(function: Any) -> Any:
                      help="Write every proxy flow here (open with mitmweb --rfile)."),
         click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
                      help="Keep every lab's files (kubeconfig, flows, node disks) under this directory."),
-        click.option("--converge-timeout", default=60.0, show_default=True, type=click.FloatRange(1, 3600),
-                     help="Seconds each step may take to converge."),
+        click.option("--converge-timeout", default=None, type=click.FloatRange(1, 86400),
+                     help="Seconds each step may take to converge (default: from the step's rollout — "
+                          "nodes to reboot ÷ maxUnavailable, the lab's reboot and drain times — at least 60; "
+                          "60 on an existing cluster)."),
     ]):
         function = option(function)
     return function
@@ -364,8 +368,8 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | None, nodes: int,
                 workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
-                reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None, converge_timeout: float,
-                workers: int, shard: Shard | None, **proxy: Any) -> None:
+                reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None,
+                converge_timeout: float | None, workers: int, shard: Shard | None, **proxy: Any) -> None:
     """Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."""
     if config is not None and config_from is not None:
         raise click.UsageError("--config and --config-from: give one (a run file, or the report of a run to repeat)")
@@ -428,7 +432,7 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
 
 
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
-                            converge_timeout: float, reboot_timeout: float, console: Console,
+                            converge_timeout: float | None, reboot_timeout: float, console: Console,
                             effective: dict[str, dict[str, Any]], wait: float | None,
                             reports: tuple[Path | None, Path | None, Path | None]) -> None:
     """The cluster workflows one at a time, with the cluster's objects saved first and put back

@@ -146,7 +146,7 @@ SECTIONS = (
 def repro(proxy_file: Path, ca_bundle: Path | None, install_config: Path | None, nodes: int, variant: str,
           reconciler_command: str | None, internet: tuple[str, ...], intranet: tuple[str, ...],
           junit: Path | None, json_path: Path | None, html: Path | None,
-          flows: Path | None, keep: Path | None, converge_timeout: float, **proxy_values: Any) -> None:
+          flows: Path | None, keep: Path | None, converge_timeout: float | None, **proxy_values: Any) -> None:
     """Reproduce a customer's proxy settings on the lab and explain every failing path."""
     interrupt_on_sigterm()
     vendor = proxy_options_from(proxy_values)

@@ -177,6 +177,8 @@ class Step:
     # the lab's own starvation, which no verdict may blame on a reconciler
     lag: dict[str, dict[str, float]] = field(default_factory=dict)
     note: str = ""  # what the step did beyond the ordinary (a longer deadline, and why)
+    deadline: float = 0.0  # seconds it may take to converge (0: not worked out yet)
+    deadline_basis: str = ""  # how that was arrived at (``deadlines.Deadline.basis``)
     results: list[CheckResult] = field(default_factory=list)
 
 

@@ -48,6 +48,7 @@ from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.converging import PROBE_CONCURRENCY, Looks, converge, revision_claims
 from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
+from proxyfleet.harness.conformance.deadlines import Deadline, RolloutTimings, StepPlan, step_deadline
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
     TRAFFIC_CHECKS,
@@ -71,6 +72,7 @@ from proxyfleet.harness.conformance.sightings import ChangeSightings
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.controlplane.workloads import WORKLOAD_NAMESPACE
+from proxyfleet.simulators.windows.machine import LAST_STAGE
 from proxyfleet.simulators.windows.node import WindowsNode
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,9 @@ class Probed:
     probe: str | None
 
 
+STUCK_BASIS = "the stuck node's report"  # a step's deadline set by a stuck node's report wait
+
+
 class LabRequired(RuntimeError):
     """A scenario asked an existing cluster's judge for something only the embedded lab has."""
 
@@ -110,11 +115,13 @@ class Conformance:
     """One scenario against one lab (``Conformance(lab)``) or an existing cluster
     (``Conformance(None, cluster=…)``). ``await start()`` first, ``await close()`` at the end."""
 
-    def __init__(self, lab: Lab | None, scenario: str = "", converge_timeout: float = 60.0, quiet: float = 1.0,
+    def __init__(self, lab: Lab | None, scenario: str = "", converge_timeout: float | None = None, quiet: float = 1.0,
                  cluster: ClusterTarget | None = None, reconciler_reboot_timeout: float | None = None) -> None:
         self._lab = lab
         self.cluster = cluster
         self.scenario = scenario
+        # None: each step's deadline follows from what it asks of the fleet (``deadlines``); a number
+        # (``--converge-timeout``) overrides that for every step.
         self.converge_timeout = converge_timeout
         # How long the reconciler under test gives a rebooting node before reporting it: a step with
         # a node stuck in its reboot waits that long (and a margin) for the report, never less.
@@ -302,6 +309,7 @@ class Conformance:
         (credentials redacted)."""
         return [{"step": s.name, "converged_s": {a: round(t, 3) for a, t in sorted(s.converged.items())},
                  "nodes": len(s.members) + len(s.deconfigured), "lag_s": s.lag, **({"note": s.note} if s.note else {}),
+                 **({"deadline_s": s.deadline, "deadline": s.deadline_basis} if s.deadline else {}),
                  "environment": {k: redact_url(v) for k, v in s.expected.environment.items()}}
                 for s in self.steps]
 
@@ -473,7 +481,7 @@ class Conformance:
             node.down_listeners.append(heard)
         # A first reboot comes after a drain: at 100 nodes under load that took longer than a
         # fixed 30 s. The step's own deadline bounds it, moved by the lab's stall meanwhile.
-        limit = within if within is not None else max(30.0, self.converge_timeout)
+        limit = within if within is not None else max(30.0, self._planned(len(self.instances)).seconds)
         began, lag = time.monotonic(), process_monitor()
         try:
             while True:
@@ -686,20 +694,43 @@ class Conformance:
         except NodeError as exc:
             return exc
 
+    def _timings(self) -> RolloutTimings | None:
+        """What the lab's hosts take to reboot and to stop a pod (None on an existing cluster)."""
+        if self._lab is None:
+            return None
+        fleet = self._lab.fleet.settings
+        kubelet = fleet.kubelet
+        # Back from a reboot: shut down, boot, every service stage, and a lease period of the
+        # kubelet (which posts its status as it starts).
+        reboot = (fleet.shutdown_delay + fleet.reboot_duration + LAST_STAGE * fleet.service_stage_seconds
+                  + (kubelet.lease_interval if kubelet is not None else 0.0))
+        stop = kubelet.container_stop_seconds if kubelet is not None else 0.0
+        return RolloutTimings(reboot, stop, self._lab.settings.settle_delay)
+
+    def _planned(self, rolling: int) -> Deadline:
+        """The deadline of a step that reboots ``rolling`` nodes (``deadlines.step_deadline``)."""
+        budget = self._lab.max_unavailable if self._lab is not None else 1
+        return step_deadline(StepPlan(rolling, budget), self._timings(), self.converge_timeout)
+
     def _deadline(self, step: Step) -> float:
-        """The step's deadline: ``converge_timeout``, or — where a node is stuck in its reboot and
-        the reconciler must report it — its declared reboot timeout and a margin, if longer (a
-        correct operator reports only once it has waited that long). Written into the step."""
-        if not step.stuck:
-            return self.converge_timeout
-        wait = self.report_wait()
-        if wait <= self.converge_timeout:
-            return self.converge_timeout
-        if not step.note:  # asked again when the step is judged: said once
-            step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
-                         f"({self.reboot_timeout:g} s) and a margin")
-            log.warning("%s: %s", step.name, step.note)
-        return wait
+        """The step's deadline: its plan (``_planned``: the members whose proxy variables change,
+        in waves of maxUnavailable) or ``--converge-timeout``, or — where a node is stuck in its
+        reboot and the reconciler must report it — its declared reboot timeout and a margin, if
+        longer (a correct operator reports only once it has waited that long). Worked out once and
+        written into the step."""
+        if step.deadline:
+            return step.deadline
+        rolling = sum(1 for a in step.members if self._change(step, a) == "environment")
+        planned = self._planned(rolling)
+        step.deadline, step.deadline_basis = planned.seconds, planned.basis
+        if step.stuck:
+            wait = self.report_wait()
+            if wait > planned.seconds:
+                step.deadline, step.deadline_basis = wait, STUCK_BASIS
+                step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
+                             f"({self.reboot_timeout:g} s) and a margin")
+                log.warning("%s: %s", step.name, step.note)
+        return step.deadline
 
     async def _claimed(self, step: Step) -> set[str]:
         """Members that claimed the current revision during this step. A claim older than the step
@@ -792,8 +823,8 @@ class Conformance:
                 deadline = self._deadline(step)
                 self._record(step, address, "reported", checks.stuck_reported(
                     hosts[address].listening, about(address, step.started), deadline,
-                    "the reconciler's reboot timeout and a margin" if deadline > self.converge_timeout
-                    else "the step's converge timeout, at least the reconciler's reboot timeout and a margin"))
+                    "the reconciler's reboot timeout and a margin" if step.deadline_basis == STUCK_BASIS
+                    else "the step's deadline, at least the reconciler's reboot timeout and a margin"))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",
                                             "off the network for this step (the scenario's doing)", step.name))
@@ -880,7 +911,7 @@ class Conformance:
         target = self._targets[address]
         host = evidence.hosts.get(address) if evidence.hosts is not None else None
         change = self._change(step, address)
-        record("converged", checks.converged(problem, step.converged.get(address), self.converge_timeout))
+        record("converged", checks.converged(problem, step.converged.get(address), self._deadline(step)))
         if isinstance(state, NodeError):
             for check in ("registry-env", "certificates"):
                 record(check, checks.Verdict(False, "a readable node", f"unreachable: {state}"))

@@ -85,8 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--proxyfleet-reconciler-env", default="none", choices=ENV_MODES,
                     help="'olm': start the external reconciler with the Proxy status variables and restart "
                          "it when they change, as OLM runs WMCO.")
-    group.addoption("--proxyfleet-converge-timeout", type=float, default=60.0,
-                    help="Seconds a step may take to converge (default 60).")
+    group.addoption("--proxyfleet-converge-timeout", type=float, default=None,
+                    help="Seconds a step may take to converge (default: from the step's rollout, at least 60).")
     group.addoption("--proxyfleet-shard", default=None, metavar="K/N",
                     help="run only the K-th of N balanced parts of the selected scenarios (shards)")
     group.addoption("--proxyfleet-workflow", action="append", default=[],

@@ -16,6 +16,7 @@ import pytest
 from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
+from proxyfleet.harness.conformance.deadlines import FLOOR
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
     TRAFFIC_CHECKS,
@@ -28,8 +29,10 @@ from proxyfleet.harness.conformance.evidence import (
 from proxyfleet.harness.conformance.judge import Conformance, LabRequired
 from proxyfleet.harness.conformance.probe import NodeState
 from proxyfleet.harness.conformance.results import CheckResult
+from proxyfleet.harness.lab import Lab, LabSettings
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.fleet import Fleet
+from proxyfleet.simulators.windows.machine import LAST_STAGE
 from tests.support import wait_until
 
 ADDRESS = "10.0.0.5"
@@ -55,11 +58,31 @@ def test_a_step_with_a_stuck_node_waits_for_the_declared_reboot_timeout(tmp_path
     reconciler declared it waits (default: the real operator's 600 s), a margin on top, and the step
     says so; a step with no stuck node keeps the converge timeout."""
     judge = _cluster_judge(tmp_path, declared)
+    judge._targets["10.0.0.5"] = UNCONFIGURED
     stuck = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {}, stuck=["10.0.0.5"])
     assert judge._deadline(stuck) == deadline
     assert f"reboot timeout ({declared or 600:g} s) and a margin" in stuck.note
     plain = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {})
-    assert judge._deadline(plain) == judge.converge_timeout and not plain.note
+    assert judge._deadline(plain) == FLOOR and not plain.note
+    assert plain.deadline_basis == "the default"  # an existing cluster's reboot times are not known
+
+
+async def test_a_lab_step_deadline_is_priced_with_the_lab_s_own_timings(tmp_path: Path) -> None:
+    """A lab judge prices a rollout with the lab's reboot and pod-stop times and its
+    maxUnavailable; ``--converge-timeout`` overrides it."""
+    async with Lab(LabSettings(nodes=2, proxy=False, reboot_duration=2.0, shutdown_delay=0.5, workloads=False,
+                               state_dir=tmp_path / "lab")) as lab:
+        judge = Conformance(lab)
+        timings = judge._timings()
+        assert timings is not None
+        assert timings.reboot_s == pytest.approx(0.5 + 2.0 + LAST_STAGE * 0.25 + lab.settings.heartbeat)
+        assert timings.eviction_s == 1.0 and timings.wave_overhead_s == lab.settings.settle_delay
+        assert judge._planned(0).seconds == FLOOR
+        big = judge._planned(300)
+        assert big.seconds > 300 * (timings.reboot_s + timings.eviction_s)  # one wave each: a budget of 1
+        assert "300 wave(s) of up to 1" in big.basis
+        explicit = Conformance(lab, converge_timeout=7.0)
+        assert (explicit._planned(300).seconds, explicit._planned(300).basis) == (7.0, "--converge-timeout")
 
 
 def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Path) -> None:

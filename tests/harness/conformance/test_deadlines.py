@@ -1,0 +1,58 @@
+"""A step's deadline follows from what it asks of the fleet (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxyfleet.harness.conformance.deadlines import (
+    EVICTION_MARGIN,
+    FLOOR,
+    WAVE_MARGIN,
+    RolloutTimings,
+    StepPlan,
+    step_deadline,
+)
+
+# The lab's defaults: shutdown 0.2 + boot 0.6 + 4 service stages of 0.25 + a 1 s kubelet lease
+# period; a pod's containers stop in 1 s; the reconciler settles 0.3 s per wave.
+LAB = RolloutTimings(reboot_s=2.8, eviction_s=1.0, wave_overhead_s=0.3)
+
+
+def test_a_step_without_a_reboot_has_the_floor() -> None:
+    deadline = step_deadline(StepPlan(rolling=0, max_unavailable=5), LAB)
+    assert deadline.seconds == FLOOR
+    assert "no reboot" in deadline.basis
+
+
+def test_a_small_rollout_fits_in_the_floor() -> None:
+    # 10 nodes in two waves of 5 (the main job): what 60 s always held; in five waves of 2 (faults)
+    # a little more
+    assert step_deadline(StepPlan(10, 5), LAB).seconds == FLOOR
+    assert FLOOR < step_deadline(StepPlan(10, 2), LAB).seconds < 1.2 * FLOOR
+
+
+@pytest.mark.parametrize("nodes", [100, 300, 1000])
+def test_the_deadline_grows_with_the_nodes_to_reboot(nodes: int) -> None:
+    deadline = step_deadline(StepPlan(nodes, nodes // 2), LAB)
+    # two waves and one eviction per node, each with its margin
+    assert deadline.seconds == pytest.approx(2 * WAVE_MARGIN * 3.1 + nodes * EVICTION_MARGIN * 1.0, abs=1)
+    assert deadline.seconds > FLOOR
+    assert f"{nodes} node(s) to reboot: 2 wave(s) of up to {nodes // 2}" in deadline.basis
+
+
+def test_more_waves_with_a_smaller_budget() -> None:
+    wide, narrow = step_deadline(StepPlan(100, 50), LAB), step_deadline(StepPlan(100, 2), LAB)
+    assert narrow.seconds > wide.seconds
+    assert "50 wave(s) of up to 2" in narrow.basis
+    assert StepPlan(101, 2).waves == 51
+    assert StepPlan(5, 0).waves == 5  # a budget of 0 is one at a time, never a division by zero
+
+
+def test_an_explicit_timeout_overrides_the_plan() -> None:
+    deadline = step_deadline(StepPlan(1000, 500), LAB, explicit=42.0)
+    assert (deadline.seconds, deadline.basis) == (42.0, "--converge-timeout")
+
+
+def test_unknown_host_timings_keep_the_default() -> None:
+    # an existing cluster: its hosts' reboot times are not known to the judge
+    assert step_deadline(StepPlan(300, 1), None).seconds == FLOOR
