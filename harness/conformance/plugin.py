@@ -33,7 +33,7 @@ import pytest_asyncio
 from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
-from proxyfleet.harness.conformance import shards
+from proxyfleet.harness.conformance import scenariocosts, shards
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.judge import Conformance
 from proxyfleet.harness.conformance.results import ChecksFailed, Ending, ScenarioResult, Status
@@ -158,14 +158,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         keep = chosen
     if drop:
         config.hook.pytest_deselected(items=drop)
-    # Longest first (``@pytest.mark.rollouts(n)``: the reboot waves a scenario waits for), so the
-    # run's tail is short scenarios; a stable sort keeps the file order otherwise.
-    keep.sort(key=lambda item: -_rollouts(item))
+    # Longest first (``scenariocosts``: measured, or priced from the reboot waves a scenario
+    # declares), so the run's tail is short scenarios; a stable sort keeps the file order otherwise.
+    keep.sort(key=lambda item: -_cost(item))
     # On an xdist worker (where "dist" reads "no"), when only scenarios run (as under
     # `proxyfleet conformance`, which uses worksteal): never reorder a mixed test session.
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers > 1 and all(item.get_closest_marker("workflow") for item in keep):
-        keep = worksteal_order(keep, workers, _rollouts)
+        keep = worksteal_order(keep, workers, _cost)
     items[:] = keep
 
 
@@ -173,12 +173,12 @@ T = TypeVar("T")
 
 
 def shard_items(items: list[pytest.Item], shard: shards.Shard) -> list[pytest.Item]:
-    """The scenarios of ``shard``: parts balanced by reboot waves (``rollouts``) plus one for the
-    scenario's own set-up, by node id on a tie (``shards``)."""
-    return shards.select(items, shard, lambda item: _rollouts(item) + 1, lambda item: item.nodeid)
+    """The scenarios of ``shard``: parts balanced by each scenario's measured cost
+    (``scenariocosts``), by node id on a tie (``shards``)."""
+    return shards.select(items, shard, _cost, lambda item: item.nodeid)
 
 
-def worksteal_order(items: list[T], workers: int, weight: Callable[[T], int]) -> list[T]:
+def worksteal_order(items: list[T], workers: int, weight: Callable[[T], float]) -> list[T]:
     """``items`` (longest first) reordered for xdist's worksteal scheduler, whose first hand-out
     gives each worker one contiguous block (``remaining // workers_left`` items): each block is
     filled longest-processing-time first, so no worker starts with all the long scenarios (with
@@ -190,7 +190,7 @@ def worksteal_order(items: list[T], workers: int, weight: Callable[[T], int]) ->
         sizes.append(remaining // (workers - index))
         remaining -= sizes[-1]
     blocks: list[list[T]] = [[] for _ in sizes]
-    loads = [0] * len(sizes)
+    loads = [0.0] * len(sizes)
     for item in items:
         block = min((b for b in range(len(blocks)) if len(blocks[b]) < sizes[b]), key=lambda b: (loads[b], b))
         blocks[block].append(item)
@@ -201,6 +201,11 @@ def worksteal_order(items: list[T], workers: int, weight: Callable[[T], int]) ->
 def _rollouts(item: pytest.Item) -> int:
     marker = item.get_closest_marker("rollouts")
     return int(marker.args[0]) if marker and marker.args else 1
+
+
+def _cost(item: pytest.Item) -> float:
+    """The scenario's measured seconds, or its estimate from its declared reboot waves."""
+    return scenariocosts.cost(getattr(item, "originalname", item.name), _rollouts(item))
 
 
 def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:

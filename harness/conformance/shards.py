@@ -2,10 +2,9 @@
 so a CI system's own parallelism (a GitHub Actions matrix, GitLab's ``parallel:``) runs one run
 on N machines, as Playwright's ``--shard`` does; ``proxyfleet report merge`` joins their reports.
 
-The parts are balanced by each scenario's cost — its reboot waves (``@pytest.mark.rollouts(n)``),
-which is what its wall time grows with (measured: a scenario without a rollout takes a few
-seconds, each wave of reboots adds about as much as the scenario's own set-up) — longest first
-onto the lightest part, ties broken by name, so every machine computes the same parts from the
+The parts are balanced by each scenario's measured cost (``scenariocosts``: the seconds it took in
+a 10-node run; an unmeasured one is priced from its declared reboot waves) — longest first onto
+the lightest part, ties broken by name, so every machine computes the same parts from the
 same selection and each scenario is in exactly one.
 """
 

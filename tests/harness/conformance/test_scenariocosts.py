@@ -1,0 +1,34 @@
+"""Every scenario has a measured cost, and the costs balance the shards."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxyfleet.harness.cli.conformance import shard_scenarios
+from proxyfleet.harness.conformance import scenariocosts, shards
+from proxyfleet.harness.conformance.shards import Shard
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> list[str]:
+    return shard_scenarios(Shard(1, 1), ())
+
+
+def test_every_lab_scenario_is_measured(scenarios: list[str]) -> None:
+    """A new scenario gets a measured cost (``bench/scenario_costs.py``) rather than an estimate;
+    a scenario renamed or removed leaves no stale entry."""
+    assert sorted(scenarios) == sorted(scenariocosts.SECONDS)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 4])
+def test_measured_costs_balance_the_parts(scenarios: list[str], parts: int) -> None:
+    loads = [sum(scenariocosts.cost(name, 0) for name in part)
+             for part in shards.partition(scenarios, parts, lambda n: scenariocosts.cost(n, 0), lambda n: n)]
+    assert max(loads) / min(loads) < 1.15
+
+
+def test_an_unmeasured_scenario_is_priced_from_its_waves() -> None:
+    assert scenariocosts.cost("test_not_measured_yet", 0) == scenariocosts.SETUP_SECONDS
+    assert scenariocosts.cost("test_not_measured_yet", 3) == pytest.approx(
+        scenariocosts.SETUP_SECONDS + 3 * scenariocosts.WAVE_SECONDS)
+    assert scenariocosts.cost("test_proxy_added_at_runtime", 9) == scenariocosts.SECONDS["test_proxy_added_at_runtime"]
