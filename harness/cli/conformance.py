@@ -314,9 +314,7 @@ def report_options(function: Any) -> Any:
         click.option("--keep", type=click.Path(file_okay=False, path_type=Path),
                      help="Keep every lab's files (kubeconfig, flows, node disks) under this directory."),
         click.option("--converge-timeout", default=None, type=click.FloatRange(1, 86400),
-                     help="Seconds each step may take to converge (default: from the step's rollout — "
-                          "nodes to reboot ÷ maxUnavailable, the lab's reboot and drain times — at least 60; "
-                          "60 on an existing cluster)."),
+                     help="Seconds every step may take to converge (default: each step's own, from its rollout)."),
     ]):
         function = option(function)
     return function

@@ -212,7 +212,15 @@ class Conformance:
         """Record each node's out-of-the-box Root store and start watching cordons."""
         if self.cluster is not None:
             await self._start_on_cluster(self.cluster)
-        states = await asyncio.gather(*(self._observe_retrying(a) for a in self._addresses))
+        # At most PROBE_CONCURRENCY handshakes at once: 1,000 at once on one loop timed every
+        # one of them out.
+        semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
+
+        async def first_look(address: str) -> NodeState:
+            async with semaphore:
+                return await self._observe_retrying(address)
+
+        states = await asyncio.gather(*(first_look(a) for a in self._addresses))
         self.baseline_roots = {a: s.root for a, s in zip(self._addresses, states, strict=True)}
         self.baseline_files = {a: s.files for a, s in zip(self._addresses, states, strict=True)}
         for address in self._addresses:
@@ -278,16 +286,18 @@ class Conformance:
         await self.probe.close()
 
     async def _observe_retrying(self, address: str, within: float = 30.0) -> NodeState:
-        deadline = time.monotonic() + within
+        """Observe ``address``, asking again for ``within`` seconds (moved by the lab's own stall)
+        while it cannot be reached."""
+        began, lag = time.monotonic(), process_monitor()
         while True:
             try:
                 return await self.probe.observe(address)
             except HostKeyMismatch:
                 raise  # no reboot brings the pinned key back: asking again only delays the report
             except NodeError:
-                if time.monotonic() > deadline:
+                if time.monotonic() - began > within + lag.stalled(began):
                     raise
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # polling a condition, bounded above
 
     @property
     def results(self) -> list[CheckResult]:
