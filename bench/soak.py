@@ -34,7 +34,8 @@ def _failures(report: dict[str, Any]) -> list[str]:
             found.append(f"{scenario['name']}: " + "\n      ".join(scenario["error"].strip().splitlines()[:40]))
         for check in scenario.get("checks", []):
             if check["status"] in ("failed", "inconclusive"):
-                found.append(f"{scenario['workflow']} / {check['step']} / {check['check']} on {check['node']} "
+                nodes = ", ".join(check.get("nodes") or [check.get("node", "?")])  # grouped records, or old ones
+                found.append(f"{scenario['workflow']} / {check['step']} / {check['check']} on {nodes} "
                              f"[{check['status']}]: {check['observed'][:200]}")
     return found
 

@@ -27,7 +27,9 @@ def report() -> None:
 
 
 def read_report(path: Path) -> ConformanceRun:
-    """The run a ``--json`` report holds, or one ``Error:`` line saying why it is not one."""
+    """The run a ``--json`` report holds, or one ``Error:`` line saying why it is not one. Its checks
+    may be grouped (one record per outcome with its nodes) or, as older reports hold them, one
+    record per node: ``ConformanceRun.from_json`` reads both."""
     try:
         data = json.loads(path.read_text())
         if not isinstance(data, dict):

@@ -8,12 +8,26 @@ JSON schema (``--json``)::
                     "ending": "passed"|"checks-failed"|"error"|"skipped", "nodes": int,
                     "api_internal_host": str,
                     "duration_s": float, "error": str (only when the scenario broke outside its checks),
-                    "checks": [{"node": str, "check": str, "status": str, "expected": str,
-                                "observed": str, "step": str}],
+                    "checks": [{"check": str, "status": str, "expected": str, "observed": str,
+                                "step": str, "nodes": [str]}],   # see "Checks" below
                     "timeline": [{"step": str, "nodes": int, "converged_s": {node: seconds},
-                                  "lag_s": {process: {"worst_s": float, "stalled_s": float}}}],
+                                  "lag_s": {process: {"worst_s": float, "stalled_s": float}},
+                                  "deadline_s": float, "deadline": str (how it follows from the step),
+                                  "note": str (only when the step did more than the ordinary)}],
                     "flows": {"<proxy> <kind> <host> <status>": {"count": int}},
                     "violations": [{"time", "origin", "source", "source_port"}]}]}
+
+Checks: one record per distinct ``(check, status, expected, observed, step)`` with the ``nodes``
+it holds for, in the order judged (``results.group_checks``): every node's verdict on every check
+is there, written once per outcome rather than once per node. Reports written before the grouping
+hold one record per node (``"node": str`` instead of ``"nodes"``); ``results.expand_checks`` (the
+one reading of ``checks``, behind ``ConformanceRun.from_json``) reads both. The file puts each
+record whose values are plain (a check record, a violation, a step's ``converged_s``) on one line.
+
+HTML: up to ``fleetsummary.LARGE_FLEET`` nodes a scenario is a node x check matrix; past it, counts
+per check and step, the results that are not a pass in full (identical ones grouped) and the passes
+grouped by identical observation, with a text box that filters the rows (inline script, no
+external asset).
 
 Every text is redacted again on the way out: no proxy credentials in any report. Nodes print
 what they like, so JUnit and HTML show every character that is not text (controls, NUL,
@@ -32,6 +46,14 @@ from typing import Any
 
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.harness.conformance.causes import failure_causes
+from proxyfleet.harness.conformance.fleetsummary import (
+    NAMED_PASSES,
+    is_large,
+    merged_steps,
+    outcomes,
+    pass_summaries,
+    step_counts,
+)
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ConformanceRun, ScenarioResult
 
 
@@ -62,8 +84,33 @@ def printable(text: str) -> str:
     return _NOT_TEXT.sub(_escape, text)
 
 
+def _plain(value: Any) -> bool:
+    return not isinstance(value, (dict, list))
+
+
+def _one_line(value: dict[str, Any] | list[Any]) -> bool:
+    """A record of plain values (lists of plain values included): a check record with its nodes,
+    a violation, a step's ``converged_s``."""
+    items = value.values() if isinstance(value, dict) else value
+    return all(_plain(v) or (isinstance(v, list) and all(_plain(x) for x in v)) for v in items)
+
+
+def dumps(value: Any, depth: int = 0) -> str:
+    """``value`` as indented JSON with every record of plain values on one line: a thousand node
+    names of one check record take one line, not a thousand."""
+    if _plain(value) or not value or _one_line(value):
+        return json.dumps(value)
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, dict):
+        # a key that is not text is written as JSON writes it ("true", "1.5")
+        items = [f"{inner}{json.dumps(k if isinstance(k, str) else json.dumps(k))}: {dumps(v, depth + 1)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    return "[\n" + ",\n".join(f"{inner}{dumps(v, depth + 1)}" for v in value) + f"\n{pad}]"
+
+
 def write_json(run: ConformanceRun, path: Path) -> None:
-    path.write_text(json.dumps(_clean(run.to_json()), indent=2) + "\n")
+    path.write_text(dumps(_clean(run.to_json())) + "\n")
 
 
 def _families(scenario: ScenarioResult) -> list[str]:
@@ -210,8 +257,8 @@ def _skipped(scenario: ScenarioResult) -> str:
             f"<th>skipped</th><th>why</th></tr>{''.join(rows)}</table>")
 
 
-def _timeline_svg(scenario: ScenarioResult) -> str:
-    """Nodes converged over time, one line per step."""
+def _timeline_svg(scenario: ScenarioResult, large: bool = False) -> str:
+    """Nodes converged over time, one line per step (``large``: one corner per pixel column)."""
     steps = [s for s in scenario.timeline if s.get("converged_s")]
     if not steps:
         return ""
@@ -223,7 +270,9 @@ def _timeline_svg(scenario: ScenarioResult) -> str:
     for index, step in enumerate(steps):
         times = sorted(step["converged_s"].values())
         points: list[tuple[float, float]] = [(pad, height - pad)]
-        for count, seconds in enumerate(times, start=1):
+        corners = (merged_steps(times, longest, width - 2 * pad) if large
+                   else [(seconds, count) for count, seconds in enumerate(times, start=1)])
+        for seconds, count in corners:
             x = pad + (width - 2 * pad) * seconds / longest
             points.append((x, points[-1][1]))
             points.append((x, height - pad - (height - 2 * pad) * count / most))
@@ -272,17 +321,105 @@ def _lags(scenario: ScenarioResult) -> str:
             f"<th>worst stall (s)</th><th>stalled in all (s)</th></tr>{rows}</table>")
 
 
-def _causes(run: ConformanceRun) -> str:
-    """The failures grouped by cause, as ``proxyfleet report show`` prints them: what to read first."""
+def _causes(run: ConformanceRun, filterable: bool = False) -> str:
+    """The failures grouped by cause, as ``proxyfleet report show`` prints them: what to read first
+    (``filterable``: rows the page's filter acts on)."""
     causes = failure_causes(run)
     if not causes:
         return ""
-    rows = "".join(f'<tr><td><a href="#{_e(c.scenario)}">{_e(c.workflow)}</a></td><td>{_e(c.check)}'
+    row = '<tr class="f">' if filterable else "<tr>"
+    rows = "".join(f'{row}<td><a href="#{_e(c.scenario)}">{_e(c.workflow)}</a></td><td>{_e(c.check)}'
                    f'{"" if c.status == "failed" else f" ({_e(c.status)})"}</td><td>{len(c.nodes)}</td>'
                    f"<td>{_e(c.step)}</td><td>{_e(c.observed)}</td><td>{_e(c.node_list())}</td></tr>"
                    for c in causes[:200])
     return ("<h2>Failures by cause</h2><table><tr><th>workflow</th><th>check</th><th>nodes</th><th>after step</th>"
             f"<th>observed (first node)</th><th>on</th></tr>{rows}</table>")
+
+
+# Characters of not-passed rows one summarised scenario shows: all of them in any run that is
+# not broken everywhere; a reconciler that fails every node differently would otherwise write a
+# page no browser opens (12 scenarios x 250 KB stay under 5 MB with the rest of the page).
+NOT_PASSED_SHOWN = 250_000
+
+_FILTER = ('<p style="position:sticky;top:0;background:#fff;padding:.4em 0"><label>Filter rows '
+           '<input id="filter" type="search" size="40" autocomplete="off" '
+           'placeholder="node, check or any text"></label> <span id="shown" class="small"></span></p>')
+# Hides the rows (class f) whose text does not contain what was typed; no external asset.
+_FILTER_SCRIPT = """<script>
+(function(){var box=document.getElementById("filter"),shown=document.getElementById("shown"),
+rows=document.querySelectorAll("tr.f");
+function apply(){var q=box.value.trim().toLowerCase(),n=0;
+for(var i=0;i<rows.length;i++){var hide=q!==""&&rows[i].textContent.toLowerCase().indexOf(q)<0;
+rows[i].hidden=hide;if(!hide){n++;}}
+shown.textContent=q?n+" of "+rows.length+" rows":"";}
+box.addEventListener("input",apply);apply();})();
+</script>"""
+
+
+def _counts(scenario: ScenarioResult) -> str:
+    """Per check and step, how many nodes' results passed, failed, stayed inconclusive, were skipped."""
+    rows = []
+    for counted in step_counts(scenario.checks):
+        n = counted.counts
+        mood = "fail" if n["failed"] else "skip" if n["inconclusive"] or not n["passed"] else "pass"
+        rows.append(f'<tr class="f {mood}"><td>{_e(counted.check)}</td><td>{_e(counted.step)}</td>'
+                    f'<td>{n["passed"]}</td><td>{n["failed"]}</td><td>{n["inconclusive"]}</td>'
+                    f'<td>{n["skipped"]}</td><td>{len(counted.nodes)}</td></tr>')
+    return ("<h3>Checks by step</h3><table><tr><th>check</th><th>after step</th><th>passed</th><th>failed</th>"
+            f"<th>inconclusive</th><th>skipped</th><th>nodes</th></tr>{''.join(rows)}</table>")
+
+
+def _not_passed(scenario: ScenarioResult) -> str:
+    """The failed and inconclusive results in full, identical ones (but for the node) as one row."""
+    found = outcomes(scenario.checks, ["failed", "inconclusive"])
+    if not found:
+        return "<h3>Failed and inconclusive results</h3><p class=small>none: every node passed every check judged</p>"
+    rows: list[str] = []
+    size = 0
+    for outcome in found:
+        row = (f'<tr class="f {"fail" if outcome.status == "failed" else "skip"}">'
+               f'<td>{", ".join(_e(n) for n in outcome.nodes)}</td><td>{len(outcome.nodes)}</td>'
+               f"<td>{_e(outcome.step)}</td><td>{_e(outcome.check)}</td><td>{_e(outcome.status)}</td>"
+               f"<td>{_e(outcome.expected)}</td><td>{_e(outcome.observed)}</td></tr>")
+        if rows and size + len(row) > NOT_PASSED_SHOWN:
+            break
+        rows.append(row)
+        size += len(row)
+    left = found[len(rows):]
+    more = (f"<p class=small>{len(left)} more row(s), on {len({n for o in left for n in o.nodes})} node(s), not "
+            "shown: the JSON report holds them all (proxyfleet report show r.json --node ADDRESS)</p>"
+            if left else "")
+    nodes = len({n for o in found for n in o.nodes})
+    return (f"<h3>Failed and inconclusive results ({nodes} node(s); identical results grouped)</h3>"
+            "<table><tr><th>nodes</th><th>count</th><th>after step</th><th>check</th><th>status</th>"
+            f"<th>expected</th><th>observed</th></tr>{''.join(rows)}</table>{more}")
+
+
+def _passes(scenario: ScenarioResult) -> str:
+    """The passes grouped by identical observation, the largest groups of each check and step."""
+    rows = []
+    for summary in pass_summaries(scenario.checks):
+        for outcome in summary.shown:
+            who = (", ".join(_e(n) for n in outcome.nodes) if len(outcome.nodes) <= NAMED_PASSES
+                   else f"{len(outcome.nodes)} nodes")
+            rows.append(f'<tr class="f"><td>{_e(summary.check)}</td><td>{_e(summary.step)}</td><td>{who}</td>'
+                        f"<td>{_e(outcome.expected)}</td><td>{_e(outcome.observed)}</td></tr>")
+        if summary.other_observations:
+            rows.append(f'<tr class="f"><td>{_e(summary.check)}</td><td>{_e(summary.step)}</td>'
+                        f"<td>{summary.other_nodes} nodes</td><td></td><td class=small>"
+                        f"{summary.other_observations} other observation(s), each passed</td></tr>")
+    if not rows:
+        return ""
+    return ("<h3>Passed (identical observations grouped)</h3><table><tr><th>check</th><th>after step</th>"
+            f"<th>nodes</th><th>expected</th><th>observed</th></tr>{''.join(rows)}</table>")
+
+
+def _summarised(scenario: ScenarioResult) -> str:
+    """A scenario on more than ``LARGE_FLEET`` nodes: counts, what did not pass in full, passes grouped."""
+    nodes = len({c.node for c in scenario.checks})
+    return (f"<p class=small>{nodes} nodes: summarised (a node not named under \u201cFailed and inconclusive "
+            "results\u201d passed every check it was judged on, or was skipped as counted)</p>"
+            f"{_counts(scenario)}{_not_passed(scenario)}{_passes(scenario)}")
 
 
 def render_html(run: ConformanceRun) -> str:
@@ -297,11 +434,15 @@ def render_html(run: ConformanceRun) -> str:
         f"{_e(s.status)}</span></td><td>{len(s.failures())}/{len(s.checks)}</td><td>{s.duration_s:.1f}s</td></tr>"
         for s in run.scenarios)
     sections = []
-    for s in run.scenarios:
+    large = [is_large(s) for s in run.scenarios]
+    for s, summarised in zip(run.scenarios, large, strict=True):
         error = f"<pre>{_e(s.error)}</pre>" if s.error else ""
+        body = _summarised(s) if summarised else f"<h3>Node &times; check</h3>{_matrix(s)}{_failures(s)}"
         sections.append(f'<h2 id="{_e(s.name)}">{_e(s.workflow)}: {_e(s.name)}</h2>{error}'
-                        f"<h3>Node &times; check</h3>{_matrix(s)}{_failures(s)}{_skipped(s)}{_timeline_svg(s)}"
+                        f"{body}{_skipped(s)}{_timeline_svg(s, summarised)}"
                         f"{_lags(s)}{_flows(s)}{_violations(s)}")
+    # the filter only where some scenario is summarised: a small run's page is as it always was
+    filter_box, script = (_FILTER, _FILTER_SCRIPT) if any(large) else ("", "")
     return ("<!doctype html><html><head><meta charset=utf-8><title>proxyfleet conformance</title>"
             f"<style>{_STYLE}</style></head><body><h1>proxyfleet conformance "
             f'<span class="badge {verdict}">{said}</span></h1>'
@@ -310,7 +451,8 @@ def render_html(run: ConformanceRun) -> str:
             f"{summary['inconclusive']} inconclusive.</p>"
             f"{put_back_html}"
             "<table><tr><th>scenario</th><th>workflow</th><th>status</th><th>failed checks</th>"
-            f"<th>duration</th></tr>{overview}</table>{_causes(run)}{''.join(sections)}</body></html>\n")
+            f"<th>duration</th></tr>{overview}</table>{filter_box}{_causes(run, any(large))}{''.join(sections)}"
+            f"{script}</body></html>\n")
 
 
 def write_html(run: ConformanceRun, path: Path) -> None:

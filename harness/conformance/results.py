@@ -1,10 +1,18 @@
-"""What a conformance run found: one ``CheckResult`` per node, step and check."""
+"""What a conformance run found: one ``CheckResult`` per node, step and check.
+
+In memory a scenario holds one ``CheckResult`` per node; in JSON (``ScenarioResult.to_json``,
+what the reports and the pytest plugin write) identical results are one record with the list of
+their nodes (``group_checks``): a 1,000-node fleet that passed writes each outcome once, not a
+thousand times. ``expand_checks`` reads both that and the older one-record-per-node form back.
+"""
 
 from __future__ import annotations
 
 import functools
+import heapq
 import importlib.metadata
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
@@ -85,6 +93,79 @@ class CheckResult:
         return f"{self.node}: {self.check}{where}: expected {self.expected}, observed {self.observed}"
 
 
+# The fields one grouped record shares among its nodes, in the order the JSON writes them.
+_SHARED = ("check", "status", "expected", "observed", "step")
+
+
+def group_checks(checks: Sequence[CheckResult]) -> list[dict[str, Any]]:
+    """``checks`` as JSON records, one per distinct ``(check, status, expected, observed, step)``
+    with its ``nodes`` in the order they came (a node twice if it was judged twice alike), the
+    records in the order of their first result: what ``expand_checks`` turns back into the same
+    list."""
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    for result in checks:
+        key = (result.check, result.status, result.expected, result.observed, result.step)
+        record = groups.get(key)
+        if record is None:
+            record = groups[key] = {**dict(zip(_SHARED, key, strict=True)), "nodes": []}
+        record["nodes"].append(result.node)
+    return list(groups.values())
+
+
+def expand_checks(records: Sequence[Mapping[str, Any]]) -> list[CheckResult]:
+    """One ``CheckResult`` per node from JSON records, grouped (``nodes``: a list) or one per node
+    as reports before the grouping wrote them (``node``), in the order the results were judged:
+    step by step, node by node, check by check, each in the order it first appears (the order a
+    scenario records them, so a grouped list comes back exactly as it was)."""
+    results: list[CheckResult] = []
+    node_chains: list[list[str]] = []
+    check_chains: dict[str, list[str]] = {}
+    for record in records:
+        nodes = record["nodes"] if "nodes" in record else [record["node"]]
+        if isinstance(nodes, (str, bytes)) or not isinstance(nodes, list):
+            raise TypeError("a check record's nodes are not a list")
+        grouped = [CheckResult.from_json({**record, "node": node}) for node in nodes]
+        results.extend(grouped)
+        node_chains.append([r.node for r in grouped])  # each record lists its nodes in the order judged
+        for result in grouped[:1]:  # records come in the order of their first result: checks in order per step
+            check_chains.setdefault(result.step, []).append(result.check)
+    steps = {step: index for index, step in enumerate(dict.fromkeys(r.step for r in results))}
+    nodes_rank, checks_rank = _merged_order(node_chains), _merged_order(check_chains.values())
+    return sorted(results, key=lambda r: (steps[r.step], nodes_rank[r.node], checks_rank[r.check]))
+
+
+def _merged_order(chains: Iterable[Sequence[str]]) -> dict[str, int]:
+    """One order of every name in ``chains`` that keeps the order of each chain (a topological
+    sort; what no chain orders, or chains that contradict each other, by first appearance)."""
+    first: dict[str, int] = {}
+    after: dict[str, set[str]] = {}
+    before_count: dict[str, int] = {}
+    for chain in chains:
+        for name in chain:
+            first.setdefault(name, len(first))
+            before_count.setdefault(name, 0)
+        for earlier, later in itertools.pairwise(dict.fromkeys(chain)):
+            if later not in after.setdefault(earlier, set()):
+                after[earlier].add(later)
+                before_count[later] += 1
+    ready = [(index, name) for name, index in first.items() if not before_count[name]]
+    heapq.heapify(ready)
+    order: dict[str, int] = {}
+    while len(order) < len(first):
+        if not ready:  # contradicting chains: the earliest left goes next
+            name = min((n for n in first if n not in order), key=first.__getitem__)
+            heapq.heappush(ready, (first[name], name))
+        _, name = heapq.heappop(ready)
+        if name in order:
+            continue
+        order[name] = len(order)
+        for later in after.get(name, ()):
+            before_count[later] -= 1
+            if not before_count[later] and later not in order:
+                heapq.heappush(ready, (first[later], later))
+    return order
+
+
 # How a scenario ended: its checks passed, its checks failed (ChecksFailed), or it broke (any other
 # exception: the lab did not start, a step raised). Decided from the exception type, never its text.
 Ending = Literal["passed", "checks-failed", "error", "skipped"]
@@ -112,7 +193,7 @@ class ScenarioResult:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "workflow": self.workflow, "status": self.status,
                                 "ending": self.ending, "nodes": self.nodes,
-                                "checks": [c.to_json() for c in self.checks],
+                                "checks": group_checks(self.checks),
                                 "duration_s": round(self.duration_s, 3), "timeline": self.timeline,
                                 "flows": self.flows, "violations": self.violations,
                                 "api_internal_host": self.api_internal_host}
@@ -126,7 +207,7 @@ class ScenarioResult:
         if ending not in ("passed", "checks-failed", "error", "skipped"):
             raise ValueError(f"unknown scenario ending {ending!r}")
         return cls(name=str(data["name"]), workflow=str(data.get("workflow", "?")), status=_status(data["status"]),
-                   checks=[CheckResult.from_json(c) for c in data.get("checks") or []],
+                   checks=expand_checks(data.get("checks") or []),
                    duration_s=float(data.get("duration_s", 0.0)), error=str(data.get("error", "")),
                    ending=cast(Ending, ending), nodes=int(data.get("nodes", 0)),
                    timeline=list(data.get("timeline") or []), flows=dict(data.get("flows") or {}),

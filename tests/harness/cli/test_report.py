@@ -136,3 +136,40 @@ def test_merge_joins_shard_reports_into_every_report_kind(tmp_path: Path) -> Non
     assert "PASSED" in (tmp_path / "m.html").read_text()
     missing = CliRunner().invoke(main, ["report", "merge", str(paths[0])])
     assert missing.exit_code == 1 and "part(s) 2/2 missing" in missing.output and "Traceback" not in missing.output
+
+
+def _old_form(run: ConformanceRun, path: Path) -> Path:
+    """``run``'s report as reports were written before the grouping: one record per node and check."""
+    data = run.to_json()
+    for written, scenario in zip(data["scenarios"], run.scenarios, strict=True):
+        written["checks"] = [c.to_json() for c in scenario.checks]
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def test_reports_of_one_record_per_node_still_show_and_merge_into_grouped_ones(tmp_path: Path) -> None:
+    runs = []
+    for index in (1, 2):
+        checks = [_check(f"127.10.0.{n}", "registry-env", "failed" if (index, n) == (2, 3) else "passed",
+                         "NO_PROXY joined with ';'" if (index, n) == (2, 3) else "as Proxy status") for n in (1, 2, 3)]
+        run = ConformanceRun(nodes=3, variant="correct", duration_s=40.0, scenarios=[
+            ScenarioResult(f"test_{index}", "runtime-add", "failed" if index == 2 else "passed", checks=checks)])
+        run.shards = [{"index": index, "total": 2}]
+        runs.append(run)
+    old = [_old_form(run, tmp_path / f"old-{k}.json") for k, run in enumerate(runs, start=1)]
+    shown = CliRunner().invoke(main, ["report", "show", str(old[1])], terminal_width=200)
+    assert shown.exit_code == 1 and "registry-env on 1 node after 'proxy added' (runtime-add)" in shown.output
+    merged = CliRunner().invoke(main, ["report", "merge", *map(str, old), "--json", str(tmp_path / "m.json"),
+                                       "--junit", str(tmp_path / "m.xml"), "--html", str(tmp_path / "m.html")])
+    assert merged.exit_code == 1, merged.output
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert [{"status": c["status"], "nodes": c["nodes"]} for c in data["scenarios"][1]["checks"]] == [
+        {"status": "passed", "nodes": ["127.10.0.1", "127.10.0.2"]}, {"status": "failed", "nodes": ["127.10.0.3"]}]
+    again = ConformanceRun.from_json(data)
+    assert [s.checks for s in again.scenarios] == [s.checks for r in runs for s in r.scenarios]
+    case = ET.parse(tmp_path / "m.xml").getroot().find(".//testcase[@name='test_2 [registry-env]']")
+    assert case is not None and case.find("failure") is not None
+    assert "NO_PROXY joined with &#x27;;&#x27;" in (tmp_path / "m.html").read_text()
+    # the merged report, grouped, is what show reads
+    shown = CliRunner().invoke(main, ["report", "show", str(tmp_path / "m.json")], terminal_width=200)
+    assert shown.exit_code == 1 and "nodes: 127.10.0.3; expected as Proxy status" in shown.output

@@ -12,7 +12,13 @@ from rich.progress import Progress
 
 from proxyfleet.harness.cli.conformance import Collector, summary_table
 from proxyfleet.harness.conformance.plugin import PROPERTY
-from proxyfleet.harness.conformance.results import CheckResult, ConformanceRun, ScenarioResult
+from proxyfleet.harness.conformance.results import (
+    CheckResult,
+    ConformanceRun,
+    ScenarioResult,
+    expand_checks,
+    group_checks,
+)
 
 
 def scenario(**overrides: Any) -> ScenarioResult:
@@ -108,3 +114,45 @@ def test_a_run_the_lab_starved_is_neither_passed_nor_failed() -> None:
     failed = ConformanceRun(nodes=2, variant="correct", scenarios=[starved, scenario()])
     assert failed.exit_code == 1  # a failure is a failure, whatever else could not be judged
     assert ConformanceRun(nodes=2, variant="correct", scenarios=[scenario(status="passed", checks=[])]).exit_code == 0
+
+
+def _fleet_checks() -> list[CheckResult]:
+    """As a scenario records them: step by step, node by node, check by check; node 3 fails."""
+    return [CheckResult(f"127.10.0.{node}", check, "failed" if (node, check, step) == (3, "firewall", "b") else "passed",
+                        "none", "1 refused" if (node, check, step) == (3, "firewall", "b") else "none", step)
+            for step in ("a", "b") for node in range(1, 6) for check in ("registry-env", "firewall", "files")]
+
+
+def test_identical_results_are_one_record_with_their_nodes_and_come_back_in_order() -> None:
+    checks = _fleet_checks()
+    grouped = group_checks(checks)
+    assert len(grouped) == 7  # 3 checks x 2 steps, and node 3's failure
+    assert grouped[0] == {"check": "registry-env", "status": "passed", "expected": "none", "observed": "none",
+                          "step": "a", "nodes": [f"127.10.0.{n}" for n in range(1, 6)]}
+    assert [r["nodes"] for r in grouped if r["status"] == "failed"] == [["127.10.0.3"]]
+    assert expand_checks(grouped) == checks  # every node's verdict, in the order judged
+    assert expand_checks(json.loads(json.dumps(grouped))) == checks
+
+
+def test_reports_of_one_record_per_node_still_load() -> None:
+    checks = _fleet_checks()
+    old = [c.to_json() for c in checks]  # as reports were written before the grouping
+    assert set(old[0]) == {"node", "check", "status", "expected", "observed", "step"}
+    assert expand_checks(old) == checks
+    data = scenario(checks=checks).to_json()
+    data["checks"] = old
+    assert ScenarioResult.from_json(data).checks == checks
+    assert expand_checks([{"node": "n", "check": "files", "status": "passed", "expected": "", "observed": ""}]) == \
+        [CheckResult("n", "files", "passed", "", "", "")]  # older still: no step
+
+
+def test_a_node_judged_twice_alike_stays_twice_and_bad_node_lists_are_refused() -> None:
+    twice = [CheckResult("n1", "destinations", "passed", "direct", "direct", "s")] * 2
+    assert group_checks(twice)[0]["nodes"] == ["n1", "n1"] and expand_checks(group_checks(twice)) == twice
+    for nodes in ("n1", None):
+        with pytest.raises(TypeError):
+            expand_checks([{"check": "files", "status": "passed", "expected": "", "observed": "", "nodes": nodes}])
+    with pytest.raises(KeyError):
+        expand_checks([{"check": "files", "status": "passed", "expected": "", "observed": ""}])
+    with pytest.raises(ValueError, match="unknown"):
+        expand_checks([{"check": "files", "status": "ok", "expected": "", "observed": "", "nodes": ["n"]}])
