@@ -71,6 +71,11 @@ class Informer:
     def by_index(self, index: str, value: str) -> list[dict[str, Any]]:
         return list(self._indexes[index].get(value, {}).values())
 
+    def values(self, index: str) -> list[str]:
+        """Every value of ``index`` that some cached object has: as many as there are such
+        objects, not the whole cache (a reboot-pending index at 1,000 nodes holds the few pending)."""
+        return list(self._indexes[index])
+
     def first(self, index: str, value: str) -> dict[str, Any] | None:
         found = self._indexes[index].get(value)
         return next(iter(found.values())) if found else None
@@ -100,8 +105,13 @@ class Informer:
 
     def _unindex(self, name: str, obj: dict[str, Any]) -> None:
         for index, function in self.indexers.items():
+            bucket = self._indexes[index]
             for value in function(obj):
-                self._indexes[index].get(value, {}).pop(name, None)
+                held = bucket.get(value)
+                if held is not None:
+                    held.pop(name, None)
+                    if not held:
+                        del bucket[value]  # ``values`` lists only values some object has
 
     def _index(self, name: str, obj: dict[str, Any]) -> None:
         for index, function in self.indexers.items():

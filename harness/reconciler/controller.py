@@ -64,7 +64,7 @@ from proxyfleet.harness.reconciler.scripts import (
     observe_script,
     verify_script,
 )
-from proxyfleet.harness.reconciler.watching import ClusterWatch
+from proxyfleet.harness.reconciler.watching import OWES_REBOOT, ClusterWatch
 
 log = logging.getLogger(__name__)
 # How long stopping waits for the watch threads (their sockets are shut down, so they end at once).
@@ -232,9 +232,7 @@ class Reconciler:
         owed = {address for address, record in self.records.items() if record.reboot_pending}
         if self.watch is None:
             return owed
-        return owed | {address for node in self.watch.nodes.cache.values()
-                       if REBOOT_PENDING in ((node.get("metadata") or {}).get("annotations") or {})
-                       and (address := internal_ip(node)) is not None}
+        return owed.union(self.watch.nodes.values(OWES_REBOOT))
 
     def enqueue_all(self, delay: float = 0.0) -> None:
         for address in sorted(self.managed_addresses()):

@@ -10,9 +10,19 @@ from typing import Any
 from kubernetes import client
 
 from proxyfleet.core.contract import CONFIG_GROUP, CONFIG_VERSION, PROXIES, PROXY_NAME
-from proxyfleet.core.informer import Informer, by_internal_ip
+from proxyfleet.core.informer import Informer, by_internal_ip, internal_ip
+from proxyfleet.harness.reconciler.reporting import REBOOT_PENDING
 
 ADDRESS = "address"
+OWES_REBOOT = "owes-reboot"  # Nodes recording a reboot asked for and not yet verified, by address
+
+
+def owes_reboot(node: dict[str, Any]) -> list[str]:
+    """The Node's address if it records a reboot asked for and not verified (``REBOOT_PENDING``)."""
+    if REBOOT_PENDING not in ((node.get("metadata") or {}).get("annotations") or {}):
+        return []
+    address = internal_ip(node)
+    return [address] if address is not None else []
 Change = Callable[[str, str, dict[str, Any]], None]  # (resource, event, object)
 
 
@@ -27,7 +37,10 @@ class ClusterWatch:
                                       CONFIG_GROUP, CONFIG_VERSION, PROXIES)
         self.configmaps = self._informer(api, "configmaps", core.list_namespaced_config_map, namespace)
         self.secrets = self._informer(api, "secrets", core.list_namespaced_secret, namespace)
-        self.nodes = self._informer(api, "nodes", core.list_node, indexers={ADDRESS: by_internal_ip})
+        # The reboot slots' count asks which Nodes owe a reboot every time a waiting node looks
+        # (hundreds of waiters at 1,000 nodes): an index answers with the few, not the fleet.
+        self.nodes = self._informer(api, "nodes", core.list_node,
+                                    indexers={ADDRESS: by_internal_ip, OWES_REBOOT: owes_reboot})
         self.synced = asyncio.Event()
 
     def _informer(self, api: client.ApiClient, kind: str, lister: Callable[..., Any], *args: Any,

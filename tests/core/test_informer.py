@@ -50,6 +50,18 @@ async def test_cache_and_index_follow_every_change_in_order() -> None:
     assert heard == [(SYNCED, "*"), ("MODIFIED", "b"), ("ADDED", "c"), ("DELETED", "b"), (SYNCED, "*")]
 
 
+async def test_values_lists_only_what_some_cached_object_holds() -> None:
+    informer, _ = offline()
+    informer.apply(SYNCED, {"items": [node("a", "127.10.0.1"), node("b", "127.10.0.2"), node("c", None)]})
+    assert sorted(informer.values("address")) == ["127.10.0.1", "127.10.0.2"]
+    informer.apply("MODIFIED", node("b", "127.10.0.9"))  # the value it left is gone, not an empty entry
+    informer.apply("DELETED", node("a", "127.10.0.1"))
+    assert sorted(informer.values("address")) == ["127.10.0.9"]
+    informer.apply("ADDED", node("d", "127.10.0.9"))
+    informer.apply("DELETED", node("b", "127.10.0.9"))  # another node still holds it
+    assert informer.values("address") == ["127.10.0.9"]
+
+
 def configmap(name: str, value: str) -> client.V1ConfigMap:
     return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name), data={"v": value})
 

@@ -10,7 +10,8 @@ from kubernetes import client
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.harness.lab import admin
-from proxyfleet.harness.reconciler.watching import ClusterWatch
+from proxyfleet.harness.reconciler.reporting import REBOOT_PENDING
+from proxyfleet.harness.reconciler.watching import ClusterWatch, owes_reboot
 from tests.support import wait_until
 
 
@@ -37,3 +38,12 @@ async def test_changes_reach_the_handler_and_the_caches(api: client.ApiClient) -
         assert watch.relists == len(watch.informers)  # each listed once, none had to list again
     finally:
         watch.stop()
+
+
+def test_a_node_owes_a_reboot_while_it_records_one_pending() -> None:
+    addresses = {"addresses": [{"type": "InternalIP", "address": "127.10.0.3"}]}
+    pending = {"metadata": {"name": "win-3", "annotations": {REBOOT_PENDING: "2026-11-26T10:00:00Z"}},
+               "status": addresses}
+    assert owes_reboot(pending) == ["127.10.0.3"]
+    assert owes_reboot({"metadata": {"name": "win-3", "annotations": {}}, "status": addresses}) == []
+    assert owes_reboot({"metadata": {"name": "win-3", "annotations": {REBOOT_PENDING: "x"}}, "status": {}}) == []
