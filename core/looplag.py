@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,3 +159,16 @@ def process_monitor() -> LagMonitor:
         monitor = _MONITORS[loop] = LagMonitor(log=LagLog(Path(named)) if named else None)
     monitor.start()
     return monitor
+
+
+async def poll_until(done: Callable[[], Awaitable[bool]], within: float, every: float) -> bool:
+    """Ask ``done`` every ``every`` seconds until it says yes, for at most ``within`` seconds moved
+    by the time this process's loop could not run meanwhile (``process_monitor``: a starved lab is
+    given back the time it lost); whether it did. ``done`` is asked at least once, and once more
+    when the time is up."""
+    began, lag = time.monotonic(), process_monitor()
+    while not await done():
+        await asyncio.sleep(every)  # polling a condition, bounded above; the monitor measures meanwhile
+        if time.monotonic() - began > within + lag.stalled(began):
+            return await done()
+    return True

@@ -22,7 +22,6 @@ from proxyfleet.core.rollout import assess, read_snapshot
 from proxyfleet.harness.conformance.checks import NODE_NOT_READY
 from proxyfleet.harness.conformance.schedule import LookSchedule
 
-PROBE_CONCURRENCY = 64
 # How often a node still off its target is looked at again when no Node changes (a reconciler
 # finishing a node marks its Node, and that brings the next look forward): each look is a full
 # observation over SSH (registry, Root store, services), which costs the simulated fleet far more
@@ -130,16 +129,14 @@ async def converge(looks: Looks, members: list[str], others: list[str], changes:
     addresses = members + others
     started = time.monotonic()
     deadline = started + within
-    semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
     schedule = LookSchedule(QUIET_NODE_POLL)
 
     async def look(address: str) -> str | None:
-        async with semaphore:
-            activity = looks.activity(address)
-            try:
-                return await looks.machine(address)
-            finally:
-                schedule.looked(address, activity)
+        activity = looks.activity(address)
+        try:
+            return await looks.machine(address)  # the probe bounds how many are in flight
+        finally:
+            schedule.looked(address, activity)
 
     async def probe(batch: list[str], known: dict[str, str] | None = None) -> dict[str, str]:
         """Problems of the nodes in ``batch``; with ``known`` (their last problems), a node with

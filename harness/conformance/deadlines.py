@@ -19,6 +19,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
+
+# What set a deadline: the step's plan (or the least deadline), ``--converge-timeout``, or a stuck
+# node's report wait (the judge's, when longer than the plan).
+DeadlineKind = Literal["planned", "explicit", "stuck-report"]
 
 FLOOR = 60.0  # the deadline of a step with no reboot, and the least of any step
 # A wave takes the sum of the lab's boot timings once every node of it is back; under load (and
@@ -60,6 +65,7 @@ class Deadline:
 
     seconds: float
     basis: str
+    kind: DeadlineKind = "planned"
 
 
 def step_deadline(plan: StepPlan, timings: RolloutTimings | None, explicit: float | None = None) -> Deadline:
@@ -67,7 +73,7 @@ def step_deadline(plan: StepPlan, timings: RolloutTimings | None, explicit: floa
     step reboots nothing or the hosts' timings are not known (an existing cluster); else its plan
     priced with the lab's timings and margins, at least ``FLOOR``."""
     if explicit is not None:
-        return Deadline(explicit, "--converge-timeout")
+        return Deadline(explicit, "--converge-timeout", "explicit")
     if timings is None or not plan.rolling:
         return Deadline(FLOOR, "no reboot in this step" if timings is not None else "the default")
     waves = plan.waves * WAVE_MARGIN * timings.wave_s

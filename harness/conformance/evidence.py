@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.core.imagereference import parse_image
 from proxyfleet.harness.conformance.checks import TrafficEvidence
+from proxyfleet.harness.conformance.deadlines import Deadline
 from proxyfleet.harness.conformance.expectations import Expected, Route
 from proxyfleet.harness.conformance.probe import PullResult
 from proxyfleet.harness.conformance.results import CheckResult
@@ -177,8 +178,7 @@ class Step:
     # the lab's own starvation, which no verdict may blame on a reconciler
     lag: dict[str, dict[str, float]] = field(default_factory=dict)
     note: str = ""  # what the step did beyond the ordinary (a longer deadline, and why)
-    deadline: float = 0.0  # seconds it may take to converge (0: not worked out yet)
-    deadline_basis: str = ""  # how that was arrived at (``deadlines.Deadline.basis``)
+    deadline: Deadline | None = None  # how long it may take to converge, and why (None: not worked out yet)
     results: list[CheckResult] = field(default_factory=list)
 
 

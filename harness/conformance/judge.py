@@ -38,7 +38,7 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
-from proxyfleet.core.looplag import process_monitor
+from proxyfleet.core.looplag import poll_until, process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError, Unreachable
 from proxyfleet.core.noproxy import redact_url
 from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, routing
@@ -46,7 +46,7 @@ from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.converging import PROBE_CONCURRENCY, Looks, converge, revision_claims
+from proxyfleet.harness.conformance.converging import Looks, converge, revision_claims
 from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
 from proxyfleet.harness.conformance.deadlines import Deadline, RolloutTimings, StepPlan, step_deadline
 from proxyfleet.harness.conformance.evidence import (
@@ -104,7 +104,6 @@ class Probed:
     probe: str | None
 
 
-STUCK_BASIS = "the stuck node's report"  # a step's deadline set by a stuck node's report wait
 
 
 class LabRequired(RuntimeError):
@@ -212,15 +211,7 @@ class Conformance:
         """Record each node's out-of-the-box Root store and start watching cordons."""
         if self.cluster is not None:
             await self._start_on_cluster(self.cluster)
-        # At most PROBE_CONCURRENCY handshakes at once: 1,000 at once on one loop timed every
-        # one of them out.
-        semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
-
-        async def first_look(address: str) -> NodeState:
-            async with semaphore:
-                return await self._observe_retrying(address)
-
-        states = await asyncio.gather(*(first_look(a) for a in self._addresses))
+        states = await asyncio.gather(*(self._observe_retrying(a) for a in self._addresses))
         self.baseline_roots = {a: s.root for a, s in zip(self._addresses, states, strict=True)}
         self.baseline_files = {a: s.files for a, s in zip(self._addresses, states, strict=True)}
         for address in self._addresses:
@@ -287,17 +278,23 @@ class Conformance:
 
     async def _observe_retrying(self, address: str, within: float = 30.0) -> NodeState:
         """Observe ``address``, asking again for ``within`` seconds (moved by the lab's own stall)
-        while it cannot be reached."""
-        began, lag = time.monotonic(), process_monitor()
-        while True:
+        while it cannot be reached; the last error when it never could be."""
+        seen: list[NodeState] = []
+        errors: list[NodeError] = []
+
+        async def observed() -> bool:
             try:
-                return await self.probe.observe(address)
+                seen.append(await self.probe.observe(address))
             except HostKeyMismatch:
                 raise  # no reboot brings the pinned key back: asking again only delays the report
-            except NodeError:
-                if time.monotonic() - began > within + lag.stalled(began):
-                    raise
-                await asyncio.sleep(0.2)  # polling a condition, bounded above
+            except NodeError as exc:
+                errors.append(exc)
+                return False
+            return True
+
+        if not await poll_until(observed, within, 0.2):
+            raise errors[-1]
+        return seen[0]
 
     @property
     def results(self) -> list[CheckResult]:
@@ -319,7 +316,7 @@ class Conformance:
         (credentials redacted)."""
         return [{"step": s.name, "converged_s": {a: round(t, 3) for a, t in sorted(s.converged.items())},
                  "nodes": len(s.members) + len(s.deconfigured), "lag_s": s.lag, **({"note": s.note} if s.note else {}),
-                 **({"deadline_s": s.deadline, "deadline": s.deadline_basis} if s.deadline else {}),
+                 **({"deadline_s": s.deadline.seconds, "deadline": s.deadline.basis} if s.deadline else {}),
                  "environment": {k: redact_url(v) for k, v in s.expected.environment.items()}}
                 for s in self.steps]
 
@@ -471,12 +468,7 @@ class Conformance:
         """Ask ``done`` every half second until it says yes, for at most ``report_wait()`` — as
         long as a correct reconciler may keep a node in its reboot — moved by the lab's own stall;
         whether it did."""
-        began, lag = time.monotonic(), process_monitor()
-        while not await done():
-            if time.monotonic() - began > self.report_wait() + lag.stalled(began):
-                return False
-            await asyncio.sleep(0.5)  # polling a condition, bounded above
-        return True
+        return await poll_until(done, self.report_wait(), 0.5)
 
     async def wait_for_a_reboot(self, within: float | None = None) -> WindowsNode:
         """Return the moment any node goes down (told by the node itself, not found by polling, so
@@ -729,18 +721,17 @@ class Conformance:
         longer (a correct operator reports only once it has waited that long). Worked out once and
         written into the step."""
         if step.deadline:
-            return step.deadline
+            return step.deadline.seconds
         rolling = sum(1 for a in step.members if self._change(step, a) == "environment")
-        planned = self._planned(rolling)
-        step.deadline, step.deadline_basis = planned.seconds, planned.basis
+        step.deadline = self._planned(rolling)
         if step.stuck:
             wait = self.report_wait()
-            if wait > planned.seconds:
-                step.deadline, step.deadline_basis = wait, STUCK_BASIS
+            if wait > step.deadline.seconds:
+                step.deadline = Deadline(wait, "the stuck node's report", "stuck-report")
                 step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
                              f"({self.reboot_timeout:g} s) and a margin")
                 log.warning("%s: %s", step.name, step.note)
-        return step.deadline
+        return step.deadline.seconds
 
     async def _claimed(self, step: Step) -> set[str]:
         """Members that claimed the current revision during this step. A claim older than the step
@@ -783,31 +774,29 @@ class Conformance:
         """Observe every node, pull and fetch on every member (concurrently), read the evidence
         source once, then judge each node."""
         marks = self.evidence.marks()
-        semaphore = asyncio.Semaphore(PROBE_CONCURRENCY)
         destinations = self.evidence.destinations()
 
         async def gather(address: str) -> tuple[NodeState | NodeError, dict[str, Probed]]:
-            async with semaphore:
-                try:
-                    state: NodeState | NodeError = await self.probe.observe(address)
-                except NodeError as exc:
-                    if address not in step.deconfigured:
-                        return exc, {}
-                    # A removed instance's clean-up can end in a reboot (its services drop the
-                    # variables) after the look that found its registry and store clean — at
-                    # 100 nodes its drain made that reboot come later than the quiet period. That
-                    # reboot is the reconciler's to make: look again once it is back (at once if it
-                    # is up already; a read, so looking twice changes nothing).
-                    state = await self._observe_when_back(address, exc)
-                pulls = {}
-                if address in step.members:
-                    for destination in destinations:
-                        # the lab's probes carry an id of their own, which the origin logs
-                        text, probe = self.evidence.probe_target(destination)
-                        result = await (self.probe.pull(address, text) if destination.image
-                                        else self.probe.fetch(address, text))
-                        pulls[destination.text] = Probed(result, probe)
-                return state, pulls
+            try:
+                state: NodeState | NodeError = await self.probe.observe(address)
+            except NodeError as exc:
+                if address not in step.deconfigured:
+                    return exc, {}
+                # A removed instance's clean-up can end in a reboot (its services drop the
+                # variables) after the look that found its registry and store clean — at
+                # 100 nodes its drain made that reboot come later than the quiet period. That
+                # reboot is the reconciler's to make: look again once it is back (at once if it
+                # is up already; a read, so looking twice changes nothing).
+                state = await self._observe_when_back(address, exc)
+            pulls = {}
+            if address in step.members:
+                for destination in destinations:
+                    # the lab's probes carry an id of their own, which the origin logs
+                    text, probe = self.evidence.probe_target(destination)
+                    result = await (self.probe.pull(address, text) if destination.image
+                                    else self.probe.fetch(address, text))
+                    pulls[destination.text] = Probed(result, probe)
+            return state, pulls
 
         addresses = step.members + step.deconfigured
         observed = await asyncio.gather(*(gather(a) for a in addresses))
@@ -831,9 +820,10 @@ class Conformance:
                     hosts[address].commands - commands, about(address, since)))
             for address in step.stuck:
                 deadline = self._deadline(step)
+                own_wait = step.deadline is not None and step.deadline.kind == "stuck-report"
                 self._record(step, address, "reported", checks.stuck_reported(
                     hosts[address].listening, about(address, step.started), deadline,
-                    "the reconciler's reboot timeout and a margin" if step.deadline_basis == STUCK_BASIS
+                    "the reconciler's reboot timeout and a margin" if own_wait
                     else "the step's deadline, at least the reconciler's reboot timeout and a margin"))
         for address in step.absent:
             step.results.append(CheckResult(address, "converged", "skipped", "judged once it is back",

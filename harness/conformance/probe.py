@@ -8,8 +8,10 @@ Connections are kept per node and reopened after a reboot; the host key is pinne
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import asyncssh
@@ -71,12 +73,19 @@ def probe_script() -> str:
             "files = $files } | ConvertTo-Json -Compress -Depth 4\n")
 
 
+# SSH round trips (handshakes among them) in flight at once, whatever the fleet's size: 1,000
+# handshakes at once on one event loop timed every one of them out.
+PROBE_CONCURRENCY = 64
+
+
 class NodeProbe:
-    """SSH access to every node of a lab or cluster, for observation only."""
+    """SSH access to every node of a lab or cluster, for observation only; at most ``concurrency``
+    round trips at once (callers may ask for every node at once)."""
 
     def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator",
                  usernames: dict[str, str] | None = None, host_keys: dict[str, str] | None = None,
-                 strict_host_keys: bool = False, on_pin: Callable[[str, str], None] | None = None) -> None:
+                 strict_host_keys: bool = False, on_pin: Callable[[str, str], None] | None = None,
+                 concurrency: int = PROBE_CONCURRENCY) -> None:
         """``usernames``: per-address SSH users (else ``username``); ``host_keys``: keys known
         beforehand (a known_hosts file, or pins an earlier probe of the run made); a node presenting
         another is refused (``HostKeyMismatch``); ``strict_host_keys``: refuse an address without
@@ -90,6 +99,19 @@ class NodeProbe:
         self.on_pin = on_pin
         self._connections: dict[str, NodeConnection] = {}
         self._host_keys: dict[str, str] = dict(host_keys or {})
+        self._slots = asyncio.Semaphore(concurrency)
+        self._in_flight = 0
+        self.busiest = 0  # the most round trips that were ever in flight at once
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        async with self._slots:
+            self._in_flight += 1
+            self.busiest = max(self.busiest, self._in_flight)
+            try:
+                yield
+            finally:
+                self._in_flight -= 1
 
     def _connection(self, address: str) -> NodeConnection:
         connection = self._connections.get(address)
@@ -106,7 +128,8 @@ class NodeProbe:
         nothing was run on it)."""
         connection = self._connection(address)
         try:
-            await connection.connect()
+            async with self._slot():
+                await connection.connect()
         except NodeError:
             self._connections.pop(address, None)
             raise
@@ -117,7 +140,8 @@ class NodeProbe:
         """One PowerShell round trip (the probe's own by default); its JSON output, parsed."""
         connection = self._connection(address)
         try:
-            return await connection.script(script or probe_script(), limit=20)
+            async with self._slot():
+                return await connection.script(script or probe_script(), limit=20)
         except NodeError:
             self._connections.pop(address, None)
             raise
@@ -163,7 +187,8 @@ class NodeProbe:
         except NodeError as exc:
             return PullResult(False, str(exc))
         try:
-            result = await connection.run(command, limit=limit)
+            async with self._slot():
+                result = await connection.run(command, limit=limit)
         except NodeError as exc:
             self._connections.pop(address, None)
             return PullResult(False, str(exc))

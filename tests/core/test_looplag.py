@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.core.looplag import LagLog, LagMonitor, LagRecord, process_monitor
+from proxyfleet.core.looplag import LagLog, LagMonitor, LagRecord, poll_until, process_monitor
 
 
 def test_stalls_are_counted_for_the_part_inside_the_window() -> None:
@@ -67,3 +67,39 @@ async def test_a_process_the_lab_cannot_ask_logs_its_stalls_for_it(tmp_path: Pat
         torn.write('{"at": 1')  # a reader may meet a line being written
     record = LagLog.read(path)
     assert record is not None and record.worst(before) >= 0.25 and record.stalled(before) >= 0.25
+
+
+async def test_polling_stops_when_done_or_when_the_time_is_up() -> None:
+    asked: list[float] = []
+
+    async def third_time() -> bool:
+        asked.append(time.monotonic())
+        return len(asked) >= 3
+
+    assert await poll_until(third_time, within=30.0, every=0.01) and len(asked) == 3
+
+    async def never() -> bool:
+        asked.append(time.monotonic())
+        return False
+
+    asked.clear()
+    assert not await poll_until(never, within=0.1, every=0.02)
+    assert asked[-1] - asked[0] >= 0.1  # asked once more when the time was up
+
+
+async def test_time_the_loop_could_not_run_is_given_back_to_the_poll() -> None:
+    """A wait whose own process was starved past its whole window keeps asking: that time was not
+    the awaited party's."""
+    asked = 0
+
+    async def starved_first() -> bool:
+        nonlocal asked
+        asked += 1
+        if asked == 1:
+            time.sleep(0.4)  # noqa: ASYNC251 - the loop starved longer than the whole window
+        return asked >= 3
+
+    process_monitor()
+    await asyncio.sleep(0.06)  # the monitor has had a turn
+    assert await poll_until(starved_first, within=0.2, every=0.02)
+    assert asked == 3

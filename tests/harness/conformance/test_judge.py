@@ -61,10 +61,11 @@ def test_a_step_with_a_stuck_node_waits_for_the_declared_reboot_timeout(tmp_path
     judge._targets["10.0.0.5"] = UNCONFIGURED
     stuck = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {}, stuck=["10.0.0.5"])
     assert judge._deadline(stuck) == deadline
+    assert stuck.deadline is not None and stuck.deadline.kind == ("stuck-report" if deadline > FLOOR else "planned")
     assert f"reboot timeout ({declared or 600:g} s) and a margin" in stuck.note
     plain = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {})
     assert judge._deadline(plain) == FLOOR and not plain.note
-    assert plain.deadline_basis == "the default"  # an existing cluster's reboot times are not known
+    assert plain.deadline is not None and plain.deadline.basis == "the default"  # an existing cluster's reboot times are not known
 
 
 async def test_a_lab_step_deadline_is_priced_with_the_lab_s_own_timings(tmp_path: Path) -> None:
@@ -83,6 +84,7 @@ async def test_a_lab_step_deadline_is_priced_with_the_lab_s_own_timings(tmp_path
         assert "300 wave(s) of up to 1" in big.basis
         explicit = Conformance(lab, converge_timeout=7.0)
         assert (explicit._planned(300).seconds, explicit._planned(300).basis) == (7.0, "--converge-timeout")
+        assert explicit._planned(300).kind == "explicit"
 
 
 def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ observation and a failed result for traffic; a key pinned on first contact binds
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -39,6 +40,20 @@ async def test_observe_reads_the_machine_state(fleet: Fleet) -> None:
         assert set(state.services) == set(EGRESS_SERVICES)
         assert "C:\\k\\ca-bundle.crt" in state.files
         assert state.boot is not None
+    finally:
+        await probe.close()
+
+
+async def test_round_trips_in_flight_are_bounded_however_many_are_asked_for(fleet: Fleet) -> None:
+    """Callers ask for every node at once; the probe holds the handshakes and scripts in flight to
+    its bound (1,000 at once on one loop timed every handshake out)."""
+    assert fleet.client_key is not None
+    probe = NodeProbe(fleet.client_key, fleet.port, concurrency=2)
+    try:
+        addresses = [n.address for n in fleet.nodes] * 3
+        states = await asyncio.gather(*(probe.observe(a) for a in addresses))
+        assert len(states) == len(addresses)
+        assert probe.busiest == 2
     finally:
         await probe.close()
 
