@@ -123,14 +123,29 @@ class GoRules:
     name = "go"
     description = "Go net/http ProxyFromEnvironment (containerd, kubelet image pulls)"
 
+    # The variables a decision reads: it is a pure function of their values and the URL, so each
+    # distinct pair is decided once (a kubelet asks again every lease renewal, on every node).
+    READS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD")
+    MEMO_LIMIT = 4096
+
     def __init__(self, version: tuple[int, ...] = (1, 24, 0)) -> None:
         self.version = version
+        self._memo: dict[tuple[str, ...], Decision] = {}
 
     def _result(self, url: str, kind: str, proxy: str | None, reason: str,
                 variable: str | None = None) -> Decision:
         return Decision(url, self.name, kind, proxy, reason, variable)  # type: ignore[arg-type]
 
     def decide(self, env: Mapping[str, str], url: str) -> Decision:
+        key = (url, *(env.get(name, "") for name in self.READS))
+        decision = self._memo.get(key)
+        if decision is None:
+            if len(self._memo) >= self.MEMO_LIMIT:
+                self._memo.clear()
+            decision = self._memo[key] = self._decide(env, url)
+        return decision
+
+    def _decide(self, env: Mapping[str, str], url: str) -> Decision:
         try:
             target = parse_target(url)
         except URLError as exc:
@@ -195,7 +210,7 @@ class ClientGoRules(GoRules):
     name = "client-go"
     description = "client-go (kubelet and operators talking to the Kubernetes API)"
 
-    def decide(self, env: Mapping[str, str], url: str) -> Decision:
+    def _decide(self, env: Mapping[str, str], url: str) -> Decision:
         no_proxy = env.get("NO_PROXY", "") or env.get("no_proxy", "")
         try:
             target = parse_target(url)
@@ -211,4 +226,4 @@ class ClientGoRules(GoRules):
                 if network is not None and ip.version == network.version and ip in network:
                     return self._result(url, "direct", None,
                                         f"NO_PROXY CIDR {network} contains {ip} (client-go)")
-        return super().decide(env, url)
+        return super()._decide(env, url)

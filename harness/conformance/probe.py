@@ -64,7 +64,7 @@ def probe_script() -> str:
     places = ", ".join(f'"{p}"' for p in FILE_PLACES)
     return ("$ErrorActionPreference = 'Stop'\n"
             + read_variables_script("Machine") +
-            "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | ForEach-Object { $_.Thumbprint })\n"
+            "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | Select-Object -ExpandProperty Thumbprint)\n"
             f"$boot = {BOOT_SCRIPT}\n"
             + services_script() +
             f"$files = @(foreach ($place in @({places})) {{ if (Test-Path -LiteralPath $place) {{ "

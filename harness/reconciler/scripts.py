@@ -32,7 +32,7 @@ def observe_script() -> str:
     """One round trip: machine variables, Root store, own import record, bundle hash, boot."""
     return ("$ErrorActionPreference = 'Stop'\n"
             + read_variables_script("Machine") +
-            "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | ForEach-Object { $_.Thumbprint })\n"
+            "$root = @(Get-ChildItem -Path Cert:\\LocalMachine\\Root | Select-Object -ExpandProperty Thumbprint)\n"
             "$imported = ''\n"
             f"if (Test-Path -Path '{RECORD_PATH}') {{ $imported = [IO.File]::ReadAllText('{RECORD_PATH}') }}\n"
             "$bundle = $null\n"

@@ -4,6 +4,7 @@ they show, built from the machine's plain state."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -183,6 +184,14 @@ def file_item(session: Session, path: ProviderPath) -> PSObject:
 
 
 def certificate_item(location: str, store: str, certificate: Certificate) -> PSObject:
+    """The ``Cert:`` provider's object for ``certificate`` in ``location\\store``: a fresh copy
+    each time (a script may change it), made from one built per certificate and store (a node's
+    Root store holds ~160 and every look lists them all)."""
+    return PSObject.copy_of(_certificate_template(location, store, certificate))
+
+
+@functools.lru_cache(maxsize=4096)
+def _certificate_template(location: str, store: str, certificate: Certificate) -> PSObject:
     path = ProviderPath(CERTIFICATE, f"{location}\\{store}\\{certificate.thumbprint}")
     props: dict[str, object] = {
         "Thumbprint": certificate.thumbprint,

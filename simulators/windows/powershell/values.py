@@ -50,6 +50,18 @@ class PSObject:
         self.string_form = string_form
         self.methods = {k.lower(): v for k, v in (methods or {}).items()}
 
+    @classmethod
+    def copy_of(cls, template: PSObject) -> PSObject:
+        """A new object with ``template``'s type names and properties (the values themselves are
+        shared: for immutable ones, a cheap way to hand out many equal objects)."""
+        copy = cls.__new__(cls)
+        copy.type_names = list(template.type_names)
+        copy._props = dict(template._props)
+        copy.display = template.display
+        copy.string_form = template.string_form
+        copy.methods = dict(template.methods)
+        return copy
+
     @property
     def type_name(self) -> str:
         return self.type_names[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from proxyfleet.core.noproxy.go import parse_no_proxy, parse_proxy, split_host_port
+from proxyfleet.core.noproxy.go import ClientGoRules, GoRules, parse_no_proxy, parse_proxy, split_host_port
 
 
 def test_split_host_port_like_net_split_host_port() -> None:
@@ -29,3 +29,25 @@ def test_no_proxy_matchers() -> None:
     assert [(suffix, port, exact) for suffix, port, exact, _ in matchers.domains] == [
         (".corp.internal", "", False), (".quay.io", "443", True), (".svc", "", False)]
     assert parse_no_proxy("a.com,*").everything
+
+
+def test_a_decision_is_remembered_only_for_the_same_variables_and_url() -> None:
+    """Decisions are remembered per URL and value of every variable Go reads: any change — a
+    proxy, NO_PROXY in either spelling, the CGI marker — is decided afresh, never from memory."""
+    for rules in (GoRules(), ClientGoRules()):
+        environments: list[dict[str, str]] = [
+            {},
+            {"HTTPS_PROXY": "http://p:3128"},
+            {"https_proxy": "http://q:3128"},
+            {"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "api.cluster"},
+            {"HTTPS_PROXY": "http://p:3128", "no_proxy": "10.0.0.0/8"},
+            {"HTTP_PROXY": "http://p:3128"},
+            {"HTTP_PROXY": "http://p:3128", "REQUEST_METHOD": "GET"},
+        ]
+        urls = ["https://api.cluster:6443/", "https://10.1.2.3/", "http://example.com/"]
+        for _ in range(2):  # the second round answers from memory
+            for env in environments:
+                for url in urls:
+                    assert rules.decide(env, url) == rules._decide(env, url), (env, url)
+        assert rules.decide({"HTTPS_PROXY": "http://p:3128"}, urls[0]).decision == "proxy"
+        assert rules.decide({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "api.cluster"}, urls[0]).decision == "direct"
