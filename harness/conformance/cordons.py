@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes import client
 
 from proxyfleet.core.contract import APPLIED
-from proxyfleet.core.informer import SYNCED, Informer, internal_ip
+from proxyfleet.core.informer import SYNCED, Informer, by_internal_ip, internal_ip
 
 __all__ = ["CordonChange", "CordonTimeline", "completion_marks", "cordoned_spans", "internal_ip"]
 
@@ -27,6 +27,8 @@ class CordonChange:
     time: dt.datetime
     node: str  # the node's InternalIP (its SSH address)
     cordoned: bool
+
+BY_ADDRESS = "address"  # the informer's index of Nodes by InternalIP
 
 
 @dataclass
@@ -44,7 +46,7 @@ class CordonTimeline:
     def start(self) -> None:
         """Start following the Nodes (on the running event loop)."""
         self._informer = Informer(self.api, client.CoreV1Api(self.api).list_node, name="cordon timeline",
-                                  handler=self._changed)
+                                  indexers={BY_ADDRESS: by_internal_ip}, handler=self._changed)
         self._informer.start()
 
     def stop(self) -> None:
@@ -73,6 +75,13 @@ class CordonTimeline:
         if self._state.get(address) != cordoned:
             self._state[address] = cordoned
             self.changes.append(CordonChange(dt.datetime.now(dt.UTC), address, cordoned))
+
+    def node(self, address: str) -> dict[str, Any] | None:
+        """The Node at ``address`` as the watch last delivered it (None: not seen, or not
+        following yet). It may lag the API server: a caller judging a node on target reads afresh."""
+        if self._informer is None or not self._informer.synced.is_set():
+            return None
+        return self._informer.first(BY_ADDRESS, address)
 
     async def wait_for_node_change(self, within: float) -> bool:
         """Wait until a Node changed since ``nodes_changed`` was last cleared, at most ``within``

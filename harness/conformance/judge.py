@@ -46,7 +46,7 @@ from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.converging import Looks, converge, revision_claims
+from proxyfleet.harness.conformance.converging import Looks, converge, node_problems, revision_claims
 from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
 from proxyfleet.harness.conformance.deadlines import Deadline, RolloutTimings, StepPlan, step_deadline
 from proxyfleet.harness.conformance.evidence import (
@@ -671,8 +671,12 @@ class Conformance:
             return self._state_problem(step, address, state)
 
         async def node(addresses: list[str]) -> dict[str, str | None]:
-            nodes = await self._node_objects()
-            return {a: checks.node_problem(nodes.get(a), a in self.admin_cordoned) for a in addresses}
+            async def read_one(cached: dict[str, Any]) -> dict[str, Any] | None:
+                return await admin.node(self.api, str(cached["metadata"]["name"]))
+
+            return await node_problems(
+                addresses, self.cordons.node, read_one, self._node_objects,
+                lambda a, n: checks.node_problem(n, a in self.admin_cordoned))
 
         async def settled() -> bool:
             return (not self._anyone_down() and await self._trusted_ca_ok(step)

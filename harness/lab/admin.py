@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -105,6 +106,18 @@ async def proxy_status(api: client.ApiClient) -> dict[str, str]:
 async def nodes(api: client.ApiClient) -> list[dict[str, Any]]:
     listed = await _call(client.CoreV1Api(api).list_node)
     return [api.sanitize_for_serialization(item) for item in listed.items]  # type: ignore[no-untyped-call]
+
+
+async def node(api: client.ApiClient, name: str) -> dict[str, Any] | None:
+    """The Node ``name`` as the API server has it now, as plain JSON (None: there is none)."""
+    try:
+        response = await _call(client.CoreV1Api(api).read_node, name, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    found: dict[str, Any] = json.loads(response.data)
+    return found
 
 
 async def cordon(api: client.ApiClient, node_name: str, cordoned: bool = True) -> None:

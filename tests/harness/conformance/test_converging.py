@@ -7,14 +7,17 @@ scenarios drive the same loop with SSH probes and the API."""
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from proxyfleet.harness.conformance.converging import (
     CLAIM_HOLD,
+    FRESH_READS,
     NODE_CHANGE_SETTLE,
     PENDING_POLL,
     ClaimWatch,
     Looks,
     converge,
+    node_problems,
     wake_spacing,
 )
 
@@ -193,3 +196,53 @@ async def test_the_deadline_moves_by_the_labs_own_stall_and_no_further() -> None
                               stalled=lambda since: 0.6)  # as if the loop had stalled 0.6 s meanwhile
     waited = time.monotonic() - started
     assert problems == {"b": "registry-env"} and waited >= 0.8
+
+
+def _node(name: str, ready: bool) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "ready": ready}
+
+
+class NodeReads:
+    """A watch cache and an API server that may disagree (the cache lags), counting fresh reads."""
+
+    def __init__(self, cached: dict[str, dict[str, Any]], server: dict[str, dict[str, Any]]) -> None:
+        self.cached, self.server = cached, server
+        self.one: list[str] = []
+        self.lists = 0
+
+    async def read_one(self, cached: dict[str, Any]) -> dict[str, Any] | None:
+        name = cached["metadata"]["name"]
+        self.one.append(name)
+        return next((n for n in self.server.values() if n["metadata"]["name"] == name), None)
+
+    async def read_all(self) -> dict[str, dict[str, Any]]:
+        self.lists += 1
+        return dict(self.server)
+
+    async def problems(self, addresses: list[str]) -> dict[str, str | None]:
+        return await node_problems(addresses, self.cached.get, self.read_one, self.read_all,
+                                   lambda a, n: None if n and n["ready"] else "NotReady")
+
+
+async def test_a_node_the_cache_shows_on_target_counts_only_once_read_afresh() -> None:
+    """The cache says Ready, the server has it NotReady again (a lagging watch): not on target."""
+    reads = NodeReads({"a": _node("win-a", True)}, {"a": _node("win-a", False)})
+    assert await reads.problems(["a"]) == {"a": "NotReady"}
+    assert reads.one == ["win-a"] and reads.lists == 0
+
+
+async def test_a_node_the_cache_shows_off_target_costs_no_read() -> None:
+    reads = NodeReads({"a": _node("win-a", False), "b": _node("win-b", True)},
+                      {"a": _node("win-a", True), "b": _node("win-b", True)})
+    assert await reads.problems(["a", "b"]) == {"a": "NotReady", "b": None}  # a: its next change wakes the judge
+    assert reads.one == ["win-b"] and reads.lists == 0
+
+
+async def test_many_to_confirm_or_one_the_cache_lacks_are_read_with_one_list() -> None:
+    many = [str(i) for i in range(FRESH_READS + 1)]
+    reads = NodeReads({a: _node(f"win-{a}", True) for a in many}, {a: _node(f"win-{a}", True) for a in many})
+    assert await reads.problems(many) == dict.fromkeys(many)
+    assert reads.lists == 1 and not reads.one
+    unseen = NodeReads({}, {"a": _node("win-a", True)})
+    assert await unseen.problems(["a", "gone"]) == {"a": None, "gone": "NotReady"}
+    assert unseen.lists == 1

@@ -1,11 +1,15 @@
 """Judging "cordoned for the whole reboot" from a cordon timeline, and which Node changes wake the
-judge (pure)."""
+judge (pure); the timeline's watch cache of Nodes by address (against the lab's API server)."""
 
+import asyncio
 import datetime as dt
+
+from kubernetes import client
 
 from proxyfleet.core.contract import APPLIED
 from proxyfleet.harness.conformance.checks import peak_unavailable
 from proxyfleet.harness.conformance.cordons import CordonChange, CordonTimeline, cordoned_spans
+from tests.support import HANG, wait_until
 
 T0 = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
 NODE = "127.10.0.1"
@@ -76,6 +80,23 @@ def test_a_node_finishing_wakes_the_judge_and_heartbeats_do_not() -> None:
     recorded.nodes_changed.clear()
     recorded._changed("DELETED", node())
     assert recorded.nodes_changed.is_set()
+
+
+async def test_the_watch_cache_answers_by_address_once_synced(api: client.ApiClient) -> None:
+    """The Node at an address as the watch delivered it: nothing before the first list (a cache
+    not yet filled says nothing), then each change as it arrives."""
+    core = client.CoreV1Api(api)
+    await asyncio.to_thread(core.create_node, node(heartbeat="2026-11-22T12:00:00Z"))
+    recorded = CordonTimeline(api)
+    assert recorded.node(NODE) is None  # not following yet
+    recorded.start()
+    try:
+        await wait_until(lambda: recorded.node(NODE) is not None, HANG)
+        assert recorded.node("10.9.9.9") is None  # no Node there
+        await asyncio.to_thread(core.patch_node, "win-0001", {"spec": {"unschedulable": True}})
+        await wait_until(lambda: ((recorded.node(NODE) or {}).get("spec") or {}).get("unschedulable"), HANG)
+    finally:
+        recorded.stop()
 
 
 async def test_waiting_for_a_node_change_returns_when_one_arrives_or_at_the_bound() -> None:

@@ -72,6 +72,14 @@ async def test_cordon_marks_the_node_unschedulable(plane: ControlPlane, api: cli
     assert (await admin.nodes(api))[0]["spec"].get("unschedulable") in (False, None)
 
 
+async def test_one_node_is_read_fresh_as_plain_json(api: client.ApiClient) -> None:
+    await call(client.CoreV1Api(api).create_node, client.V1Node(metadata=client.V1ObjectMeta(name="win-0002")))
+    await admin.cordon(api, "win-0002")
+    read = await admin.node(api, "win-0002")
+    assert read is not None and read["metadata"]["name"] == "win-0002" and read["spec"]["unschedulable"] is True
+    assert await admin.node(api, "win-none") is None
+
+
 async def test_tampering_with_the_injected_bundle(api: client.ApiClient) -> None:
     core = client.CoreV1Api(api)
     await call(core.create_namespaced_config_map, OPERATOR_NAMESPACE, client.V1ConfigMap(
