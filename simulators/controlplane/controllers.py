@@ -293,10 +293,10 @@ class NodeLifecycleController:
 
     def check(self) -> list[str]:
         now = self.clock()
-        leases = {lease["metadata"]["name"]: lease
-                  for lease in self.store.list(LEASES, "kube-node-lease")}
-        marked = stale_nodes(self.store.list(NODES, None), leases, now, self.grace,
-                             self.stalled or (lambda ago: 0.0))
+        # The stored objects themselves (read only): copying every Node and Lease each period was
+        # a tenth of a 1,000-node lab's CPU.
+        leases = {lease["metadata"]["name"]: lease for lease in self.store.scan(LEASES, "kube-node-lease")}
+        marked = stale_nodes(self.store.scan(NODES), leases, now, self.grace, self.stalled or (lambda ago: 0.0))
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         for name in marked:
             node = self.store.get(NODES, "", name)

@@ -17,6 +17,7 @@ script blocks      :class:`ScriptBlock`
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -322,8 +323,10 @@ def collapse(items: list[Any]) -> Any:
 # --- comparison ----------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1024)
 def wildcard_regex(pattern: str) -> regex.Pattern[str]:
-    """Compile a PowerShell wildcard pattern (``* ? [a-z]``, backtick escapes)."""
+    """Compile a PowerShell wildcard pattern (``* ? [a-z]``, backtick escapes); remembered, as
+    scripts ask for the same few patterns on every run."""
     out: list[str] = []
     i = 0
     while i < len(pattern):

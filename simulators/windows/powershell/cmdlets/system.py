@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from proxyfleet.simulators.windows.machine import ProcessRecord, Service, ServiceError
@@ -123,30 +125,35 @@ def process_object(record: ProcessRecord, path: str) -> PSObject:
     }, string_form=f"System.Diagnostics.Process ({record.name})")
 
 
-def _processes(ctx: CommandContext) -> list[PSObject]:
+def _processes(ctx: CommandContext) -> list[tuple[str, int, Callable[[], PSObject]]]:
+    """Every process as (name, id, its object when asked for), by name: a lookup by name builds
+    only the objects it returns (the judge asks for three services on every look)."""
     machine = ctx.session.machine
     boot = machine.current_boot
-    found = []
+    found: list[tuple[str, int, Callable[[], PSObject]]] = []
     if boot is not None:
-        found.append(PSObject(["System.Diagnostics.Process"], {
-            "Id": 4, "ProcessName": "System", "Name": "System", "StartTime": boot.booted_at,
-            "Path": None}, string_form="System.Diagnostics.Process (System)"))
+        booted = boot.booted_at
+        found.append(("System", 4, lambda: PSObject(["System.Diagnostics.Process"], {
+            "Id": 4, "ProcessName": "System", "Name": "System", "StartTime": booted,
+            "Path": None}, string_form="System.Diagnostics.Process (System)")))
     for service in machine.services.values():
         if service.process is not None:
-            found.append(process_object(service.process, service.definition.image))
-    found.append(PSObject(["System.Diagnostics.Process"], {
-        "Id": ctx.session.pid, "ProcessName": "powershell", "Name": "powershell",
+            record, image = service.process, service.definition.image
+            found.append((record.name, record.pid, functools.partial(process_object, record, image)))
+    pid = ctx.session.pid
+    found.append(("powershell", pid, lambda: PSObject(["System.Diagnostics.Process"], {
+        "Id": pid, "ProcessName": "powershell", "Name": "powershell",
         "StartTime": None,
         "Path": r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"},
-        string_form="System.Diagnostics.Process (powershell)"))
-    return sorted(found, key=lambda p: to_string(p.get("ProcessName")).lower())
+        string_form="System.Diagnostics.Process (powershell)")))
+    return sorted(found, key=lambda entry: entry[0].lower())
 
 
 async def get_process(ctx: CommandContext, args: dict[str, Any]) -> None:
     processes = _processes(ctx)
     if args.get("Id") is not None:
         for pid in args["Id"]:
-            match = [p for p in processes if p.get("Id") == int(pid)]
+            match = [make() for _, p, make in processes if p == int(pid)]
             if not match:
                 ctx.error(f"Cannot find a process with the process identifier {pid}.",
                           "NoProcessFoundForGivenId", "ObjectNotFound", "ProcessCommandException",
@@ -156,12 +163,12 @@ async def get_process(ctx: CommandContext, args: dict[str, Any]) -> None:
         return
     names = args.get("Name")
     if not names:
-        for item in processes:
-            ctx.write(item)
+        for _, _, make in processes:
+            ctx.write(make())
         return
     for name in names:
         pattern = wildcard_regex(name)
-        match = [p for p in processes if pattern.match(to_string(p.get("ProcessName")))]
+        match = [make() for process_name, _, make in processes if pattern.match(process_name)]
         if not match and not any(c in name for c in "*?["):
             ctx.error(f'Cannot find a process with the name "{name}". Verify the process name '
                       "and call the cmdlet again.", "NoProcessFoundForGivenName", "ObjectNotFound",
