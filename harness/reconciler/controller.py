@@ -15,6 +15,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,7 @@ class Reconciler:
         self.api = api
         self.settings = settings or ReconcilerSettings()
         self.writer = ClusterWriter(api, self.settings.namespace)
+        self._instances: tuple[str, dict[str, str]] | None = None  # windows-instances, parsed, by version
         self.drainer = NodeDrainer(api, DrainSettings(self.settings.drain_timeout, self.settings.drain_retry))
         self.records: dict[str, NodeRecord] = {}
         # A worker is held through a node's whole reboot: leave room for the others beyond maxUnavailable.
@@ -200,10 +202,15 @@ class Reconciler:
 
     # --- what to reconcile --------------------------------------------------------------------
 
-    def instances(self) -> dict[str, str]:
-        """windows-instances: address -> username (entries that do not parse are reported)."""
+    def instances(self) -> Mapping[str, str]:
+        """windows-instances: address -> username (entries that do not parse are reported). Parsed
+        once per version of the ConfigMap: every node's reconcile asks, and at 1,000 instances
+        parsing it each time made the fleet's reconciles quadratic."""
         assert self.watch is not None
         configmap = self.watch.configmaps.get(INSTANCES) or {}
+        version = (configmap.get("metadata") or {}).get("resourceVersion")
+        if version is not None and self._instances is not None and self._instances[0] == version:
+            return self._instances[1]
         found: dict[str, str] = {}
         for address, value in (configmap.get("data") or {}).items():
             key, sep, username = str(value).partition("=")
@@ -213,6 +220,8 @@ class Reconciler:
                                   f"got {value!r}", "Warning")
                 continue
             found[address] = username.strip()
+        if version is not None:
+            self._instances = (version, found)
         return found
 
     def managed_addresses(self) -> set[str]:

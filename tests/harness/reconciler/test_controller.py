@@ -17,12 +17,13 @@ import trustme
 from kubernetes import client
 
 from proxyfleet.core.certificates import Certificate
-from proxyfleet.core.contract import OPERATOR_NAMESPACE, PROXY, STATE_LABEL
+from proxyfleet.core.contract import INSTANCES, OPERATOR_NAMESPACE, PROXY, STATE_LABEL
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
 from proxyfleet.harness.reconciler.draining import DrainTimeout
 from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
 from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING
+from proxyfleet.harness.reconciler.watching import ClusterWatch
 from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import wait_until
 
@@ -527,3 +528,21 @@ async def test_a_failed_drain_seen_through_a_lagging_cache_still_ends_in_a_reboo
         assert rec.records[node.address].reboot_pending is None
         listed = {n["metadata"]["name"]: n for n in await admin.nodes(lab.api())}
         assert not (listed[failed[0]].get("spec") or {}).get("unschedulable")  # its cordon released
+
+
+def test_windows_instances_are_parsed_once_per_version_of_the_configmap() -> None:
+    """Every node's reconcile asks for the instances: the same ConfigMap version answers from the
+    parse already made, a new version is parsed again."""
+    rec = Reconciler(client.ApiClient())
+    rec.watch = ClusterWatch(rec.api, OPERATOR_NAMESPACE, lambda kind, event, obj: None)
+
+    def configmap(version: str, data: dict[str, str]) -> dict[str, Any]:
+        return {"metadata": {"name": INSTANCES, "namespace": OPERATOR_NAMESPACE, "resourceVersion": version},
+                "data": data}
+
+    rec.watch.configmaps.apply("ADDED", configmap("1", {"10.0.0.1": "username=Administrator"}))
+    first = rec.instances()
+    assert first == {"10.0.0.1": "Administrator"} and rec.instances() is first
+    rec.watch.configmaps.apply("MODIFIED", configmap("2", {"10.0.0.1": "username=Administrator",
+                                                           "10.0.0.2": "username=svc"}))
+    assert rec.instances() == {"10.0.0.1": "Administrator", "10.0.0.2": "svc"}
