@@ -17,8 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+
+from proxyfleet.core.apijson import RawWatch, raw_json
 
 log = logging.getLogger(__name__)
 WATCH_SECONDS = 5  # how long one watch request stays open; also bounds how long stop() takes
@@ -61,7 +63,7 @@ class Informer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
-        self._watch: watch.Watch | None = None
+        self._watch: RawWatch | None = None
 
     # --- reading the cache (on the loop) ----------------------------------------------------------
 
@@ -152,13 +154,11 @@ class Informer:
         while not self._stopped.is_set():
             try:
                 if resource_version is None:
-                    listing = self.lister(*self.args)
-                    data = listing if isinstance(listing, dict) else \
-                        self.api.sanitize_for_serialization(listing)  # type: ignore[no-untyped-call]
+                    data = raw_json(self.lister, *self.args)
                     resource_version = data["metadata"]["resourceVersion"]
                     self.relists += 1  # before the post: whoever hears SYNCED sees the list counted
                     self._post(SYNCED, {"items": data.get("items") or []})
-                self._watch = watch.Watch()  # type: ignore[no-untyped-call]
+                self._watch = RawWatch()  # type: ignore[no-untyped-call]
                 stream = self._watch.stream(  # type: ignore[no-untyped-call]
                     self.lister, *self.args, resource_version=resource_version, timeout_seconds=WATCH_SECONDS,
                     allow_watch_bookmarks=True, _request_timeout=WATCH_SECONDS * 2)

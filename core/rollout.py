@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.core.apijson import raw_json
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
 from proxyfleet.core.contract import (
     APPLIED,
@@ -151,9 +152,7 @@ def read_snapshot(api: client.ApiClient, namespace: str) -> Snapshot:
 
     def configmap(name: str, in_namespace: str) -> dict[str, Any] | None:
         try:
-            found: dict[str, Any] = api.sanitize_for_serialization(  # type: ignore[no-untyped-call]
-                core.read_namespaced_config_map(name, in_namespace))
-            return found
+            return raw_json(core.read_namespaced_config_map, name, in_namespace)
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -169,7 +168,7 @@ def read_snapshot(api: client.ApiClient, namespace: str) -> Snapshot:
         proxy = None
     user_name = (((proxy or {}).get("spec") or {}).get("trustedCA") or {}).get("name")
     instances = configmap(INSTANCES, namespace)
-    nodes = api.sanitize_for_serialization(core.list_node())  # type: ignore[no-untyped-call]
+    nodes = raw_json(core.list_node)
     return Snapshot(proxy=proxy, trusted_ca=configmap(TRUSTED_CA, namespace),
                     managed_bundle=configmap(TRUSTED_BUNDLE_NAME, OPENSHIFT_CONFIG_MANAGED),
                     user_bundle=configmap(user_name, OPENSHIFT_CONFIG) if user_name else None,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.core.apijson import raw_json
 from proxyfleet.core.contract import (
     BUNDLE_KEY,
     INJECT_LABEL,
@@ -104,19 +104,19 @@ async def proxy_status(api: client.ApiClient) -> dict[str, str]:
 
 
 async def nodes(api: client.ApiClient) -> list[dict[str, Any]]:
-    listed = await _call(client.CoreV1Api(api).list_node)
-    return [api.sanitize_for_serialization(item) for item in listed.items]  # type: ignore[no-untyped-call]
+    """Every Node, as the API server's JSON."""
+    listed = await _call(raw_json, client.CoreV1Api(api).list_node)
+    return list(listed.get("items") or [])
 
 
 async def node(api: client.ApiClient, name: str) -> dict[str, Any] | None:
     """The Node ``name`` as the API server has it now, as plain JSON (None: there is none)."""
     try:
-        response = await _call(client.CoreV1Api(api).read_node, name, _preload_content=False)
+        found: dict[str, Any] = await _call(raw_json, client.CoreV1Api(api).read_node, name)
     except ApiException as exc:
         if exc.status == 404:
             return None
         raise
-    found: dict[str, Any] = json.loads(response.data)
     return found
 
 
