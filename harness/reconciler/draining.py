@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.core.apijson import raw_json
 from proxyfleet.core.nodessh import NodeError
 
 DELETION_POLL = 1.0  # seconds between looks at a pod that is terminating
@@ -51,9 +52,9 @@ class NodeDrainer:
         self.refusals = 0
 
     async def pods_on(self, node_name: str) -> list[dict[str, Any]]:
-        listed = await asyncio.to_thread(self.core.list_pod_for_all_namespaces,
+        listed = await asyncio.to_thread(raw_json, self.core.list_pod_for_all_namespaces,
                                          field_selector=f"spec.nodeName={node_name}")
-        pods: list[dict[str, Any]] = self.core.api_client.sanitize_for_serialization(listed).get("items") or []
+        pods: list[dict[str, Any]] = listed.get("items") or []
         return [pod for pod in pods if must_move(pod)]
 
     async def remove(self, pod: dict[str, Any]) -> bool:

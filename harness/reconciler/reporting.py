@@ -12,6 +12,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.core.apijson import raw_json
 from proxyfleet.core.contract import ANNOTATION_PREFIX, INJECT_LABEL, INSTANCES, TRUSTED_CA
 from proxyfleet.core.informer import internal_ip
 from proxyfleet.core.noproxy import redact_text
@@ -76,20 +77,14 @@ class ClusterWriter:
 
     async def find_node(self, address: str) -> dict[str, Any] | None:
         """The Node whose InternalIP is ``address``, read from the API server (not a cache)."""
-        listed = await asyncio.to_thread(self.core.list_node)
-        for item in listed.items:
-            node: dict[str, Any] = self.core.api_client.sanitize_for_serialization(item)
-            if internal_ip(node) == address:
-                return node
-        return None
+        listed = await asyncio.to_thread(raw_json, self.core.list_node)
+        return next((node for node in listed.get("items") or [] if internal_ip(node) == address), None)
 
     async def cordon(self, node_name: str, unschedulable: bool) -> None:
         await asyncio.to_thread(self.core.patch_node, node_name, {"spec": {"unschedulable": unschedulable}})
 
     async def _fresh(self, node_name: str) -> dict[str, Any]:
-        found: dict[str, Any] = self.core.api_client.sanitize_for_serialization(
-            await asyncio.to_thread(self.core.read_node, node_name))
-        return found
+        return await asyncio.to_thread(raw_json, self.core.read_node, node_name)
 
     async def cordon_for_reboot(self, node_name: str) -> str:
         """Cordon before a reboot, recording whether the administrator had cordoned the node
