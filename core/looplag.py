@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import json
 import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from proxyfleet.core.cancelling import stop_task
 
 INTERVAL = 0.05  # seconds between wake-ups asked for
 FLOOR = 0.01  # lag below this is the loop's ordinary jitter: not kept
@@ -122,9 +123,7 @@ class LagMonitor:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_task(task)
 
     async def _run(self) -> None:
         while True:
@@ -161,14 +160,16 @@ def process_monitor() -> LagMonitor:
     return monitor
 
 
-async def poll_until(done: Callable[[], Awaitable[bool]], within: float, every: float) -> bool:
+async def poll_until(done: Callable[[], Awaitable[bool]], within: float, every: float,
+                     excused: Callable[[], float] = lambda: 0.0) -> bool:
     """Ask ``done`` every ``every`` seconds until it says yes, for at most ``within`` seconds moved
     by the time this process's loop could not run meanwhile (``process_monitor``: a starved lab is
-    given back the time it lost); whether it did. ``done`` is asked at least once, and once more
-    when the time is up."""
+    given back the time it lost) and by ``excused()``, the seconds since the poll began that the
+    caller knows were not the awaited party's (e.g. its asks queued behind the lab's other work);
+    whether it did. ``done`` is asked at least once, and once more when the time is up."""
     began, lag = time.monotonic(), process_monitor()
     while not await done():
         await asyncio.sleep(every)  # polling a condition, bounded above; the monitor measures meanwhile
-        if time.monotonic() - began > within + lag.stalled(began):
+        if time.monotonic() - began > within + lag.stalled(began) + excused():
             return await done()
     return True

@@ -103,6 +103,14 @@ CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly130
            "aes128-ctr", "aes256-ctr")
 
 
+def _reason(exc: BaseException, limit: float | None) -> str:
+    """Why an SSH exchange failed, never blank: a timeout says how long was waited (its own text is
+    empty), an error without text says its kind."""
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return f"no answer within {limit:g} s" if limit is not None else "timed out"
+    return str(exc) or type(exc).__name__
+
+
 class NodeError(Exception):
     """A node-side failure; ``reason`` is the Event reason that reports it."""
 
@@ -171,7 +179,7 @@ class NodeConnection:
                               f"{self.target.username}") from None
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             raise Unreachable(f"cannot reach {self.target.address}:{self.target.port} over SSH: "
-                              f"{exc or type(exc).__name__}") from None
+                              f"{_reason(exc, self.connect_timeout)}") from None
         server_key = self._connection.get_server_host_key()
         self.host_key = server_key.export_public_key("openssh").decode().strip() if server_key else None
 
@@ -199,8 +207,7 @@ class NodeConnection:
                 return await self._connection.run(command, check=False)
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             await self.close()
-            raise Unreachable(f"lost the SSH session to {self.target.address}: "
-                              f"{exc or type(exc).__name__}") from None
+            raise Unreachable(f"lost the SSH session to {self.target.address}: {_reason(exc, limit)}") from None
 
     async def script(self, script: str, limit: float = 60.0, data: Any = None) -> Any:
         """Run a PowerShell script (one round trip) and parse the JSON it prints. With ``data``,

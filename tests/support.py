@@ -17,6 +17,7 @@ import asyncssh
 import trustme
 from aiohttp import web
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.nodessh import DATA_DIRECTORY, data_prologue, encoded_command
 from proxyfleet.core.owners import Owner, current_owner
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
@@ -149,9 +150,7 @@ async def kubelets_ending_pods(plane: ControlPlane) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await stop_task(task)
         plane.store.stop_watch(watcher)
 
 

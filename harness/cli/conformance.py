@@ -44,7 +44,7 @@ from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunP
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import PROPERTY, shard_items
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
-from proxyfleet.harness.conformance.results import ConformanceRun, ScenarioResult
+from proxyfleet.harness.conformance.results import INTERRUPTED_EXIT, ConformanceRun, ScenarioResult, verdict_of
 from proxyfleet.harness.conformance.shards import Shard, ShardError
 from proxyfleet.harness.lab.clustername import ClusterNameError
 from proxyfleet.harness.lab.external import ENV_MODES
@@ -202,16 +202,27 @@ class RunOutcome:
         return self.run.passed and self.pytest_code == 0
 
     @property
+    def interrupted(self) -> bool:
+        """Stopped by Ctrl-C or SIGTERM before every scenario was judged."""
+        return self.pytest_code == pytest.ExitCode.INTERRUPTED
+
+    @property
     def exit_code(self) -> int:
         """The command's exit status: 0 passed, 1 failed (or the scenarios did not run), 4 nothing
-        failed but the lab's own starvation left something unjudged (``ConformanceRun.exit_code``)."""
+        failed but the lab's own starvation left something unjudged (``ConformanceRun.exit_code``),
+        130 stopped by Ctrl-C or SIGTERM (neither a pass nor a failure)."""
+        if self.interrupted:
+            return INTERRUPTED_EXIT
         return self.run.exit_code if self.pytest_code in (0, 1) else 1
 
     def verdict(self) -> str:
         """The run's last line."""
-        return {0: "[green]PASSED[/]", 4: "[yellow]INCONCLUSIVE[/] (the lab was starved: nothing failed, but "
-                   "something could not be judged; run again on a machine less busy)"}.get(self.exit_code,
-                                                                                          "[red]FAILED[/]")
+        word = verdict_of(self.exit_code)
+        return {"PASSED": "[green]PASSED[/]",
+                "INCONCLUSIVE": "[yellow]INCONCLUSIVE[/] (the lab was starved: nothing failed, but something could "
+                                "not be judged; run again on a machine less busy)",
+                "INTERRUPTED": "[yellow]INTERRUPTED[/] (stopped before it finished: the scenarios above are the "
+                               "ones judged to the end; no verdict on the rest)"}.get(word, "[red]FAILED[/]")
 
 
 def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected: int) -> RunOutcome:
@@ -254,7 +265,9 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
         collector = Collector(run, progress)
         code = int(pytest.main(args, plugins=[collector]))
     run.duration_s = time.monotonic() - started
-    if code not in (0, 1) or not run.scenarios:
+    if code == pytest.ExitCode.INTERRUPTED:
+        console.print("[yellow]interrupted (Ctrl-C or SIGTERM) before every scenario was judged[/]")
+    elif code not in (0, 1) or not run.scenarios:
         console.print(f"[red]the scenarios did not run (pytest exit code {code})[/]")
     return RunOutcome(run, code, state_dir)
 

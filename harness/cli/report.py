@@ -16,7 +16,7 @@ from proxyfleet.harness.conformance.causes import failure_causes
 from proxyfleet.harness.conformance.merge import MergeError
 from proxyfleet.harness.conformance.merge import merge as merge_runs
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
-from proxyfleet.harness.conformance.results import CHECK_FAMILIES, ConformanceRun
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES, ConformanceRun, verdict_of
 
 EXPECTED_SHOWN = 120  # characters of a cause's expected value on its line (the JSON report has it whole)
 
@@ -57,8 +57,8 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
     console = Console(highlight=False)
     summary = run.summary()
     code = run.reported_exit
-    verdict = {0: ("PASSED", "green"), 4: ("INCONCLUSIVE", "yellow")}.get(code, ("FAILED", "red"))
-    line = Text(f"{verdict[0]}", style=f"bold {verdict[1]}")
+    word = verdict_of(code)
+    line = Text(word, style=f"bold {'green' if word == 'PASSED' else 'red' if word == 'FAILED' else 'yellow'}")
     line.append(f"  {len(run.scenarios)} scenario(s), {run.nodes} node(s) per lab, reconciler {run.variant}, "
                 f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
                 f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive", style="default")

@@ -16,6 +16,7 @@ from typing import Any
 
 from kubernetes import client
 
+from proxyfleet.core.cancelling import wait_until
 from proxyfleet.core.contract import APPLIED
 from proxyfleet.core.informer import SYNCED, Informer, by_internal_ip, internal_ip
 
@@ -86,11 +87,7 @@ class CordonTimeline:
     async def wait_for_node_change(self, within: float) -> bool:
         """Wait until a Node changed since ``nodes_changed`` was last cleared, at most ``within``
         seconds; whether one did."""
-        try:
-            await asyncio.wait_for(self.nodes_changed.wait(), within)
-        except TimeoutError:
-            return False
-        return True
+        return await wait_until(self.nodes_changed, within)
 
     def history(self, node: str) -> list[CordonChange]:
         return [c for c in self.changes if c.node == node]

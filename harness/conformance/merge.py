@@ -13,10 +13,12 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from proxyfleet.harness.conformance.results import ConformanceRun
+from proxyfleet.harness.conformance.results import INTERRUPTED_EXIT, ConformanceRun
 
 # worst first: a failure, a cluster still rolling, a starved lab, a pass
-_SEVERITY = {0: 0, 4: 1, 3: 2}
+# the merged run's exit code is its parts' worst: a failure (1, or any code not listed) over an
+# interrupted part, over a cluster still rolling (3), over inconclusive, over a pass
+_SEVERITY = {0: 0, 4: 1, 3: 2, INTERRUPTED_EXIT: 3}
 
 
 class MergeError(ValueError):
@@ -69,5 +71,5 @@ def merge(reports: Sequence[tuple[str, ConformanceRun]]) -> ConformanceRun:
                             config=_without_shard(first.config), version=first.version)
     merged.shards = [{"index": k, "total": total, "duration_s": round(parts[k][1].duration_s, 3),
                       "scenarios": [s.name for s in parts[k][1].scenarios]} for k in sorted(parts)]
-    merged.command_exit = max((run.reported_exit for run in ordered), key=lambda code: _SEVERITY.get(code, 3))
+    merged.command_exit = max((run.reported_exit for run in ordered), key=lambda code: _SEVERITY.get(code, 4))
     return merged

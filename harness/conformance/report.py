@@ -54,7 +54,13 @@ from proxyfleet.harness.conformance.fleetsummary import (
     pass_summaries,
     step_counts,
 )
-from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ConformanceRun, ScenarioResult
+from proxyfleet.harness.conformance.results import (
+    CHECK_FAMILIES,
+    CheckResult,
+    ConformanceRun,
+    ScenarioResult,
+    verdict_of,
+)
 
 
 def _clean(value: Any) -> Any:
@@ -424,7 +430,8 @@ def _summarised(scenario: ScenarioResult) -> str:
 
 def render_html(run: ConformanceRun) -> str:
     summary = run.summary()
-    verdict, said = {0: ("pass", "PASSED"), 4: ("skip", "INCONCLUSIVE")}.get(run.reported_exit, ("fail", "FAILED"))
+    said = verdict_of(run.reported_exit)
+    verdict = {"PASSED": "pass", "FAILED": "fail"}.get(said, "skip")
     well, put_back = run.put_back_lines()
     put_back_html = (f'<p class="{"" if well else "fail"}">' + "<br>".join(_e(line) for line in put_back) + "</p>"
                      if put_back else "")

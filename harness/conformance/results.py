@@ -19,6 +19,15 @@ from typing import Any, Literal, cast
 # inconclusive: the evidence could be the lab's own starvation (checks.Verdict.inconclusive)
 Status = Literal["passed", "failed", "skipped", "inconclusive"]
 
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+# A run's verdict by its exit code (any other code: FAILED): what every report and the command say.
+VERDICTS = {0: "PASSED", 4: "INCONCLUSIVE", INTERRUPTED_EXIT: "INTERRUPTED"}
+
+
+def verdict_of(exit_code: int) -> str:
+    """PASSED, INCONCLUSIVE, INTERRUPTED or FAILED."""
+    return VERDICTS.get(exit_code, "FAILED")
+
 # Every check a scenario step can run, in report order, with what it proves.
 CHECK_FAMILIES: dict[str, str] = {
     "converged": "the node reached the cluster's settings before the deadline",

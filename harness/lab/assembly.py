@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import asyncio.sslproto
-import contextlib
 import functools
 import json
 import logging
@@ -27,6 +26,7 @@ import trustme
 import yaml
 from kubernetes import client, config
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.contract import (
     CONFIG_GROUP,
@@ -445,9 +445,7 @@ class Lab:
 
         async def stop() -> None:
             store.stop_watch(watcher)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_task(task)
         self._stack.append(("kubelet pod watch", stop))
 
     async def stop(self) -> None:
@@ -534,9 +532,7 @@ class Lab:
         follower = asyncio.get_running_loop().create_task(follow_proxy(), name="olm proxy variables")
 
         async def stop() -> None:
-            follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await follower
+            await stop_task(follower)
             store.stop_watch(watcher)
             await reconciler.stop()
 

@@ -23,6 +23,7 @@ from typing import Any
 import asyncssh
 from kubernetes import client
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.contract import (
     APPLIED,
     EGRESS_SERVICES,
@@ -176,10 +177,7 @@ class Reconciler:
     async def stop(self) -> None:
         if self.watch is not None:
             self.watch.stop()
-        if self._resync is not None:
-            self._resync.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._resync
+        await stop_task(self._resync)
         await self.queue.stop()
         await self.host_keys.close()
         await self.connections.close_all()

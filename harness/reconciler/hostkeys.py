@@ -16,7 +16,6 @@ Two policies:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.knownhosts import KnownHosts as KnownHostsFile
 from proxyfleet.core.knownhosts import KnownHostsError
 
@@ -97,10 +97,7 @@ class HostKeyPins:
 
     async def close(self) -> None:
         """Stop writing; first contacts still waiting fail (nothing was sent to them)."""
-        if self._writer is not None:
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+        await stop_task(self._writer)
         for _, done in self._pending.values():
             if not done.done():
                 done.set_exception(HostKeyPolicyError("HostKeyNotPinned", "the reconciler is stopping"))

@@ -5,9 +5,10 @@ the number of workers, and a key can come back after a delay (backoff, resync)."
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+
+from proxyfleet.core.cancelling import stop_tasks
 
 log = logging.getLogger(__name__)
 Handler = Callable[[str], Awaitable[float | None]]  # returns a requeue delay, or None
@@ -71,11 +72,7 @@ class WorkQueue:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_tasks(self._tasks)
         self._tasks = []
 
     @property

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import pem_blocks
 from proxyfleet.core.contract import (
     BUNDLE_KEY,
@@ -281,10 +282,7 @@ class NodeLifecycleController:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="node lifecycle controller")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await stop_task(self._task)
 
     async def _run(self) -> None:
         while True:

@@ -83,7 +83,8 @@ class Watcher:
         would claim a version whose event the client never got, and a watch resumed from it would
         lose that event for good. So the wait and that check live here together."""
         try:
-            return await asyncio.wait_for(self.queue.get(), within)
+            async with asyncio.timeout(within):  # not wait_for: on 3.11 it can eat a cancellation
+                return await self.queue.get()
         except TimeoutError:
             if self.queue.empty():
                 raise

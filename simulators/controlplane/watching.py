@@ -4,10 +4,10 @@ level-triggered pass; a burst of events means one pass, never one per event."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.simulators.controlplane.resources import ResourceType
 from proxyfleet.simulators.controlplane.store import Store, Watcher
 
@@ -46,11 +46,8 @@ class WatchingController:
         for relay in self._relays:
             relay.cancel()
         self._watchers, self._relays = [], []
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await stop_task(task)
 
     def wants(self, event: dict[str, Any]) -> bool:
         """Whether a watch event may change what a pass would do (default: every event)."""

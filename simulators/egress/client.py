@@ -143,7 +143,8 @@ class _Connection:
         while True:
             event = self.h11.next_event()
             if event is h11.NEED_DATA:
-                chunk = await asyncio.wait_for(self.reader.read(65536), READ_TIMEOUT)
+                async with asyncio.timeout(READ_TIMEOUT):
+                    chunk = await self.reader.read(65536)
                 if not chunk and response is None:
                     raise EgressError("reset", "connection closed before a response (EOF)")
                 self.h11.receive_data(chunk)
@@ -225,9 +226,9 @@ class EgressSession:
         if proxy:
             route.proxy_endpoint = f"{endpoint.address}:{endpoint.port}"
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(endpoint.address, endpoint.port,
-                                        local_addr=(self.source_address, 0)), CONNECT_TIMEOUT)
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                reader, writer = await asyncio.open_connection(endpoint.address, endpoint.port,
+                                                               local_addr=(self.source_address, 0))
         except TimeoutError:
             raise EgressError("timeout", f"dial tcp {host}:{port}: i/o timeout") from None
         except ConnectionRefusedError:
@@ -243,8 +244,8 @@ class EgressSession:
     async def _tls(self, connection: _Connection, server_name: str, *, origin: bool = True) -> _Connection:
         self.trace.add("* TLS handshake with " + server_name)
         try:
-            await asyncio.wait_for(connection.writer.start_tls(self.trust, server_hostname=server_name),
-                                   CONNECT_TIMEOUT)
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                await connection.writer.start_tls(self.trust, server_hostname=server_name)
         except ssl.SSLError as exc:
             connection.close()
             raise _tls_error(exc) from None

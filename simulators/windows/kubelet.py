@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxyfleet.core.cancelling import wait_until
 from proxyfleet.core.certificates import pem_blocks
 from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.noproxy import CLIENTS
@@ -173,8 +174,7 @@ class SimulatedKubelet:
                     await asyncio.sleep(self.settings.lease_interval)
                     continue
                 wake = next_lease if self._next_stop is None else min(next_lease, self._next_stop)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._pods_due.wait(), max(0.0, wake - time.monotonic()))
+                await wait_until(self._pods_due, max(0.0, wake - time.monotonic()))
 
     async def _sync_pods(self, session: EgressSession, environment: Mapping[str, str]) -> None:
         """Report the pods bound to this node running and ready (their containers start at once),

@@ -23,6 +23,7 @@ from typing import Any
 
 import asyncssh
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
@@ -219,11 +220,8 @@ class WindowsNode:
 
     async def stop(self) -> None:
         """Stop serving (power off); safe to call more than once."""
-        if self._reboot is not None:
-            self._reboot.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reboot
-            self._reboot = None
+        reboot, self._reboot = self._reboot, None
+        await stop_task(reboot)
         await self._stop_listening()
         self._cancel_stages()
         if self.machine.is_up:

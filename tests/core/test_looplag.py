@@ -103,3 +103,27 @@ async def test_time_the_loop_could_not_run_is_given_back_to_the_poll() -> None:
     await asyncio.sleep(0.06)  # the monitor has had a turn
     assert await poll_until(starved_first, within=0.2, every=0.02)
     assert asked == 3
+
+
+async def test_time_the_caller_excuses_is_given_back_to_the_poll() -> None:
+    """Asks that waited their turn behind the lab's other work (``excused``) do not use up the window."""
+    asked = 0
+
+    async def fifth_time() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked >= 5
+
+    excused = 0.0
+
+    def queued() -> float:  # every ask waited a tenth of a second for its turn
+        return excused
+
+    async def counted() -> bool:
+        nonlocal excused
+        excused += 0.1
+        return await fifth_time()
+
+    assert await poll_until(counted, within=0.05, every=0.03, excused=queued) and asked == 5
+    asked = 0
+    assert not await poll_until(fifth_time, within=0.05, every=0.03)  # not excused: the window ends first

@@ -3,13 +3,23 @@ messages without script text, and asyncssh's command logging silenced explicitly
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import subprocess
 import sys
 
+import asyncssh
 import pytest
 
-from proxyfleet.core.nodessh import MAX_COMMAND, data_prologue, encoded_command, error_summary
+from proxyfleet.core.nodessh import (
+    MAX_COMMAND,
+    NodeAddress,
+    NodeConnection,
+    Unreachable,
+    data_prologue,
+    encoded_command,
+    error_summary,
+)
 
 
 def test_scripts_run_through_powershell_and_fit_cmds_limit() -> None:
@@ -44,3 +54,20 @@ def test_importing_the_reconciler_leaves_logging_alone() -> None:
                                                   "print(logging.getLogger('asyncssh').level)"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert level == "0"
+
+
+async def test_an_sshd_that_never_answers_is_unreachable_saying_how_long_was_waited() -> None:
+    # A TimeoutError's own text is empty: the report said "cannot reach …:24146 over SSH:" and nothing.
+    held: list[asyncio.StreamWriter] = []  # kept: a collected writer would close the connection
+    silent = await asyncio.start_server(lambda reader, writer: held.append(writer), "127.0.0.1", 0)  # never speaks
+    port = silent.sockets[0].getsockname()[1]
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    try:
+        connection = NodeConnection(NodeAddress("127.0.0.1", port, "Administrator"), key, None, connect_timeout=0.2)
+        with pytest.raises(Unreachable) as raised:
+            await connection.connect()
+    finally:
+        for writer in held:
+            writer.close()
+        silent.close()
+    assert str(raised.value) == f"cannot reach 127.0.0.1:{port} over SSH: no answer within 0.2 s"

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import trustme
 
-from proxyfleet.harness.conformance.results import CHECK_FAMILIES
+from proxyfleet.harness.cli.conformance import RunOutcome
+from proxyfleet.harness.conformance.results import CHECK_FAMILIES, ConformanceRun, ScenarioResult
 from proxyfleet.harness.lab.assembly import PROXY_HOST, well_known_plan
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
 from proxyfleet.harness.reconciler import VARIANTS
@@ -95,6 +96,20 @@ def conformance(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess
                             env={**os.environ, "COLUMNS": "200"})
     assert report.exists(), result.stderr[-3000:]
     return result, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize(("pytest_code", "scenario_status", "code", "word"), [
+    (pytest.ExitCode.OK, "passed", 0, "PASSED"),
+    (pytest.ExitCode.TESTS_FAILED, "failed", 1, "FAILED"),
+    (pytest.ExitCode.INTERRUPTED, "passed", 130, "INTERRUPTED"),  # what finished passed: still no pass
+    (pytest.ExitCode.INTERNAL_ERROR, "passed", 1, "FAILED"),
+])
+def test_the_commands_exit_code_and_verdict(tmp_path: Path, pytest_code: int, scenario_status: str, code: int,
+                                            word: str) -> None:
+    run = ConformanceRun(nodes=2, variant="correct", scenarios=[
+        ScenarioResult("test_proxy_added_at_runtime", "runtime-add", scenario_status)])
+    outcome = RunOutcome(run, int(pytest_code), tmp_path)
+    assert outcome.exit_code == code and word in outcome.verdict()
 
 
 def test_every_broken_variant_has_a_catch() -> None:

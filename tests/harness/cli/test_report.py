@@ -106,6 +106,20 @@ def test_a_cluster_still_rolling_after_its_put_back_is_in_every_report(tmp_path:
     assert run.put_back_lines()[1][0].endswith("its nodes could not be waited for: cannot load kubeconfig")
 
 
+def test_an_interrupted_run_is_neither_a_pass_nor_a_failure_in_every_report(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM stopped the run (exit 130): what it judged to the end stays, and every
+    report says INTERRUPTED, not PASSED because what finished passed."""
+    run = ConformanceRun(nodes=2, variant="correct", scenarios=[
+        ScenarioResult("test_proxy_added_at_runtime", "runtime-add", "passed",
+                       checks=[_check("127.10.0.1", "files", "passed", "none")])], command_exit=130)
+    path = tmp_path / "r.json"
+    write_json(run, path)
+    assert json.loads(path.read_text())["exit_code"] == 130
+    result = CliRunner().invoke(main, ["report", "show", str(path)], terminal_width=200)
+    assert result.exit_code == 130 and result.output.startswith("INTERRUPTED")
+    assert 'badge skip">INTERRUPTED' in render_html(ConformanceRun.from_json(json.loads(path.read_text())))
+
+
 def test_what_is_not_a_report_is_one_error_line(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("user:hunter2\n")

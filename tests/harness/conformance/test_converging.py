@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxyfleet.core.cancelling import wait_until
 from proxyfleet.harness.conformance.converging import (
     CLAIM_HOLD,
     FRESH_READS,
@@ -70,11 +71,7 @@ class NoNodeChanges:
         self.nodes_changed = asyncio.Event()
 
     async def wait_for_node_change(self, within: float) -> bool:
-        try:
-            await asyncio.wait_for(self.nodes_changed.wait(), within)
-        except TimeoutError:
-            return False
-        return True
+        return await wait_until(self.nodes_changed, within)
 
 
 @dataclass

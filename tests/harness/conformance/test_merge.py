@@ -53,3 +53,7 @@ def test_the_worst_part_decides_the_exit_code() -> None:
     stopped = _shard(3, 3, "c", command_exit=1)  # stopped before every scenario ran: not a pass
     assert merge([("a", _shard(1, 3, "a")), ("b", starved), ("c", _shard(3, 3, "c"))]).reported_exit == 4
     assert merge([("a", _shard(1, 3, "a")), ("b", starved), ("c", stopped)]).reported_exit == 1
+    interrupted = _shard(3, 3, "c", command_exit=130)  # Ctrl-C: no verdict on what it did not finish
+    assert merge([("a", _shard(1, 3, "a")), ("b", starved), ("c", interrupted)]).reported_exit == 130
+    assert merge([("a", _shard(1, 3, "a")), ("b", _shard(2, 3, "b", command_exit=1)),
+                  ("c", interrupted)]).reported_exit == 1  # a failure found is still a failure

@@ -58,6 +58,25 @@ async def test_round_trips_in_flight_are_bounded_however_many_are_asked_for(flee
         await probe.close()
 
 
+async def test_the_time_a_look_queued_for_its_turn_is_counted_per_node(fleet: Fleet) -> None:
+    """A look that waited for a slot behind other nodes' says how long: the judge's own throughput,
+    which a first look's retry window must not count against the node."""
+    assert fleet.client_key is not None
+    probe = NodeProbe(fleet.client_key, fleet.port, concurrency=1)
+    node = fleet.nodes[0]
+    try:
+        await probe.observe(node.address)
+        assert probe.queued(node.address) < 0.2  # its turn came at once
+        async with probe._slot(fleet.nodes[1].address):  # another node's round trip holds the only slot
+            waiting = asyncio.create_task(probe.observe(node.address))
+            await asyncio.sleep(0.3)
+            assert not waiting.done()
+        await waiting
+        assert probe.queued(node.address) >= 0.3
+    finally:
+        await probe.close()
+
+
 async def test_an_unreachable_node_is_an_error_to_observe_and_a_failed_pull(fleet: Fleet) -> None:
     assert fleet.client_key is not None
     node = fleet.nodes[1]
