@@ -29,7 +29,9 @@ async def stop_task(task: asyncio.Task[object] | None) -> None:
 
 async def stop_tasks(tasks: Iterable[asyncio.Task[object]]) -> None:
     """Cancel every task and wait until all have ended; the first error any ended with (other than
-    its cancellation) is raised, the caller's own cancellation never swallowed."""
+    its cancellation) is raised, the caller's own cancellation never swallowed. A KeyboardInterrupt
+    or SystemExit a task ended with is not raised again: asyncio raised it out of the loop when it
+    happened, and raising it again would only cut the teardown after Ctrl-C short."""
     pending = [task for task in tasks]
     for task in pending:
         task.cancel()
@@ -39,7 +41,7 @@ async def stop_tasks(tasks: Iterable[asyncio.Task[object]]) -> None:
     # cancelled while it waits: that cancellation (the caller's own) propagates.
     await asyncio.wait(pending)
     for task in pending:
-        if not task.cancelled() and (error := task.exception()) is not None:
+        if not task.cancelled() and isinstance(error := task.exception(), Exception):
             raise error
 
 

@@ -7,19 +7,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import sys
 from types import FrameType
 
 PR_SET_PDEATHSIG = 1
+
+
+def _runners_ctrl_c(handler: object) -> bool:
+    """Whether ``handler`` is the Ctrl-C handler an ``asyncio.Runner`` installs while it runs."""
+    method = handler.func if isinstance(handler, functools.partial) else None
+    return getattr(method, "__name__", "") == "_on_sigint" and isinstance(getattr(method, "__self__", None),
+                                                                          asyncio.Runner)
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    if callable(ctrl_c) and _runners_ctrl_c(ctrl_c):
+        # What Ctrl-C does right now: under ``asyncio.Runner``, cancel the main task (and raise
+        # KeyboardInterrupt once it has ended). A KeyboardInterrupt raised here instead lands in
+        # whichever task happens to run — at 1,000 nodes the lab's own controllers — and is raised
+        # again when that task is stopped, cutting the teardown short.
+        ctrl_c(signal.SIGINT, frame)
+        return
     raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 def interrupt_on_sigterm() -> None:
-    """Make SIGTERM raise KeyboardInterrupt in the main thread, so every ``finally`` and fixture
-    teardown that cleans up after Ctrl-C (proxies, labs, scratch directories) runs for it too."""
+    """Make SIGTERM do what Ctrl-C does (a KeyboardInterrupt in the main thread, or asyncio's
+    cancellation of the main task while an ``asyncio.Runner`` runs; a KeyboardInterrupt where Ctrl-C
+    is ignored), so every ``finally`` and fixture teardown that cleans up after Ctrl-C (proxies,
+    labs, scratch directories) runs for it too."""
     signal.signal(signal.SIGTERM, _interrupt)
 
 

@@ -115,3 +115,42 @@ def test_exit_description_says_how_a_child_ended_as_a_shell_does() -> None:
     assert exit_description(-signal.SIGTERM) == "killed by SIGTERM"
     assert exit_description(-signal.SIGKILL) == "killed by SIGKILL"
     assert exit_description(-200) == "killed by signal 200"
+
+
+def test_sigterm_under_an_asyncio_runner_is_ctrl_c_the_main_task_is_cancelled() -> None:
+    """As Ctrl-C does: the main task is cancelled and the runner raises KeyboardInterrupt once it
+    ended; no other task is hit by a KeyboardInterrupt raised wherever the loop happened to be."""
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (the runner then takes Ctrl-C)
+    interrupt_on_sigterm()
+    seen: list[str] = []
+
+    async def background() -> None:
+        try:
+            await asyncio.Event().wait()
+        except BaseException as exc:
+            seen.append(f"background: {type(exc).__name__}")
+            raise
+
+    async def main() -> None:
+        helper = asyncio.create_task(background())
+        await asyncio.sleep(0)
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("main: cancelled")
+            raise
+        finally:
+            helper.cancel()
+            await asyncio.wait([helper])
+
+    try:
+        with asyncio.Runner() as runner:
+            with pytest.raises(KeyboardInterrupt):
+                runner.run(main())
+            when_interrupted = list(seen)  # before the runner closes (and cancels whatever is left)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert when_interrupted == ["main: cancelled", "background: CancelledError"]
