@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -176,3 +177,16 @@ def dead_pid() -> int:
 def dead_owner() -> Owner:
     """This process's owner identity with the pid of one that has ended: provably gone."""
     return dataclasses.replace(current_owner(), pid=dead_pid())
+
+
+def fill_accept_queue(address: str, port: int, clients: contextlib.ExitStack) -> None:
+    """Connect to a listener that never accepts until its accept queue is full (a connect that
+    does not complete within a second): later connects hang in SYN retries."""
+    for _ in range(16):
+        client = clients.enter_context(socket.socket())
+        client.settimeout(1.0)
+        try:
+            client.connect((address, port))
+        except TimeoutError:
+            return
+    raise AssertionError(f"{address}:{port} accepted 16 connections with a backlog of 0")

@@ -63,6 +63,9 @@ STOP_GRACE = 10.0
 # Seconds a proxy the lab started may take to listen once it runs, longer while it keeps working
 # (core/startupclock); a running proxy (--proxy-url) answers within it, plus the lab's own stall.
 STARTUP_LIMIT = 30.0
+# One start-up look at a listener: a bound on a look that cannot answer, not a verdict (the
+# StartupClock decides when to give up).
+READY_LOOK_SECONDS = 5.0
 # Where a loopback connection from a socket bound to no address leaves from on Linux (the route
 # "local 127.0.0.0/8 dev lo src 127.0.0.1"): a proxy that cannot choose its outgoing address.
 UNBOUND_EGRESS = "127.0.0.1"
@@ -515,14 +518,18 @@ class VendorProxy:
                 raise VendorProxyError(f"the proxy exited during start-up; {self._failure_detail()}")
             try:
                 for endpoint in self.endpoints:  # every listener, its TLS one too
-                    _, writer = await asyncio.open_connection(endpoint.address, endpoint.port)
+                    # bounded: a listener that never accepts (its queue full) holds a connect in SYN
+                    # retries for two minutes, blind to the proxy's exit
+                    async with asyncio.timeout(READY_LOOK_SECONDS):
+                        _, writer = await asyncio.open_connection(endpoint.address, endpoint.port)
                     writer.close()
                 return
-            except OSError as exc:
+            except OSError as exc:  # TimeoutError is an OSError
                 if clock.expired():
                     what = "did not start listening" if self.started_by_lab else "does not answer"
+                    reason = exc.strerror or str(exc) or f"no answer within {READY_LOOK_SECONDS:g} s"
                     raise VendorProxyError(
-                        f"the proxy {what} on {endpoint.address}:{endpoint.port} ({exc.strerror or exc}; "
+                        f"the proxy {what} on {endpoint.address}:{endpoint.port} ({reason}; "
                         f"{clock.why()})"
                         + (f"; {self._failure_detail()}" if self.started_by_lab else "")) from None
                 await asyncio.sleep(0.05)

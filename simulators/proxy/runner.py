@@ -73,6 +73,9 @@ def _short_socket_path() -> Path:
 
 
 PORT_ATTEMPTS = 5
+# One start-up look (control socket, then port): not a verdict, a bound on a look that cannot
+# answer; the StartupClock decides when to give up.
+READY_LOOK_SECONDS = 5.0
 
 
 class PortTaken(ProxyError):
@@ -272,25 +275,37 @@ class ProxyServer:
         self.started_seconds = time.monotonic() - started
 
     async def _wait_ready(self, clock: StartupClock) -> None:
-        """Probe the listening port and the control socket until both answer (as long as mitmdump
-        keeps working at it: ``StartupClock``)."""
+        """Probe the control socket, then the listening port, until both answer (as long as mitmdump
+        keeps working at it: ``StartupClock``).
+
+        The control socket comes first: the addon opens it in mitmproxy's ``running`` hook, after
+        mitmproxy bound its port, and a failed bind exits before it. Until then the port may belong
+        to another process, and a connect to a listener that never accepts hangs in SYN retries for
+        two minutes, blind to mitmdump's exit (a loaded CI machine saw it). Each look is bounded for
+        the same reason."""
         while True:
             if self._process is None:  # a lab bug, not mitmdump's: say so, not "exited"
                 raise ProxyError("mitmdump was stopped by the lab while it was starting")
             if self._process.returncode is not None:
-                said = self._stderr_path.read_text(errors="replace")[-2000:] or "(no output)\n"
+                said = self._said()
                 taken = f"{self.settings.listen_address}:{self.port}" in said and "address already in use" in said
                 raise (PortTaken if taken else ProxyError)(
                     f"mitmdump exited during start-up ({exit_description(self._process.returncode)}):\n{said}")
             try:
-                _, writer = await asyncio.open_connection(self.settings.listen_address, self.port)
+                async with asyncio.timeout(READY_LOOK_SECONDS):
+                    await self._control({"op": "get"})
+                    _, writer = await asyncio.open_connection(self.settings.listen_address, self.port)
                 writer.close()
-                await self._control({"op": "get"})
                 return
-            except OSError:
+            except (OSError, ProxyError):  # TimeoutError is an OSError
                 if clock.expired():
-                    raise ProxyError(f"mitmdump did not start listening ({clock.why()})") from None
+                    raise ProxyError(f"mitmdump did not start listening ({clock.why()}); "
+                                     f"its output ended:\n{self._said()}") from None
                 await asyncio.sleep(0.05)
+
+    def _said(self) -> str:
+        """The end of mitmdump's output (both streams), for an error."""
+        return self._stderr_path.read_text(errors="replace")[-2000:] or "(no output)\n"
 
     async def stop(self, grace: float = 10.0) -> None:
         process, self._process = self._process, None

@@ -4,6 +4,7 @@ authentication: the 407 path and a wrong password)."""
 
 import asyncio
 import base64
+import contextlib
 import logging
 import os
 import pwd
@@ -24,7 +25,7 @@ import pytest_asyncio
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.owners import current_owner
 from proxyfleet.core.privatedirs import runtime_directory
-from proxyfleet.harness.lab import configdirs
+from proxyfleet.harness.lab import configdirs, vendor
 from proxyfleet.harness.lab.vendor import (
     VendorProxy,
     VendorProxyError,
@@ -37,6 +38,7 @@ from proxyfleet.harness.lab.vendor import (
 )
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
+from tests.support import fill_accept_queue
 
 EXAMPLES = Path(__file__).parents[3] / "examples" / "squid"
 SQUID = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
@@ -249,6 +251,20 @@ async def test_a_running_proxy_that_does_not_answer_is_reported(tmp_path: Path) 
     with pytest.raises(VendorProxyError, match="not http://host:port"):
         VendorProxy(_settings(tmp_path, command=None, url="socks5://127.0.0.1:1080"))
 
+
+async def test_a_listener_that_never_accepts_is_a_look_that_ends_not_a_hang(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port whose listener never accepts and whose accept queue is full holds a connect in SYN
+    retries for two minutes: each start-up look is bounded, and the error says what happened."""
+    monkeypatch.setattr(vendor, "READY_LOOK_SECONDS", 0.5)
+    with socket.socket() as holder, contextlib.ExitStack() as queued:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(0)
+        port = holder.getsockname()[1]
+        fill_accept_queue("127.0.0.1", port, queued)
+        proxy = VendorProxy(_settings(tmp_path, command=None, url=f"http://127.0.0.1:{port}"))
+        with pytest.raises(VendorProxyError, match=r"does not answer on 127\.0\.0\.1:\d+ \(no answer within 0\.5 s;"):
+            await proxy.start(startup_limit=0.3)
 
 def test_proxy_config_leaves_out_links_and_non_regular_files_and_says_which(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -3,6 +3,7 @@ Basic authentication, and a stop that leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from tests.simulators.traffic import (
     configure_containerd,
     trust_the_mitm_ca,
 )
-from tests.support import run_powershell, wait_until
+from tests.support import fill_accept_queue, run_powershell, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -166,16 +167,22 @@ async def test_a_proxy_that_cannot_start_says_why_and_how_it_ended(lab: TrafficL
 async def test_a_port_taken_after_it_was_chosen_is_chosen_again(lab: TrafficLab, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Between choosing a free port and mitmdump binding it, another process may take it: the lab
-    chooses another instead of failing the scenario (a soak beside a test suite saw it)."""
+    chooses another instead of failing the scenario (a soak beside a test suite saw it).
+
+    The process holding the port never accepts and its accept queue is full, so a connection to it
+    hangs (SYN retries, two minutes): start-up must see mitmdump's exit without ever connecting to
+    the port before mitmdump said it listens (a loaded CI machine failed this test with 'did not
+    start listening' after 138 s, its wait stuck in such a connect while mitmdump had exited)."""
     import socket
 
     from proxyfleet.simulators.proxy import runner
 
     listen = lab.network.allocate(PROXY_NETWORK)
-    with socket.socket() as holder:
+    with socket.socket() as holder, contextlib.ExitStack() as queued:
         holder.bind((listen, 0))
-        holder.listen()
+        holder.listen(0)
         taken = holder.getsockname()[1]
+        fill_accept_queue(listen, taken, queued)
         chosen = iter([taken])
         free = runner._free_port
         monkeypatch.setattr(runner, "_free_port", lambda address: next(chosen, None) or free(address))
