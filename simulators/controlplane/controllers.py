@@ -55,7 +55,8 @@ from proxyfleet.simulators.network import LabNetwork
 
 def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reason: str,
                   message: str, now: str) -> list[dict[str, Any]]:
-    """Replace one condition; lastTransitionTime moves only when the status changes."""
+    """Replace one condition; lastTransitionTime moves only when the status changes, and a
+    lastHeartbeatTime is kept (only the condition's own reporter, a kubelet, moves it)."""
     updated = []
     found = False
     for condition in conditions:
@@ -63,8 +64,9 @@ def set_condition(conditions: list[dict[str, Any]], kind: str, status: str, reas
             found = True
             same = condition.get("status") == status
             transition = condition.get("lastTransitionTime", now) if same else now
+            heartbeat = {key: condition[key] for key in ("lastHeartbeatTime",) if key in condition}
             condition = {"type": kind, "status": status, "reason": reason, "message": message,
-                         "lastTransitionTime": transition}
+                         **heartbeat, "lastTransitionTime": transition}
         updated.append(condition)
     if not found:
         updated.append({"type": kind, "status": status, "reason": reason, "message": message,
@@ -239,18 +241,28 @@ def parse_time(text: str | None) -> dt.datetime | None:
     return None
 
 
+def last_heard(node: dict[str, Any], lease: dict[str, Any] | None) -> dt.datetime | None:
+    """When the node's kubelet was last heard from, as the real node lifecycle controller counts
+    it (tryUpdateNodeHealth): its Lease renewed, or its Ready condition's lastHeartbeatTime moved
+    (a status the kubelet posted; the controller's own Unknown write keeps that time). Neither
+    yet: the Node's creation."""
+    ready: dict[str, Any] = next((c for c in node.get("status", {}).get("conditions", []) or []
+                                  if c.get("type") == "Ready"), {})
+    heard = [moment for moment in (parse_time((lease or {}).get("spec", {}).get("renewTime")),
+                                   parse_time(ready.get("lastHeartbeatTime"))) if moment is not None]
+    return max(heard) if heard else parse_time(node["metadata"].get("creationTimestamp"))
+
+
 def stale_nodes(nodes: list[dict[str, Any]], leases: dict[str, dict[str, Any]], now: dt.datetime,
                 grace: float, stalled: Callable[[float], float] = lambda ago: 0.0) -> list[str]:
-    """Nodes whose kubelet has not renewed its lease within ``grace`` seconds and still show Ready.
-    ``stalled(seconds_ago)`` is how long the lab's own event loop could not run since then: the
-    kubelets share it, so a lease renewed late because the lab was starved is not a kubelet's
-    silence (its grace is extended by that much)."""
+    """Nodes whose kubelet has not been heard from (``last_heard``) within ``grace`` seconds and
+    still show Ready. ``stalled(seconds_ago)`` is how long the lab's own event loop could not run
+    since then: the kubelets share it, so a lease renewed late because the lab was starved is not a
+    kubelet's silence (its grace is extended by that much)."""
     stale = []
     for node in nodes:
         name = node["metadata"]["name"]
-        lease = leases.get(name)
-        renewed = parse_time((lease or {}).get("spec", {}).get("renewTime")) or parse_time(
-            node["metadata"].get("creationTimestamp"))
+        renewed = last_heard(node, leases.get(name))
         ready: dict[str, Any] = next((c for c in node.get("status", {}).get("conditions", []) or []
                                       if c.get("type") == "Ready"), {})
         ago = (now - renewed).total_seconds() if renewed is not None else 0.0

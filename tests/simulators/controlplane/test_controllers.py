@@ -118,3 +118,66 @@ def test_a_lease_renewed_late_while_the_lab_was_starved_is_not_a_silent_kubelet(
     assert stale_nodes([node], leases, now, grace=4.0, stalled=lambda ago: 3.0) == []
     # a second of stall does not excuse six seconds of silence
     assert stale_nodes([node], leases, now, grace=4.0, stalled=lambda ago: 1.0) == ["win-0001"]
+
+
+def test_a_status_the_kubelet_posted_is_a_heartbeat_as_a_renewed_lease_is() -> None:
+    """The real controller (tryUpdateNodeHealth) hears a kubelet by either a renewed Lease or a
+    moved Ready lastHeartbeatTime: a node whose kubelet just posted its status is not silent however
+    old its lease (at 1,000 nodes on a starved lab, counting the lease alone marked Nodes Unknown
+    again right after their kubelets had posted Ready, pass after pass)."""
+    from proxyfleet.simulators.controlplane.controllers import last_heard, stale_nodes
+
+    now = dt.datetime(2026, 11, 25, 12, 0, 10, tzinfo=dt.UTC)
+    leases = {"win-0001": {"spec": {"renewTime": "2026-11-25T12:00:00.000000Z"}}}  # ten seconds ago
+    posted = {"metadata": {"name": "win-0001", "creationTimestamp": "2026-11-25T11:00:00Z"},
+              "status": {"conditions": [{"type": "Ready", "status": "True",
+                                         "lastHeartbeatTime": "2026-11-25T12:00:08Z"}]}}
+    assert last_heard(posted, leases["win-0001"]) == dt.datetime(2026, 11, 25, 12, 0, 8, tzinfo=dt.UTC)
+    assert stale_nodes([posted], leases, now, grace=4.0) == []
+    old = {**posted, "status": {"conditions": [{"type": "Ready", "status": "True",
+                                                "lastHeartbeatTime": "2026-11-25T11:59:00Z"}]}}
+    assert stale_nodes([old], leases, now, grace=4.0) == ["win-0001"]
+    # never heard from at all: counted from the Node's creation
+    silent = {"metadata": {"name": "win-0002", "creationTimestamp": "2026-11-25T12:00:01Z"}, "status": {}}
+    assert stale_nodes([silent], {}, now, grace=4.0) == ["win-0002"]
+    assert stale_nodes([silent], {}, now, grace=20.0) == []
+
+
+def test_the_controllers_own_unknown_is_not_a_heartbeat_and_a_kubelets_post_is() -> None:
+    """Marking a Node Unknown keeps its Ready lastHeartbeatTime (only the kubelet moves it), so the
+    mark is not heard as the kubelet; the kubelet's next post of Ready is, and is not undone by the
+    next pass while its lease is still old."""
+    from proxyfleet.simulators.controlplane.controllers import NodeLifecycleController
+    from proxyfleet.simulators.controlplane.resources import LEASES, NODES
+    from proxyfleet.simulators.controlplane.store import Store
+
+    moment = [dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)]
+    store = Store(clock=lambda: moment[0])
+    store.create(NODES, {"metadata": {"name": "win-0001"}, "status": {"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+         "lastHeartbeatTime": "2026-11-25T12:00:00Z", "lastTransitionTime": "2026-11-25T12:00:00Z"}]}})
+    store.create(LEASES, {"metadata": {"name": "win-0001", "namespace": "kube-node-lease"},
+                          "spec": {"renewTime": "2026-11-25T12:00:00.000000Z"}})
+    controller = NodeLifecycleController(store, grace=40.0, clock=lambda: moment[0], stalled=lambda ago: 0.0)
+
+    def ready() -> dict[str, Any]:
+        node = store.get(NODES, "", "win-0001")
+        return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+    moment[0] += dt.timedelta(seconds=30)
+    assert controller.check() == []
+    moment[0] += dt.timedelta(seconds=15)  # 45 s of silence
+    assert controller.check() == ["win-0001"]
+    assert ready()["status"] == "Unknown" and ready()["reason"] == "NodeStatusUnknown"
+    assert ready()["lastHeartbeatTime"] == "2026-11-25T12:00:00Z"  # the controller's write is no heartbeat
+    assert ready()["lastTransitionTime"] == "2026-11-25T12:00:45Z"
+    # the kubelet posts Ready (its lease renewal still late): heard, so not marked again
+    node = store.get(NODES, "", "win-0001")
+    node["status"]["conditions"] = [{**ready(), "status": "True", "reason": "KubeletReady",
+                                     "lastHeartbeatTime": "2026-11-25T12:00:46Z"}]
+    store.update(NODES, "", "win-0001", node, subresource="status")
+    moment[0] += dt.timedelta(seconds=5)
+    assert controller.check() == []
+    assert ready()["status"] == "True"
+    moment[0] += dt.timedelta(seconds=40)  # silent again past the grace
+    assert controller.check() == ["win-0001"]
