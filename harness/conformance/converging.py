@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from kubernetes import client
@@ -72,13 +72,17 @@ class ClaimWatch:
                 f"({APPLIED}); the step ended without waiting for the deadline")
 
 
-async def revision_claims(api: client.ApiClient) -> set[tuple[str, str]]:
+async def revision_claims(api: client.ApiClient, nodes: list[dict[str, Any]] | None = None) -> set[tuple[str, str]]:
     """(address, revision) for every Node that claims (``proxyfleet.io/applied``) the cluster's
-    current revision; a reconciler that writes no such annotation claims nothing."""
+    current revision; a reconciler that writes no such annotation claims nothing. ``nodes``: the
+    Nodes to judge (a watch cache's, or Nodes just read by name); default: all, listed afresh. The
+    Proxy and the bundles are always read afresh (the revision is theirs)."""
     try:
-        snapshot = await asyncio.to_thread(read_snapshot, api, OPERATOR_NAMESPACE)
+        snapshot = await asyncio.to_thread(read_snapshot, api, OPERATOR_NAMESPACE, nodes=nodes is None)
     except ApiException:
         return set()
+    if nodes is not None:
+        snapshot = replace(snapshot, nodes=nodes)
     found = assess(snapshot)
     if found.revision is None:
         return set()
@@ -144,14 +148,17 @@ class Looks:
     ``machine``: the node's problem on its own machine state, or None (``"unreachable (…)"`` when
     it cannot be read); ``node``: the problems of the Node objects of members whose machines are
     right (one API read for them all); ``activity``: a count that grows with anything that could
-    change what ``machine`` shows; ``claimed``: members the reconciler reports done in this step;
+    change what ``machine`` shows; ``claimed(among)``: members the reconciler reports done in this
+    step — with ``among`` None, as the Node watch cache shows them (a candidate, read every poll:
+    it may lag), else those of ``among`` whose claim holds on Nodes read afresh (read before a step
+    ends on claims);
     ``listening``: nodes whose SSH is up; ``settled``: whatever else must hold before the step ends
     (nobody down, the trusted CA ConfigMap right, stuck nodes reported)."""
 
     machine: Callable[[str], Awaitable[str | None]]
     node: Callable[[list[str]], Awaitable[dict[str, str | None]]]
     activity: Callable[[str], int]
-    claimed: Callable[[], Awaitable[set[str]]]
+    claimed: Callable[[set[str] | None], Awaitable[set[str]]]
     listening: Callable[[], set[str]]
     settled: Callable[[], Awaitable[bool]]
 
@@ -218,12 +225,13 @@ async def converge(looks: Looks, members: list[str], others: list[str], changes:
             if any(a in members for a in pending) and quiet_from >= next_claims:
                 # Reading claims parses the trust bundle: at most once per poll period, however
                 # often Node changes wake the judge.
-                claimed, next_claims = await looks.claimed(), quiet_from + PENDING_POLL
+                claimed, next_claims = await looks.claimed(None), quiet_from + PENDING_POLL
             if claimed is not None:
                 refuted = claims.update(problems, claimed, looks.listening())
-                if pending and set(pending) <= refuted:
-                    # Every node still off its target is one the reconciler reports done: waiting
-                    # longer only waits for its next resync. End the step here.
+                if pending and set(pending) <= refuted and set(pending) <= await looks.claimed(set(pending)):
+                    # Every node still off its target is one the reconciler reports done (on a
+                    # fresh read, not only in the watch cache): waiting longer only waits for its
+                    # next resync. End the step here.
                     return {a: claims.describe(a, p) for a, p in problems.items()}
         else:
             problems = await probe(addresses)

@@ -84,6 +84,13 @@ class CordonTimeline:
             return None
         return self._informer.first(BY_ADDRESS, address)
 
+    def nodes(self) -> list[dict[str, Any]]:
+        """Every Node as the watch last delivered it (none while not following yet); it may lag
+        the API server, as ``node`` may."""
+        if self._informer is None or not self._informer.synced.is_set():
+            return []
+        return list(self._informer.cache.values())
+
     async def wait_for_node_change(self, within: float) -> bool:
         """Wait until a Node changed since ``nodes_changed`` was last cleared, at most ``within``
         seconds; whether one did."""

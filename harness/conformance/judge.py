@@ -46,7 +46,13 @@ from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.converging import Looks, converge, node_problems, revision_claims
+from proxyfleet.harness.conformance.converging import (
+    FRESH_READS,
+    Looks,
+    converge,
+    node_problems,
+    revision_claims,
+)
 from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
 from proxyfleet.harness.conformance.deadlines import Deadline, RolloutTimings, StepPlan, step_deadline
 from proxyfleet.harness.conformance.evidence import (
@@ -685,7 +691,8 @@ class Conformance:
             return (not self._anyone_down() and await self._trusted_ca_ok(step)
                     and await self._stuck_reported(step))
 
-        looks = Looks(machine, node, self._activity, lambda: self._claimed(step), self._listening, settled)
+        looks = Looks(machine, node, self._activity, lambda among: self._claimed(step, among), self._listening,
+                      settled)
         lag = process_monitor()
         return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
                               self.quiet, self._deadline(step), lag.stalled)
@@ -740,12 +747,24 @@ class Conformance:
                 log.warning("%s: %s", step.name, step.note)
         return step.deadline.seconds
 
-    async def _claimed(self, step: Step) -> set[str]:
-        """Members that claimed the current revision during this step. A claim older than the step
-        (a node that drifted out of band since it was verified) is stale, not false: its repair
-        waits for the reconciler's resync, so it never ends a step early."""
-        return {a for a, revision in await revision_claims(self.api)
-                if a in step.members and (a, revision) not in step.claims_before}
+    async def _claimed(self, step: Step, among: set[str] | None) -> set[str]:
+        """Members that claimed the current revision during this step: as the Node watch cache
+        shows them (``among`` None: read every poll, so no list of every Node each time), or those
+        of ``among`` whose Nodes, read afresh, claim it (``Looks.claimed``). A claim older than the
+        step (a node that drifted out of band since it was verified) is stale, not false: its
+        repair waits for the reconciler's resync, so it never ends a step early."""
+        nodes = self.cordons.nodes() if among is None else await self._fresh_nodes(among)
+        return {a for a, revision in await revision_claims(self.api, nodes)
+                if a in step.members and (among is None or a in among) and (a, revision) not in step.claims_before}
+
+    async def _fresh_nodes(self, addresses: set[str]) -> list[dict[str, Any]]:
+        """The Nodes at ``addresses`` read from the API server: each by name when there are few
+        and the watch cache names them all, else one list (``FRESH_READS``)."""
+        cached = [self.cordons.node(a) for a in addresses]
+        if len(cached) <= FRESH_READS and all(cached):
+            read = await asyncio.gather(*(admin.node(self.api, str(n["metadata"]["name"])) for n in cached if n))
+            return [n for n in read if n is not None]
+        return list((await self._node_objects()).values())
 
     async def _trusted_ca_verdict(self, step: Step) -> checks.Verdict | None:
         """None when no member has a proxy (nothing to require, and nothing is read)."""

@@ -81,6 +81,8 @@ class Fleet:
     machine_problems: dict[str, str | None]
     node_problems: dict[str, str | None] = field(default_factory=dict)
     claimed_done: set[str] = field(default_factory=set)
+    cached_claims: set[str] | None = None  # what the watch cache shows, if not ``claimed_done``
+    fresh_claim_reads: list[set[str]] = field(default_factory=list)
     up: set[str] = field(default_factory=set)
     settle_after: int = 0  # how many times ``settled`` says no before it says yes
     machine_looks: list[str] = field(default_factory=list)
@@ -100,8 +102,11 @@ class Fleet:
         self.ticks += 1  # something new every time: every node is due at every look
         return self.ticks
 
-    async def claimed(self) -> set[str]:
-        return set(self.claimed_done)
+    async def claimed(self, among: set[str] | None) -> set[str]:
+        if among is None:  # the watch cache's (it may lag, or lead, the API server)
+            return set(self.cached_claims if self.cached_claims is not None else self.claimed_done)
+        self.fresh_claim_reads.append(set(among))
+        return self.claimed_done & among
 
     def listening(self) -> set[str]:
         return set(self.up)
@@ -145,6 +150,20 @@ async def test_every_node_still_off_being_claimed_done_ends_the_wait_before_the_
     problems = await converge(fleet.looks(), ["a", "b"], [], NoNodeChanges(), {}, quiet=0.01, within=60.0)
     assert set(problems) == {"a"}
     assert "while its Node reports the cluster's current settings applied" in problems["a"]
+
+
+async def test_a_claim_only_the_watch_cache_shows_never_ends_the_wait() -> None:
+    """Claims are read every poll from the Node watch cache, which may lag: the step ends on claims
+    only once Nodes read afresh make them too."""
+    fleet = Fleet({"a": "certificates"}, cached_claims={"a"}, up={"a"})
+    problems = await converge(fleet.looks(), ["a"], [], NoNodeChanges(), {}, quiet=0.01,
+                              within=CLAIM_HOLD + 3 * PENDING_POLL)
+    assert problems == {"a": "certificates"}  # reported at the deadline, as it was: no early end
+    assert fleet.fresh_claim_reads and all(read == {"a"} for read in fleet.fresh_claim_reads)
+    fleet = Fleet({"a": "certificates"}, claimed_done={"a"}, up={"a"})
+    problems = await converge(fleet.looks(), ["a"], [], NoNodeChanges(), {}, quiet=0.01, within=600.0)
+    assert "the step ended without waiting for the deadline" in problems["a"]
+    assert fleet.fresh_claim_reads == [{"a"}]  # one fresh read, once the hold was up
 
 
 async def test_a_claimed_node_that_is_unreachable_or_down_refutes_nothing() -> None:

@@ -88,11 +88,12 @@ async def test_the_watch_cache_answers_by_address_once_synced(api: client.ApiCli
     core = client.CoreV1Api(api)
     await asyncio.to_thread(core.create_node, node(heartbeat="2026-11-22T12:00:00Z"))
     recorded = CordonTimeline(api)
-    assert recorded.node(NODE) is None  # not following yet
+    assert recorded.node(NODE) is None and recorded.nodes() == []  # not following yet
     recorded.start()
     try:
         await wait_until(lambda: recorded.node(NODE) is not None, HANG)
         assert recorded.node("10.9.9.9") is None  # no Node there
+        assert [n["metadata"]["name"] for n in recorded.nodes()] == ["win-0001"]
         await asyncio.to_thread(core.patch_node, "win-0001", {"spec": {"unschedulable": True}})
         await wait_until(lambda: ((recorded.node(NODE) or {}).get("spec") or {}).get("unschedulable"), HANG)
     finally:
