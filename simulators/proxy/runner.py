@@ -295,7 +295,10 @@ class ProxyServer:
                 async with asyncio.timeout(READY_LOOK_SECONDS):
                     await self._control({"op": "get"})
                     _, writer = await asyncio.open_connection(self.settings.listen_address, self.port)
-                writer.close()
+                    # Closed before returning, so this end closes first: a stop right after would
+                    # otherwise close it from mitmdump's end and leave its port in TIME_WAIT.
+                    writer.close()
+                    await writer.wait_closed()
                 return
             except (OSError, ProxyError):  # TimeoutError is an OSError
                 if clock.expired():

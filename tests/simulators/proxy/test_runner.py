@@ -110,6 +110,9 @@ async def test_stopping_the_proxy_leaves_nothing_behind(lab: TrafficLab, tmp_pat
     pid = proxy._process.pid  # type: ignore[union-attr]
     await proxy.stop()
     with socket.socket() as probe:
+        # No process holds the port (SO_REUSEADDR: a connection in TIME_WAIT there is the kernel's,
+        # not a process left behind; mitmdump's own listener sets it too)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind((listen, proxy.port))  # the port is free again
     import os
 
