@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import hashlib
+import re
 import ssl
 import time
 from collections.abc import Callable
@@ -232,13 +233,20 @@ class ProxyConfigController(WatchingController):
                 "source": {"component": "cluster-network-operator"}})
 
 
+# A Kubernetes Time ("2026-11-25T12:00:00Z") or MicroTime ("2026-11-25T12:00:00.000000Z").
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
+
+
 def parse_time(text: str | None) -> dt.datetime | None:
-    if not text:
+    """A Kubernetes timestamp as an aware UTC time; None if absent or not one. (``fromisoformat``
+    once the shape is checked: the lifecycle controller parses two per Node every half second,
+    and ``strptime`` was most of its time at 1,000 nodes.)"""
+    if not text or not _TIMESTAMP.fullmatch(text):
         return None
-    for pattern in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        with contextlib.suppress(ValueError):
-            return dt.datetime.strptime(text, pattern).replace(tzinfo=dt.UTC)
-    return None
+    try:
+        return dt.datetime.fromisoformat(text[:-1]).replace(tzinfo=dt.UTC)
+    except ValueError:  # the right shape, not a real date (month 13)
+        return None
 
 
 def last_heard(node: dict[str, Any], lease: dict[str, Any] | None) -> dt.datetime | None:

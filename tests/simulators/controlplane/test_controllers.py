@@ -181,3 +181,15 @@ def test_the_controllers_own_unknown_is_not_a_heartbeat_and_a_kubelets_post_is()
     assert ready()["status"] == "True"
     moment[0] += dt.timedelta(seconds=40)  # silent again past the grace
     assert controller.check() == ["win-0001"]
+
+
+def test_kubernetes_timestamps_parse_and_nothing_else_does() -> None:
+    from proxyfleet.simulators.controlplane.controllers import parse_time
+
+    utc = dt.UTC
+    assert parse_time("2026-11-25T12:00:01Z") == dt.datetime(2026, 11, 25, 12, 0, 1, tzinfo=utc)
+    assert parse_time("2026-11-25T12:00:01.000250Z") == dt.datetime(2026, 11, 25, 12, 0, 1, 250, tzinfo=utc)
+    assert parse_time("2026-11-25T12:00:01.5Z") == dt.datetime(2026, 11, 25, 12, 0, 1, 500000, tzinfo=utc)
+    for not_one in (None, "", "2026-11-25", "2026-11-25T12:00:01", "2026-11-25T12:00:01+01:00",
+                    "2026-13-25T12:00:01Z", "2026-11-25 12:00:01Z"):
+        assert parse_time(not_one) is None, not_one
