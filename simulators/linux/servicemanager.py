@@ -1,0 +1,192 @@
+"""systemd as a proxy reconciler meets it on a node: units loaded once and kept until
+``daemon-reload``, environment files read again at every start, and ``systemctl``'s own words.
+
+The traps it reproduces (systemd.unit(5), systemctl(1), systemd 252):
+
+- A unit file or drop-in changed on disk is not what ``restart`` uses: the manager keeps the
+  definition it loaded until ``daemon-reload``, and ``systemctl`` says so ("Warning: The unit
+  file, source configuration file or drop-ins of … changed on disk. Run 'systemctl daemon-reload'
+  to reload units.") — a drop-in added, changed or removed all count.
+- An ``EnvironmentFile=`` is read when the service starts: changing ``/etc/mco/proxy.env`` needs a
+  restart, not a reload.
+- A started process keeps the environment it started with: ``/proc/PID/environ`` tells.
+- A missing environment file that is not optional (``-``) fails the start: "Job for … failed
+  because of unavailable resources or another system error."
+
+The state is plain data; the files are the node's, under its root directory. Not modelled: unit
+dependencies and ordering, templates' instances beyond their drop-ins, socket or timer
+activation, ``ExecStart`` actually running (a started service is a record with a pid and an
+environment), and ``systemctl`` verbs other than those below.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from proxyfleet.simulators.linux.execenvironment import (
+    EnvironmentFileError,
+    EnvironmentFileRef,
+    Warnings,
+    environment_file_setting,
+    environment_setting,
+    service_environment,
+)
+from proxyfleet.simulators.linux.specifiers import SpecifierContext
+from proxyfleet.simulators.linux.unitfiles import parse_unit_file
+from proxyfleet.simulators.linux.unitpaths import UnitSources, unit_sources
+
+# What the system manager passes every service before its own settings (a merged-/usr system).
+MANAGER_ENVIRONMENT = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"}
+
+
+def changed_on_disk(unit: str) -> str:
+    """systemctl's warning for a unit whose files changed since it was loaded."""
+    return (f"Warning: The unit file, source configuration file or drop-ins of {unit} changed on disk. "
+            "Run 'systemctl daemon-reload' to reload units.")
+
+
+def job_failed(unit: str) -> str:
+    """systemctl's error for a start that failed for want of resources (a missing environment file)."""
+    return (f"Job for {unit} failed because of unavailable resources or another system error.\n"
+            f'See "systemctl status {unit}" and "journalctl -xeu {unit}" for details.')
+
+
+@dataclass(frozen=True)
+class LoadedUnit:
+    """A unit as the manager loaded it: its files and what they set then."""
+
+    name: str
+    sources: UnitSources
+    stamps: tuple[tuple[str, int], ...]  # (node path, mtime in ns) of every file read
+    environment: dict[str, str]
+    environment_files: tuple[EnvironmentFileRef, ...]
+    warnings: tuple[str, ...]  # systemd's, as it parsed them (its journal)
+
+
+@dataclass(frozen=True)
+class ServiceProcess:
+    """A started service's main process: what ``/proc/PID/environ`` shows."""
+
+    pid: int
+    environment: dict[str, str]
+    started_at: float  # the node's clock
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a ``systemctl`` call prints and returns."""
+
+    code: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+class UnitNotFound(LookupError):
+    """No file for the unit anywhere on the load path."""
+
+
+@dataclass
+class ServiceManager:
+    """One node's systemd (PID 1): loaded units, running services."""
+
+    root: Path  # the node's /
+    hostname: str = "worker-0"
+    loaded: dict[str, LoadedUnit] = field(default_factory=dict)
+    running: dict[str, ServiceProcess] = field(default_factory=dict)
+    journal: list[str] = field(default_factory=list)
+    _pids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
+
+    def _stamps(self, sources: UnitSources) -> tuple[tuple[str, int], ...]:
+        paths = [p for p in (sources.fragment, *sources.drop_ins) if p is not None]
+        return tuple((p, (self.root / p.lstrip("/")).stat().st_mtime_ns) for p in paths)
+
+    def load(self, unit: str) -> LoadedUnit:
+        """Read the unit's files now, as ``daemon-reload`` (or a first use) does."""
+        sources = unit_sources(self.root, unit)
+        if sources.fragment is None and not sources.drop_ins:
+            raise UnitNotFound(f"Unit {unit} not found.")
+        context = SpecifierContext(unit, fragment_path=sources.fragment or "", hostname=self.hostname)
+        warnings = Warnings()
+        environment: dict[str, str] = {}
+        files: list[EnvironmentFileRef] = []
+        for path in (p for p in (sources.fragment, *sources.drop_ins) if p is not None):
+            text = (self.root / path.lstrip("/")).read_bytes().decode("utf-8", "surrogateescape")
+            for assignment in parse_unit_file(text, path, warnings):
+                if assignment.section != "Service":
+                    continue
+                if assignment.key == "Environment":
+                    environment_setting(assignment.value, context, environment, warnings, path, assignment.line)
+                elif assignment.key == "EnvironmentFile":
+                    environment_file_setting(assignment.value, context, files, warnings, path, assignment.line)
+        loaded = LoadedUnit(unit, sources, self._stamps(sources), environment, tuple(files),
+                            tuple(warnings.lines))
+        self.loaded[unit] = loaded
+        self.journal += warnings.lines
+        return loaded
+
+    def needs_daemon_reload(self, unit: str) -> bool:
+        """Whether the unit's files on disk are not those it was loaded from (systemd's
+        ``NeedDaemonReload``): a file changed, added or removed."""
+        loaded = self.loaded.get(unit)
+        if loaded is None:
+            return False
+        current = unit_sources(self.root, unit)
+        if current != loaded.sources:
+            return True
+        try:
+            return self._stamps(current) != loaded.stamps
+        except FileNotFoundError:
+            return True
+
+    def daemon_reload(self) -> Outcome:
+        """Load every loaded unit again from disk; running services keep their environment."""
+        for unit in list(self.loaded):
+            try:
+                self.load(unit)
+            except UnitNotFound:
+                del self.loaded[unit]
+        return Outcome(0)
+
+    def _unit(self, unit: str) -> LoadedUnit:
+        return self.loaded.get(unit) or self.load(unit)
+
+    def _warn(self, unit: str) -> str:
+        return changed_on_disk(unit) + "\n" if self.needs_daemon_reload(unit) else ""
+
+    def start(self, unit: str, now: float = 0.0) -> Outcome:
+        """Start ``unit`` unless it runs: its loaded settings, its environment files read now."""
+        try:
+            loaded = self._unit(unit)
+        except UnitNotFound as exc:
+            return Outcome(5, stderr=f"Failed to start {unit}: {exc}\n")
+        warning = self._warn(unit)
+        if unit in self.running:
+            return Outcome(0, stderr=warning)
+        files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
+        file_warnings = Warnings()
+        try:
+            environment = service_environment({**MANAGER_ENVIRONMENT, **loaded.environment}, files, file_warnings)
+        except EnvironmentFileError as exc:
+            self.journal += [f"{unit}: {exc}", f"{unit}: Failed with result 'resources'."]
+            return Outcome(1, stderr=warning + job_failed(unit) + "\n")
+        self.journal += [f"{unit}: {line}" for line in file_warnings.lines]
+        self.running[unit] = ServiceProcess(next(self._pids), environment, now)
+        return Outcome(0, stderr=warning)
+
+    def stop(self, unit: str) -> Outcome:
+        warning = self._warn(unit) if unit in self.loaded else ""
+        self.running.pop(unit, None)
+        return Outcome(0, stderr=warning)
+
+    def restart(self, unit: str, now: float = 0.0) -> Outcome:
+        """Stop and start with the definition loaded — not the files on disk, if they changed."""
+        self.running.pop(unit, None)
+        return self.start(unit, now)
+
+    def _read(self, path: str) -> str | None:
+        try:
+            return (self.root / path.lstrip("/")).read_bytes().decode("utf-8", "surrogateescape")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
