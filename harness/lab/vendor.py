@@ -522,7 +522,8 @@ class VendorProxy:
                     # retries for two minutes, blind to the proxy's exit
                     async with asyncio.timeout(READY_LOOK_SECONDS):
                         _, writer = await asyncio.open_connection(endpoint.address, endpoint.port)
-                    writer.close()
+                        writer.close()  # closed from this end first: no TIME_WAIT on the proxy's port
+                        await writer.wait_closed()
                 return
             except OSError as exc:  # TimeoutError is an OSError
                 if clock.expired():
