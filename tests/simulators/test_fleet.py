@@ -65,7 +65,11 @@ async def test_host_keys_survive_a_restart_of_the_fleet(tmp_path: Path) -> None:
 
 
 def port_is_free(address: str, port: int) -> bool:
+    """No process holds the port. SO_REUSEADDR, as sshd binds: a connection left in TIME_WAIT there
+    (whichever end closed first, which depends on the machine's load) is the kernel's, not a
+    process left behind."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((address, port))
         except OSError:
