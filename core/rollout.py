@@ -13,7 +13,6 @@ configured.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,15 +96,10 @@ class Assessment:
 
 def _thumbprints(configmap: dict[str, Any] | None) -> frozenset[str] | None:
     pem = ((configmap or {}).get("data") or {}).get(BUNDLE_KEY)
-    return _bundle_thumbprints(str(pem)) if pem else frozenset()
-
-
-# A bundle is ~150 certificates and the judge reads the same three every poll of every step:
-# hashing the text is a fraction of parsing it.
-@functools.lru_cache(maxsize=16)
-def _bundle_thumbprints(pem: str) -> frozenset[str] | None:
-    try:
-        return frozenset(c.thumbprint for c in certificates_in_bundle(pem.encode()))
+    if not pem:
+        return frozenset()
+    try:  # certificates_in_bundle parses a bundle once (its own cache): the judge reads the same three every poll
+        return frozenset(c.thumbprint for c in certificates_in_bundle(str(pem).encode()))
     except CertificateFormatError:
         return None
 
