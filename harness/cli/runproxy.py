@@ -16,9 +16,11 @@ import asyncio
 import ipaddress
 import socket
 import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import certifi
 import trustme
@@ -27,7 +29,7 @@ from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 
-START_LIMIT = 90.0
+START_LIMIT = 90.0  # the proxy's own start-up, from when it runs (see VendorProxy.start)
 # What a vendor's config gets for {hosts_file} when the run was given none: the system resolves.
 NO_HOSTS = "# proxyfleet: no --proxy-hosts given; the proxy resolves names itself\n"
 
@@ -155,7 +157,7 @@ class RunProxy:
         try:
             proxy = self.server or self.vendor
             assert proxy is not None
-            asyncio.run_coroutine_threadsafe(proxy.start(START_LIMIT), self._loop).result(START_LIMIT + 10)
+            self._until_done(proxy.start(START_LIMIT))
         except BaseException:
             self._shut_down()
             raise
@@ -165,14 +167,22 @@ class RunProxy:
                  trace: TracebackType | None) -> None:
         self._shut_down()
 
+    def _until_done(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on the proxy's loop and wait for its end, however long it takes: a start
+        and a stop are each bounded by their own work (the start-up clock, the stop's grace and
+        SIGKILL, the container engine's calls sized to the image), never by a wall-clock figure
+        here. A fixed 60 s here once failed a correct run whose container, on a loaded machine
+        under dockerd's vfs driver, took longer to stop and delete."""
+        asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
     def _shut_down(self) -> None:
         try:
             proxy = self.server or self.vendor
             assert proxy is not None
-            asyncio.run_coroutine_threadsafe(proxy.stop(), self._loop).result(60)
+            self._until_done(proxy.stop())
         finally:
             if self.vendor is not None:
                 self.vendor.remove()  # its configuration directory (maybe keys)
             self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(30)
+            self._thread.join()  # nothing runs on the loop once its work is done: it stops at once
             self._loop.close()

@@ -3,8 +3,11 @@ the hosts file's names, logging each flow with the client it came from, stopped 
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
 import json
+import threading
 from pathlib import Path
 
 import aiohttp
@@ -15,7 +18,7 @@ from proxyfleet.core.lifecycle import process_alive
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.lab.vendor import VendorProxyError, parse_listen
 from proxyfleet.simulators.network import ClusterEndpoint
-from tests.support import serving
+from tests.support import HANG, serving, wait_until
 
 
 def test_listen_is_an_address_of_the_users_network_and_a_port() -> None:
@@ -159,3 +162,56 @@ def test_a_vendors_proxy_is_read_in_the_log_format_asked_for(tmp_path: Path) -> 
         assert proxy.vendor is not None and proxy.vendor.settings.log_format == "tinyproxy"
     finally:
         proxy._loop.close()
+
+
+class _HeldProxy:
+    """Stands in for the run's proxy: its start and stop end only when the test lets them."""
+
+    def __init__(self) -> None:
+        self.began: list[str] = []
+        self.release = {"start": threading.Event(), "stop": threading.Event()}
+        self.stop_error: Exception | None = None
+
+    async def start(self, limit: float) -> None:
+        self.began.append("start")
+        await asyncio.to_thread(self.release["start"].wait)
+
+    async def stop(self) -> None:
+        self.began.append("stop")
+        await asyncio.to_thread(self.release["stop"].wait)
+        if self.stop_error is not None:
+            raise self.stop_error
+
+
+def _run_proxy_held(tmp_path: Path) -> tuple[RunProxy, _HeldProxy]:
+    proxy = RunProxy(RunProxySpec(ClusterEndpoint("127.23.0.8", 3128), egress_address="127.0.0.1"), tmp_path / "p")
+    held = _HeldProxy()
+    proxy.server = held  # type: ignore[assignment]
+    return proxy, held
+
+
+def test_the_run_waits_for_its_proxys_start_and_stop_however_long_they_take(tmp_path: Path) -> None:
+    # Each is bounded by its own work (start-up clock; grace, SIGKILL, engine calls sized to the
+    # image): a wall-clock figure on top once failed a correct run whose container took long to go.
+    proxy, held = _run_proxy_held(tmp_path)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        entered = pool.submit(proxy.__enter__)
+        asyncio.run(wait_until(lambda: held.began == ["start"], what="the start begun"))
+        assert not entered.done()
+        held.release["start"].set()
+        assert entered.result(HANG) is proxy
+        left = pool.submit(proxy.__exit__, None, None, None)
+        asyncio.run(wait_until(lambda: held.began == ["start", "stop"], what="the stop begun"))
+        assert not left.done() and not proxy._loop.is_closed()
+        held.release["stop"].set()
+        left.result(HANG)
+    assert proxy._loop.is_closed() and not proxy._thread.is_alive()
+
+
+def test_a_stop_that_fails_is_said_with_the_proxys_loop_ended(tmp_path: Path) -> None:
+    proxy, held = _run_proxy_held(tmp_path)
+    held.release["start"].set()
+    held.stop_error = RuntimeError("the engine refused the stop")
+    with pytest.raises(RuntimeError, match="the engine refused the stop"), proxy:
+        held.release["stop"].set()
+    assert proxy._loop.is_closed() and not proxy._thread.is_alive()
