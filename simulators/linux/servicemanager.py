@@ -22,6 +22,7 @@ environment), and ``systemctl`` verbs other than those below.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,6 +175,13 @@ class ServiceManager:
         self.journal += [f"{unit}: {line}" for line in file_warnings.lines]
         self.running[unit] = ServiceProcess(next(self._pids), environment, now)
         return Outcome(0, stderr=warning)
+
+    def boot(self, enabled: Iterable[str], now: float = 0.0) -> dict[str, Outcome]:
+        """A (re)boot: a new manager reads every unit afresh — no ``daemon-reload`` needed after
+        a reboot — and starts the enabled services in order; nothing of the last boot runs."""
+        self.loaded.clear()
+        self.running.clear()
+        return {unit: self.start(unit, now) for unit in enabled}
 
     def stop(self, unit: str) -> Outcome:
         warning = self._warn(unit) if unit in self.loaded else ""
