@@ -1,0 +1,95 @@
+"""A real ``/bin/sh`` that sees a simulated Linux node's files as its ``/``.
+
+Why a real shell and not a shell subset: what a reconciler sends a Linux node is POSIX shell with
+heredocs, ``printf``, ``install``, ``sed -i``, redirections and quoting — the text itself is what
+must be right (a drop-in's ``Environment=`` quoting, ``%`` doubled), and a subset would either
+reject real scripts or accept wrong ones. So each command runs in the host's own ``sh`` and
+coreutils, in a private mount namespace in which the node's directory tree is laid over the host's:
+
+- ``/etc`` and ``/usr`` are overlays: the node's files on top (every write lands in the node's
+  root, where the simulated systemd and trust store read them), the host's beneath, so the host's
+  programs, libraries, users and ``ld.so.cache`` still work. A directory the node owns whole (its
+  systemd units, its trust store, ``/etc/kubernetes``) is *opaque*: nothing of the host's shows
+  through it;
+- ``/var``, ``/run``, ``/tmp`` and ``/root`` are the node's own directories, bound over the host's.
+
+Nothing the shell does reaches the host's files. The host must allow mount namespaces and
+overlayfs (root, or a user namespace on Linux ≥ 5.11 — not modelled here yet: the lab runs its
+Linux nodes as root, as CI does). Not modelled: the node's own binaries (the host's ``sh``,
+coreutils and ``sed`` serve every node), ``/proc`` (the node's process environments are served by
+the node's own commands), devices, users other than root.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+OVERLAID = ("/etc", "/usr")
+BOUND = ("/var", "/run", "/tmp", "/root")
+# Directories a node owns whole: the host's entries under them never show (overlayfs "opaque").
+OWNED = (
+    "/etc/systemd", "/etc/ssl", "/etc/pki", "/etc/mco", "/etc/kubernetes", "/etc/default",
+    "/usr/lib/systemd/system", "/usr/local/lib/systemd", "/usr/share/ca-certificates", "/usr/share/pki",
+    "/usr/local/share/ca-certificates",
+)
+OPAQUE_XATTR = "trusted.overlay.opaque"
+WORK = ".overlay-work"  # overlayfs' work directories, beside the node's tree (same filesystem)
+
+
+class NodeMountError(RuntimeError):
+    """The host cannot lay a node's tree over its own (no mount namespaces, no overlayfs)."""
+
+
+@dataclass(frozen=True)
+class NodeMounts:
+    """How one node's root is laid over the host's, inside a private mount namespace."""
+
+    root: Path
+
+    def prepare(self) -> None:
+        """Make the node's tree ready to be mounted: every mount point and work directory, and
+        the owned directories marked opaque (idempotent: run once per node, before its first
+        command)."""
+        for directory in (*OVERLAID, *BOUND):
+            (self.root / directory.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        for directory in OVERLAID:
+            work = self.root / WORK / directory.lstrip("/")
+            work.mkdir(parents=True, exist_ok=True)
+        (self.root / "tmp").chmod(0o1777)
+        for directory in OWNED:
+            path = self.root / directory.lstrip("/")
+            path.mkdir(parents=True, exist_ok=True)
+            try:
+                os.setxattr(path, OPAQUE_XATTR, b"y")
+            except OSError as exc:
+                raise NodeMountError(f"cannot mark {path} opaque for overlayfs ({exc.strerror}): the "
+                                     "lab's Linux nodes need root") from None
+
+    def __post_init__(self) -> None:
+        if not self.root.is_absolute() or any(self.root.is_relative_to(d) for d in OVERLAID):
+            raise NodeMountError(f"a node's root must be an absolute path outside {' and '.join(OVERLAID)}: "
+                                 f"{self.root}")
+
+    def setup_script(self) -> str:
+        """The shell text that mounts the node's tree (run first in the new namespace). The host
+        directory that holds the node's root (``/tmp`` for a test's) is mounted over last: once
+        it is, the node's tree is no longer reachable by its host path."""
+        lines = []
+        for directory in OVERLAID:
+            upper = self.root / directory.lstrip("/")
+            work = self.root / WORK / directory.lstrip("/")
+            options = f"lowerdir={directory},upperdir={upper},workdir={work}"
+            lines.append(f"mount -t overlay proxyfleet-node -o {shlex.quote(options)} {directory}")
+        for directory in sorted(BOUND, key=lambda d: self.root.is_relative_to(d)):
+            lines.append(f"mount --bind {shlex.quote(str(self.root / directory.lstrip('/')))} {directory}")
+        return " && ".join(lines)
+
+    def argv(self, command: str) -> list[str]:
+        """The host command that runs ``command`` with ``sh -c`` on the node: its own mount
+        namespace (nothing leaks to the host's), the node's tree mounted, then ``sh`` in
+        ``/root``, the mounting shell replaced by it."""
+        script = f"{self.setup_script()} || exit 125; cd /root && exec /bin/sh -c {shlex.quote(command)}"
+        return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script]

@@ -1,0 +1,89 @@
+"""A real /bin/sh on a simulated Linux node: it sees the node's files as / (the host's programs
+still run), every write lands in the node's tree, and nothing reaches the host's files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import certifi
+import pytest
+
+from proxyfleet.core.certificates import certificates_in_bundle
+from proxyfleet.simulators.linux.nodemounts import NodeMounts
+from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
+from proxyfleet.simulators.linux.servicemanager import ServiceManager
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                                reason="needs root and unshare(1) (mount namespaces and overlayfs), as CI has")
+SYSTEM_CAS = Path(certifi.where()).read_bytes()
+
+
+def on_node(mounts: NodeMounts, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(mounts.argv(command), capture_output=True, text=True, timeout=60)
+
+
+def node(tmp_path: Path, flavour: Flavour = RHCOS_NODE) -> NodeMounts:
+    root = tmp_path / "node"
+    create_root(root, flavour, SYSTEM_CAS, "worker-a")
+    mounts = NodeMounts(root)
+    mounts.prepare()
+    return mounts
+
+
+def test_the_shell_sees_the_nodes_files_and_the_hosts_programs(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    seen = on_node(mounts, "grep '^ID=' /etc/os-release; cat /etc/hostname; pwd; ls /usr/lib/systemd/system; "
+                           "id -un; ls /etc/pki/ca-trust/source/anchors | wc -l")
+    assert seen.returncode == 0, seen.stderr
+    # its os-release, its hostname, /root, only its own units (the host's are hidden), root by name
+    # (the host's passwd shows through), an empty anchors directory
+    assert seen.stdout.split("\n") == ['ID="rhcos"', "worker-a", "/root", "crio.service", "kubelet.service",
+                                       "root", "0", ""]
+
+
+RECONCILE = """set -e
+cat > /etc/mco/proxy.env <<'EOF'
+HTTP_PROXY=http://proxy.corp.internal:3128
+EOF
+install -D -m 0644 /dev/stdin /etc/systemd/system/kubelet.service.d/10-mco-default-env.conf <<'EOF'
+[Service]
+EnvironmentFile=/etc/mco/proxy.env
+EOF
+echo anchor > /usr/share/pki/ca-trust-source/proxyfleet-probe
+echo note > /var/log/proxyfleet-probe
+"""
+
+
+def test_a_reconcilers_writes_land_in_the_nodes_tree_and_not_the_hosts(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    done = on_node(mounts, RECONCILE)
+    assert done.returncode == 0, done.stderr
+    root = mounts.root
+    assert (root / "etc/mco/proxy.env").read_text() == "HTTP_PROXY=http://proxy.corp.internal:3128\n"
+    assert (root / "var/log/proxyfleet-probe").read_text() == "note\n"
+    for host in ("/etc/mco", "/etc/systemd/system/kubelet.service.d/10-mco-default-env.conf",
+                 "/usr/share/pki/ca-trust-source/proxyfleet-probe", "/var/log/proxyfleet-probe"):
+        assert not Path(host).exists(), host
+    # what the shell wrote is what the node's systemd reads at its next boot
+    systemd = ServiceManager(root)
+    systemd.boot(RHCOS_NODE.enabled)
+    assert systemd.running["kubelet.service"].environment["HTTP_PROXY"] == "http://proxy.corp.internal:3128"
+
+
+def test_a_debian_nodes_bundle_is_its_own_not_the_hosts(tmp_path: Path) -> None:
+    mounts = node(tmp_path, DEBIAN_NODE)
+    seen = on_node(mounts, "cat /etc/ssl/certs/ca-certificates.crt")
+    assert seen.returncode == 0, seen.stderr
+    ours = [c.thumbprint for c in certificates_in_bundle(SYSTEM_CAS)]
+    assert [c.thumbprint for c in certificates_in_bundle(seen.stdout.encode())] == ours
+
+
+def test_a_failing_command_says_so_with_its_own_exit_status(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    failed = on_node(mounts, "cat /etc/mco/proxy.env")
+    assert failed.returncode == 1 and "No such file or directory" in failed.stderr
+    quoted = on_node(mounts, "printf '%s\\n' \"it's   spaced\" 'a \"b\"'")
+    assert quoted.stdout == "it's   spaced\na \"b\"\n"
