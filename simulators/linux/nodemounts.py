@@ -37,6 +37,9 @@ OWNED = (
 )
 OPAQUE_XATTR = "trusted.overlay.opaque"
 WORK = ".overlay-work"  # overlayfs' work directories, beside the node's tree (same filesystem)
+# The node-aware commands' channel to the lab: dash redirects only descriptors 0-9, so a high one
+# of those (a script of the reconciler's that takes fd 9 for itself cuts its node commands off).
+CHANNEL_FD = 9
 
 
 class NodeMountError(RuntimeError):
@@ -87,9 +90,13 @@ class NodeMounts:
             lines.append(f"mount --bind {shlex.quote(str(self.root / directory.lstrip('/')))} {directory}")
         return " && ".join(lines)
 
-    def argv(self, command: str) -> list[str]:
+    def argv(self, command: str, channel_fd: int | None = None) -> list[str]:
         """The host command that runs ``command`` with ``sh -c`` on the node: its own mount
         namespace (nothing leaks to the host's), the node's tree mounted, then ``sh`` in
-        ``/root``, the mounting shell replaced by it."""
-        script = f"{self.setup_script()} || exit 125; cd /root && exec /bin/sh -c {shlex.quote(command)}"
-        return ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script]
+        ``/root``, the mounting shell replaced by it. ``channel_fd`` (inherited) becomes the
+        node's channel to the lab, fd ``CHANNEL_FD``, for the node-aware commands (moved there by
+        bash: dash cannot name a descriptor above 9)."""
+        channel = f"exec {CHANNEL_FD}>&{channel_fd} {channel_fd}>&- && " if channel_fd is not None else ""
+        script = (f"{channel}{self.setup_script()} || exit 125; "
+                  f"cd /root && exec /bin/sh -c {shlex.quote(command)}")
+        return ["unshare", "--mount", "--propagation", "private", "/bin/bash", "-c", script]

@@ -156,12 +156,13 @@ class ServiceManager:
     def _warn(self, unit: str) -> str:
         return changed_on_disk(unit) + "\n" if self.needs_daemon_reload(unit) else ""
 
-    def start(self, unit: str, now: float = 0.0) -> Outcome:
-        """Start ``unit`` unless it runs: its loaded settings, its environment files read now."""
+    def start(self, unit: str, now: float = 0.0, verb: str = "start") -> Outcome:
+        """Start ``unit`` unless it runs: its loaded settings, its environment files read now
+        (``verb`` is the ``systemctl`` verb that asked, for its error)."""
         try:
             loaded = self._unit(unit)
         except UnitNotFound as exc:
-            return Outcome(5, stderr=f"Failed to start {unit}: {exc}\n")
+            return Outcome(5, stderr=f"Failed to {verb} {unit}: {exc}\n")
         warning = self._warn(unit)
         if unit in self.running:
             return Outcome(0, stderr=warning)
@@ -184,14 +185,20 @@ class ServiceManager:
         return {unit: self.start(unit, now) for unit in enabled}
 
     def stop(self, unit: str) -> Outcome:
-        warning = self._warn(unit) if unit in self.loaded else ""
+        """Stop ``unit`` (a unit with no file anywhere is "not loaded", as systemctl says)."""
+        if unit not in self.loaded:
+            try:
+                self.load(unit)
+            except UnitNotFound:
+                return Outcome(5, stderr=f"Failed to stop {unit}: Unit {unit} not loaded.\n")
+        warning = self._warn(unit)
         self.running.pop(unit, None)
         return Outcome(0, stderr=warning)
 
     def restart(self, unit: str, now: float = 0.0) -> Outcome:
         """Stop and start with the definition loaded — not the files on disk, if they changed."""
         self.running.pop(unit, None)
-        return self.start(unit, now)
+        return self.start(unit, now, "restart")
 
     def _read(self, path: str) -> str | None:
         try:

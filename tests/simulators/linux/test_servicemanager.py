@@ -90,3 +90,11 @@ def test_an_unknown_unit(tmp_path: Path) -> None:
     systemd = node(tmp_path)
     outcome = systemd.start("crio.service")
     assert outcome.code == 5 and outcome.stderr == "Failed to start crio.service: Unit crio.service not found.\n"
+
+
+def test_a_unit_nowhere_is_refused_in_each_verbs_own_words(tmp_path: Path) -> None:
+    systemd = node(tmp_path)
+    assert systemd.restart("crio.service").stderr == "Failed to restart crio.service: Unit crio.service not found.\n"
+    stopped = systemd.stop("crio.service")
+    assert (stopped.code, stopped.stderr) == (5, "Failed to stop crio.service: Unit crio.service not loaded.\n")
+    assert systemd.stop(KUBELET).code == 0  # known, not running: nothing to do

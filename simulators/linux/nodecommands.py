@@ -1,0 +1,138 @@
+"""The node-aware commands of a simulated Linux node — those whose effect is the simulated
+systemd's or the trust store's, not a file's — answered as the real programs answer.
+
+``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload`` and
+``is-active``, with ``-q``/``--quiet`` and ``--no-block`` (a job here ends before the call returns,
+so ``--no-block`` changes nothing); a unit named without a suffix is a ``.service``, as systemctl
+reads it. Its errors are its own ("Unknown command verb frob.", "Too few arguments.", "Failed to
+restart x.service: Unit x.service not found."). A real verb this model does not serve (``status``,
+``enable``, ``show``, …) is refused saying so, never answered with a guess.
+
+``update-ca-trust`` (RHCOS's p11-kit script): with no argument or ``extract``, rebuilds the bundle
+from the anchors (``truststores.rhcos_extract``). Debian's ``update-ca-certificates`` is not here:
+the node runs Debian's own script on its files.
+
+Everything else a reconciler sends runs as the host's real program on the node's tree
+(``nodemounts``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from proxyfleet.simulators.linux.noderoot import Flavour
+from proxyfleet.simulators.linux.servicemanager import Outcome, ServiceManager
+from proxyfleet.simulators.linux.truststores import RHCOS, rhcos_extract
+
+UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", ".slice", ".scope", ".device",
+                 ".swap", ".automount")
+SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active")
+# systemctl's other verbs (systemctl(1), 252): real, so not "unknown", but not modelled here.
+OTHER_VERBS = frozenset({
+    "list-units", "list-sockets", "list-timers", "list-jobs", "list-dependencies", "list-unit-files",
+    "list-machines", "list-paths", "reload", "condrestart", "reload-or-restart", "try-reload-or-restart",
+    "force-reload", "isolate", "kill", "clean", "freeze", "thaw", "is-failed", "status", "show", "cat",
+    "set-property", "bind", "mount-image", "help", "reset-failed", "enable", "disable", "reenable",
+    "preset", "preset-all", "is-enabled", "mask", "unmask", "link", "revert", "add-wants", "add-requires",
+    "edit", "get-default", "set-default", "show-environment", "set-environment", "unset-environment",
+    "import-environment", "daemon-reexec", "log-level", "log-target", "service-watchdogs", "is-system-running",
+    "default", "rescue", "emergency", "halt", "poweroff", "reboot", "kexec", "exit", "switch-root", "suspend",
+    "hibernate", "hybrid-sleep", "suspend-then-hibernate", "start-transient",
+})
+
+
+@dataclass
+class LinuxNodeModel:
+    """What a node's commands act on: its tree, its flavour, its systemd, its clock."""
+
+    root: Path
+    flavour: Flavour
+    systemd: ServiceManager
+    clock: Callable[[], float]
+
+
+def unit_name(text: str) -> str:
+    """A unit as systemctl reads a name given on its command line (no suffix: a service)."""
+    return text if text.endswith(UNIT_SUFFIXES) else f"{text}.service"
+
+
+def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
+    """``systemctl ARGS`` on the node."""
+    quiet = False
+    words = []
+    for arg in args:
+        if arg in ("-q", "--quiet"):
+            quiet = True
+        elif arg == "--no-block":
+            continue
+        elif arg.startswith("-") and arg != "-":
+            return Outcome(1, stderr=f"systemctl: unrecognized option '{arg}'\n" if arg.startswith("--")
+                           else f"systemctl: invalid option -- '{arg[1:2]}'\n")
+        else:
+            words.append(arg)
+    if not words:
+        return Outcome(1, stderr="Too few arguments.\n")  # 252 lists units here; not modelled: say so
+    verb, units = words[0], [unit_name(w) for w in words[1:]]
+    if verb not in SERVED_VERBS:
+        if verb in OTHER_VERBS:
+            return Outcome(1, stderr=f"proxyfleet's simulated systemctl does not model '{verb}' (it serves: "
+                                     f"{', '.join(SERVED_VERBS)})\n")
+        return Outcome(1, stderr=f"Unknown command verb {verb}.\n")
+    if verb == "daemon-reload":
+        return node.systemd.daemon_reload() if not units else Outcome(1, stderr="Too many arguments.\n")
+    if not units:
+        return Outcome(1, stderr="Too few arguments.\n")
+    if verb == "is-active":
+        states = ["active" if u in node.systemd.running else "inactive" for u in units]
+        code = 0 if any(s == "active" for s in states) else 3
+        return Outcome(code, stdout="" if quiet else "".join(f"{s}\n" for s in states))
+    outcomes = [_one(node, verb, unit) for unit in units]
+    failed = [o for o in outcomes if o.code != 0]
+    return Outcome(failed[0].code if failed else 0, stderr="".join(o.stderr for o in outcomes))
+
+
+def _one(node: LinuxNodeModel, verb: str, unit: str) -> Outcome:
+    systemd, now = node.systemd, node.clock()
+    if verb == "start":
+        return systemd.start(unit, now)
+    if verb == "stop":
+        return systemd.stop(unit)
+    if verb == "try-restart":
+        return systemd.restart(unit, now) if unit in systemd.running else Outcome(0)
+    return systemd.restart(unit, now)
+
+
+def update_ca_trust(node: LinuxNodeModel, args: list[str]) -> Outcome:
+    """RHCOS's ``update-ca-trust [extract]``: the bundle rebuilt from the anchors."""
+    if node.flavour.trust is not RHCOS:
+        return Outcome(127, stderr="sh: 1: update-ca-trust: not found\n")
+    if args not in ([], ["extract"]):
+        return Outcome(1, stderr=f"proxyfleet's simulated update-ca-trust serves only 'extract' (given: "
+                                 f"{' '.join(args)})\n")
+    bundle = node.root / RHCOS.bundle.lstrip("/")
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    staged = bundle.with_name(bundle.name + ".new")
+    staged.write_bytes(rhcos_extract(node.root))
+    staged.replace(bundle)  # programs reading it see the old bundle or the new, never half
+    return Outcome(0)
+
+
+COMMANDS: dict[str, Callable[[LinuxNodeModel, list[str]], Outcome]] = {
+    "systemctl": systemctl,
+    "update-ca-trust": update_ca_trust,
+}
+
+
+def commands_for(flavour: Flavour) -> tuple[str, ...]:
+    """The node-aware commands a node of ``flavour`` has (Debian has no ``update-ca-trust``)."""
+    return tuple(name for name in COMMANDS if name != "update-ca-trust" or flavour.trust is RHCOS)
+
+
+def run_command(node: LinuxNodeModel, name: str, args: list[str]) -> Outcome:
+    """One node-aware command, by name."""
+    handler = COMMANDS.get(name)
+    if handler is None:
+        return Outcome(127, stderr=f"sh: 1: {name}: not found\n")
+    return handler(node, args)

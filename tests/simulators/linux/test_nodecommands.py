@@ -1,0 +1,60 @@
+"""The node-aware commands without a shell: systemctl's verbs and words, update-ca-trust by flavour."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import certifi
+import trustme
+
+from proxyfleet.core.certificates import certificates_in_bundle
+from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, commands_for, run_command, unit_name
+from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
+from proxyfleet.simulators.linux.servicemanager import ServiceManager
+from proxyfleet.simulators.linux.truststores import RHCOS
+
+SYSTEM_CAS = Path(certifi.where()).read_bytes()
+
+
+def model(root: Path, flavour: Flavour = RHCOS_NODE) -> LinuxNodeModel:
+    create_root(root, flavour, SYSTEM_CAS, "worker-a")
+    ticks = itertools.count(100)
+    node = LinuxNodeModel(root, flavour, ServiceManager(root), lambda: float(next(ticks)))
+    node.systemd.boot(flavour.enabled)
+    return node
+
+
+def test_a_name_without_a_suffix_is_a_service() -> None:
+    assert [unit_name(n) for n in ("kubelet", "crio.service", "proxy.socket")] == \
+        ["kubelet.service", "crio.service", "proxy.socket"]
+
+
+def test_try_restart_restarts_only_what_runs_and_the_clock_says_when(tmp_path: Path) -> None:
+    node = model(tmp_path)
+    before = node.systemd.running["kubelet.service"]
+    assert run_command(node, "systemctl", ["stop", "crio"]).code == 0
+    assert run_command(node, "systemctl", ["--no-block", "try-restart", "crio", "kubelet"]).code == 0
+    assert "crio.service" not in node.systemd.running  # stopped stays stopped
+    after = node.systemd.running["kubelet.service"]
+    assert after.pid != before.pid and after.started_at > before.started_at
+    quiet = run_command(node, "systemctl", ["-q", "is-active", "crio"])
+    assert (quiet.code, quiet.stdout) == (3, "")
+    assert run_command(node, "systemctl", ["daemon-reload", "kubelet"]).stderr == "Too many arguments.\n"
+    assert run_command(node, "systemctl", ["-z"]).stderr == "systemctl: invalid option -- 'z'\n"
+
+
+def test_update_ca_trust_is_rhcos_only_and_serves_only_extract(tmp_path: Path) -> None:
+    assert commands_for(RHCOS_NODE) == ("systemctl", "update-ca-trust")
+    assert commands_for(DEBIAN_NODE) == ("systemctl",)
+    node = model(tmp_path / "rhcos")
+    ca = trustme.CA().cert_pem.bytes()
+    (tmp_path / "rhcos" / RHCOS.anchors.lstrip("/") / "proxy.pem").write_bytes(ca)
+    assert run_command(node, "update-ca-trust", ["extract"]).code == 0
+    bundle = (tmp_path / "rhcos" / RHCOS.bundle.lstrip("/")).read_bytes()
+    assert certificates_in_bundle(ca)[0].thumbprint in {c.thumbprint for c in certificates_in_bundle(bundle)}
+    refused = run_command(node, "update-ca-trust", ["--fresh"])
+    assert refused.code == 1 and "serves only 'extract'" in refused.stderr
+    debian = model(tmp_path / "debian", DEBIAN_NODE)
+    assert run_command(debian, "update-ca-trust", []).code == 127
+    assert run_command(debian, "crictl", ["pull", "x"]).stderr == "sh: 1: crictl: not found\n"

@@ -1,0 +1,111 @@
+"""A reconciler's shell text on a simulated Linux node: real sh and coreutils on the node's tree,
+systemctl and update-ca-trust answered by the node's model, in their own words."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import certifi
+import pytest
+import trustme
+
+from proxyfleet.core.certificates import certificates_in_bundle
+from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
+from proxyfleet.simulators.linux.nodemounts import NodeMounts
+from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
+from proxyfleet.simulators.linux.nodeshell import ChannelError, install_commands, parse_requests, run_on_node
+from proxyfleet.simulators.linux.servicemanager import ServiceManager, changed_on_disk
+from proxyfleet.simulators.linux.truststores import DEBIAN, RHCOS
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                                reason="needs root and unshare(1) (mount namespaces and overlayfs), as CI has")
+SYSTEM_CAS = Path(certifi.where()).read_bytes()
+
+
+def booted(tmp_path: Path, flavour: Flavour) -> tuple[LinuxNodeModel, NodeMounts]:
+    root = tmp_path / "node"
+    create_root(root, flavour, SYSTEM_CAS, "worker-a")
+    model = LinuxNodeModel(root, flavour, ServiceManager(root, hostname="worker-a"), time.monotonic)
+    model.systemd.boot(flavour.enabled)
+    mounts = NodeMounts(root)
+    mounts.prepare()
+    install_commands(model)
+    return model, mounts
+
+
+def test_requests_are_taken_whole_whatever_bytes_their_arguments_hold() -> None:
+    buffer = bytearray(b"41\x002\x00systemctl\x00restart\x00it's \"x\"\ny\x0042\x000\x00update-ca-trust\x00")
+    assert parse_requests(buffer) == [(41, "systemctl", ["restart", "it's \"x\"\ny"]), (42, "update-ca-trust", [])]
+    assert buffer == b""
+    partial = bytearray(b"43\x002\x00systemctl\x00restart\x00")
+    assert parse_requests(partial) == [] and partial.startswith(b"43")  # the rest is still coming
+    with pytest.raises(ChannelError, match="not a node command's request on fd 9"):
+        parse_requests(bytearray(b"hello\x00there\x00a\x00b\x00"))
+
+
+RECONCILE = """set -e
+printf 'HTTP_PROXY=http://proxy.corp.internal:3128\\n' > /etc/mco/proxy.env
+mkdir -p /etc/systemd/system/kubelet.service.d
+printf '[Service]\\nEnvironmentFile=/etc/mco/proxy.env\\n' > /etc/systemd/system/kubelet.service.d/10-mco-default-env.conf
+systemctl restart kubelet
+"""
+
+
+@needs_root
+async def test_a_restart_without_daemon_reload_is_warned_and_keeps_the_old_environment(tmp_path: Path) -> None:
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    done = await run_on_node(model, mounts, RECONCILE)
+    assert done.code == 0 and done.stderr.decode() == changed_on_disk("kubelet.service") + "\n"
+    assert "HTTP_PROXY" not in model.systemd.running["kubelet.service"].environment
+    fixed = await run_on_node(model, mounts, "systemctl daemon-reload && systemctl restart kubelet.service && "
+                                             "systemctl is-active kubelet crio")
+    assert (fixed.code, fixed.stdout, fixed.stderr) == (0, b"active\nactive\n", b"")
+    assert model.systemd.running["kubelet.service"].environment["HTTP_PROXY"] == "http://proxy.corp.internal:3128"
+
+
+@needs_root
+async def test_systemctl_refuses_in_its_own_words(tmp_path: Path) -> None:
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    for command, code, said in [
+        ("systemctl frob", 1, "Unknown command verb frob.\n"),
+        ("systemctl restart", 1, "Too few arguments.\n"),
+        ("systemctl --frob restart kubelet", 1, "systemctl: unrecognized option '--frob'\n"),
+        ("systemctl restart containerd", 5, "Failed to restart containerd.service: Unit containerd.service not found.\n"),
+        ("systemctl status kubelet", 1, "proxyfleet's simulated systemctl does not model 'status'"),
+    ]:
+        done = await run_on_node(model, mounts, command)
+        assert (done.code, done.stderr.decode()[:len(said)]) == (code, said), command
+    stopped = await run_on_node(model, mounts, "systemctl stop crio; systemctl is-active crio")
+    assert (stopped.code, stopped.stdout) == (3, b"inactive\n")
+
+
+@needs_root
+async def test_node_commands_run_in_the_background_take_turns(tmp_path: Path) -> None:
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    done = await run_on_node(model, mounts, "systemctl stop crio & systemctl stop kubelet & wait; "
+                                            "systemctl is-active crio kubelet")
+    assert (done.code, done.stdout, done.stderr) == (3, b"inactive\ninactive\n", b"")
+
+
+@needs_root
+async def test_an_anchor_is_trusted_once_the_flavours_own_command_ran(tmp_path: Path) -> None:
+    proxy_ca = trustme.CA(organization_name="corp proxy CA").cert_pem.bytes()
+    thumbprint = certificates_in_bundle(proxy_ca)[0].thumbprint
+    for flavour, anchor, command in [
+        (RHCOS_NODE, f"{RHCOS.anchors}/openshift-config-user-ca-bundle.crt", "update-ca-trust"),
+        (DEBIAN_NODE, f"{DEBIAN.anchors}/proxy-ca.crt", "update-ca-certificates"),
+    ]:
+        model, mounts = booted(tmp_path / flavour.name, flavour)
+        bundle = model.root / flavour.trust.bundle.lstrip("/")
+        placed = await run_on_node(model, mounts, f"cat > {anchor}", stdin=proxy_ca)
+        assert placed.code == 0, placed.stderr
+        assert thumbprint not in {c.thumbprint for c in certificates_in_bundle(bundle.read_bytes())}  # not yet
+        done = await run_on_node(model, mounts, command)
+        assert done.code == 0, done.stderr
+        assert thumbprint in {c.thumbprint for c in certificates_in_bundle(bundle.read_bytes())}, flavour.name
+        assert not Path(anchor).exists()  # the host's own store untouched
+    missing = await run_on_node(model, mounts, "update-ca-trust")  # Debian has no such command
+    assert missing.code == 127 and b"update-ca-trust: not found" in missing.stderr
