@@ -1,12 +1,13 @@
 """The node-aware commands of a simulated Linux node — those whose effect is the simulated
 systemd's or the trust store's, not a file's — answered as the real programs answer.
 
-``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload`` and
-``is-active``, with ``-q``/``--quiet`` and ``--no-block`` (a job here ends before the call returns,
-so ``--no-block`` changes nothing); a unit named without a suffix is a ``.service``, as systemctl
-reads it. Its errors are its own ("Unknown command verb frob.", "Too few arguments.", "Failed to
-restart x.service: Unit x.service not found."). A real verb this model does not serve (``status``,
-``enable``, ``show``, …) is refused saying so, never answered with a guess.
+``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload``,
+``is-active`` and ``show -p PROPERTY [--value]`` (``SHOWN_PROPERTIES``), with ``-q``/``--quiet``
+and ``--no-block`` (a job here ends before the call returns, so ``--no-block`` changes nothing); a
+unit named without a suffix is a ``.service``, as systemctl reads it. Its errors are its own
+("Unknown command verb frob.", "Too few arguments.", "Failed to restart x.service: Unit
+x.service not found."). A real verb this model does not serve (``status``, ``enable``, ``cat``, …),
+or a property it does not keep, is refused saying so, never answered with a guess.
 
 ``update-ca-trust`` (RHCOS's p11-kit script): with no argument or ``extract``, rebuilds the bundle
 from the anchors (``truststores.rhcos_extract``). Debian's ``update-ca-certificates`` is not here:
@@ -28,12 +29,14 @@ from proxyfleet.simulators.linux.truststores import RHCOS, rhcos_extract
 
 UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", ".slice", ".scope", ".device",
                  ".swap", ".automount")
-SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active")
+SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show")
+# The properties ``show -p`` serves (``MainPID`` names the process whose /proc/PID/environ tells).
+SHOWN_PROPERTIES = ("MainPID", "ActiveState", "NeedDaemonReload")
 # systemctl's other verbs (systemctl(1), 252): real, so not "unknown", but not modelled here.
 OTHER_VERBS = frozenset({
     "list-units", "list-sockets", "list-timers", "list-jobs", "list-dependencies", "list-unit-files",
     "list-machines", "list-paths", "reload", "condrestart", "reload-or-restart", "try-reload-or-restart",
-    "force-reload", "isolate", "kill", "clean", "freeze", "thaw", "is-failed", "status", "show", "cat",
+    "force-reload", "isolate", "kill", "clean", "freeze", "thaw", "is-failed", "status", "cat",
     "set-property", "bind", "mount-image", "help", "reset-failed", "enable", "disable", "reenable",
     "preset", "preset-all", "is-enabled", "mask", "unmask", "link", "revert", "add-wants", "add-requires",
     "edit", "get-default", "set-default", "show-environment", "set-environment", "unset-environment",
@@ -60,13 +63,24 @@ def unit_name(text: str) -> str:
 
 def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     """``systemctl ARGS`` on the node."""
-    quiet = False
-    words = []
+    quiet = value_only = False
+    words: list[str] = []
+    properties: list[str] = []
+    pending_property = False
     for arg in args:
-        if arg in ("-q", "--quiet"):
+        if pending_property:
+            properties += arg.split(",")
+            pending_property = False
+        elif arg in ("-q", "--quiet"):
             quiet = True
         elif arg == "--no-block":
             continue
+        elif arg == "--value":
+            value_only = True
+        elif arg in ("-p", "--property"):
+            pending_property = True
+        elif arg.startswith(("--property=", "-p")) and arg not in ("-p", "--property"):
+            properties += arg.split("=", 1)[1].split(",") if arg.startswith("--") else arg[2:].split(",")
         elif arg.startswith("-") and arg != "-":
             return Outcome(1, stderr=f"systemctl: unrecognized option '{arg}'\n" if arg.startswith("--")
                            else f"systemctl: invalid option -- '{arg[1:2]}'\n")
@@ -84,6 +98,8 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
         return node.systemd.daemon_reload() if not units else Outcome(1, stderr="Too many arguments.\n")
     if not units:
         return Outcome(1, stderr="Too few arguments.\n")
+    if verb == "show":
+        return _show(node, units, properties, value_only)
     if verb == "is-active":
         states = ["active" if u in node.systemd.running else "inactive" for u in units]
         code = 0 if any(s == "active" for s in states) else 3
@@ -91,6 +107,25 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     outcomes = [_one(node, verb, unit) for unit in units]
     failed = [o for o in outcomes if o.code != 0]
     return Outcome(failed[0].code if failed else 0, stderr="".join(o.stderr for o in outcomes))
+
+
+def _show(node: LinuxNodeModel, units: list[str], properties: list[str], value_only: bool) -> Outcome:
+    """``systemctl show -p P,... [--value] UNIT...``: one block per unit, blank-line separated."""
+    if not properties:
+        return Outcome(1, stderr="proxyfleet's simulated systemctl shows only the properties asked for with -p "
+                                 f"(it serves: {', '.join(SHOWN_PROPERTIES)})\n")
+    unknown = [p for p in properties if p not in SHOWN_PROPERTIES]
+    if unknown:
+        return Outcome(1, stderr=f"proxyfleet's simulated systemctl does not model the property {unknown[0]!r} "
+                                 f"(it serves: {', '.join(SHOWN_PROPERTIES)})\n")
+    blocks = []
+    for unit in units:
+        process = node.systemd.running.get(unit)
+        values = {"MainPID": str(process.pid if process else 0),
+                  "ActiveState": "active" if process else "inactive",
+                  "NeedDaemonReload": "yes" if node.systemd.needs_daemon_reload(unit) else "no"}
+        blocks.append("".join(f"{values[p]}\n" if value_only else f"{p}={values[p]}\n" for p in properties))
+    return Outcome(0, stdout="\n".join(blocks))
 
 
 def _one(node: LinuxNodeModel, verb: str, unit: str) -> Outcome:

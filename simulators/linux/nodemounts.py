@@ -11,13 +11,18 @@ coreutils, in a private mount namespace in which the node's directory tree is la
   programs, libraries, users and ``ld.so.cache`` still work. A directory the node owns whole (its
   systemd units, its trust store, ``/etc/kubernetes``) is *opaque*: nothing of the host's shows
   through it;
-- ``/var``, ``/run``, ``/tmp`` and ``/root`` are the node's own directories, bound over the host's.
+- ``/var``, ``/run``, ``/tmp`` and ``/root`` are the node's own directories, bound over the host's;
+- ``/proc`` is the node's: one directory per running service process with its ``environ`` and
+  ``comm``, as the node's systemd started it (``nodeshell`` keeps it current), so
+  ``/proc/$(systemctl show -p MainPID --value kubelet)/environ`` reads as on a real node, while
+  ``/proc/self`` (and so ``/dev/stdin`` and ``/dev/fd``) leads to the host's procfs, bound at
+  ``HOST_PROC``, so a shell's own descriptors work.
 
 Nothing the shell does reaches the host's files. The host must allow mount namespaces and
 overlayfs (root, or a user namespace on Linux ≥ 5.11 — not modelled here yet: the lab runs its
 Linux nodes as root, as CI does). Not modelled: the node's own binaries (the host's ``sh``,
-coreutils and ``sed`` serve every node), ``/proc`` (the node's process environments are served by
-the node's own commands), devices, users other than root.
+coreutils and ``sed`` serve every node), ``/proc`` beyond each service's ``environ`` and ``comm``,
+devices, users other than root.
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ from pathlib import Path
 
 OVERLAID = ("/etc", "/usr")
 BOUND = ("/var", "/run", "/tmp", "/root")
+# Bound last (``mount`` itself reads /proc/self/mountinfo): the node's processes, as the lab keeps them.
+PROC = "/proc"
+# The host's procfs, seen by the node's shell only through /proc/self (/dev/stdin, /dev/fd need it).
+HOST_PROC = "/run/proxyfleet/proc"
+PROC_LINKS = {"self": f"{HOST_PROC}/self", "thread-self": f"{HOST_PROC}/thread-self", "mounts": "self/mounts"}
 # Directories a node owns whole: the host's entries under them never show (overlayfs "opaque").
 OWNED = (
     "/etc/systemd", "/etc/ssl", "/etc/pki", "/etc/mco", "/etc/kubernetes", "/etc/default",
@@ -56,12 +66,17 @@ class NodeMounts:
         """Make the node's tree ready to be mounted: every mount point and work directory, and
         the owned directories marked opaque (idempotent: run once per node, before its first
         command)."""
-        for directory in (*OVERLAID, *BOUND):
+        for directory in (*OVERLAID, *BOUND, PROC):
             (self.root / directory.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for directory in OVERLAID:
             work = self.root / WORK / directory.lstrip("/")
             work.mkdir(parents=True, exist_ok=True)
         (self.root / "tmp").chmod(0o1777)
+        (self.root / HOST_PROC.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        for name, target in PROC_LINKS.items():
+            link = self.root / PROC.lstrip("/") / name
+            if not link.is_symlink():
+                link.symlink_to(target)
         for directory in OWNED:
             path = self.root / directory.lstrip("/")
             path.mkdir(parents=True, exist_ok=True)
@@ -77,17 +92,18 @@ class NodeMounts:
                                  f"{self.root}")
 
     def setup_script(self) -> str:
-        """The shell text that mounts the node's tree (run first in the new namespace). The host
-        directory that holds the node's root (``/tmp`` for a test's) is mounted over last: once
-        it is, the node's tree is no longer reachable by its host path."""
-        lines = []
+        """The shell text that mounts the node's tree (run first in the new namespace). The binds
+        name their sources relative to the node's root, the shell's working directory: once the
+        host directory that holds the root (``/tmp`` for a test's) is mounted over, the root is
+        no longer reachable by its host path, but the working directory still is it."""
+        lines = [f"cd {shlex.quote(str(self.root))}", f"mount --bind /proc ./{HOST_PROC.lstrip('/')}"]
         for directory in OVERLAID:
             upper = self.root / directory.lstrip("/")
             work = self.root / WORK / directory.lstrip("/")
             options = f"lowerdir={directory},upperdir={upper},workdir={work}"
             lines.append(f"mount -t overlay proxyfleet-node -o {shlex.quote(options)} {directory}")
-        for directory in sorted(BOUND, key=lambda d: self.root.is_relative_to(d)):
-            lines.append(f"mount --bind {shlex.quote(str(self.root / directory.lstrip('/')))} {directory}")
+        for directory in (*BOUND, PROC):  # recursive: /run carries the host's procfs along
+            lines.append(f"mount --rbind ./{directory.lstrip('/')} {directory}")
         return " && ".join(lines)
 
     def argv(self, command: str, channel_fd: int | None = None) -> list[str]:

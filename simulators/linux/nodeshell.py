@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import socket
 from dataclasses import dataclass
 
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, commands_for, run_command
-from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, NodeMounts
+from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts
 
 REPLIES = "/run/proxyfleet"  # on the node: the lock and each call's output
 
@@ -36,6 +37,25 @@ def shim_text(name: str) -> str:
             f"cat {REPLIES}/out.$$ && cat {REPLIES}/err.$$ >&2\n"
             f"rm -f {REPLIES}/out.$$ {REPLIES}/err.$$\n"
             f"exit \"$code\"\n")
+
+
+def sync_proc(model: LinuxNodeModel) -> None:
+    """Make the node's ``/proc`` show its running service processes: ``environ`` (NUL-separated,
+    in the order systemd passed it) and ``comm``; a stopped one's directory goes."""
+    proc = model.root / PROC.lstrip("/")
+    proc.mkdir(parents=True, exist_ok=True)
+    running = {str(p.pid): (unit, p) for unit, p in model.systemd.running.items()}
+    for entry in proc.iterdir():
+        if entry.name.isdigit() and entry.name not in running:  # (the rest: nodemounts' links)
+            shutil.rmtree(entry)
+    for pid, (unit, process) in running.items():
+        directory = proc / pid
+        if directory.is_dir():
+            continue  # a process's environment never changes once it started
+        directory.mkdir()
+        (directory / "environ").write_bytes(b"".join(f"{k}={v}\0".encode("utf-8", "surrogateescape")
+                                                     for k, v in process.environment.items()))
+        (directory / "comm").write_text(unit.removesuffix(".service") + "\n")
 
 
 def install_commands(model: LinuxNodeModel) -> None:
@@ -92,6 +112,7 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket) -> None:
         buffer += data
         for pid, name, args in parse_requests(buffer):
             outcome = await asyncio.to_thread(run_command, model, name, args)
+            await asyncio.to_thread(sync_proc, model)
             (replies / f"out.{pid}").write_text(outcome.stdout)
             (replies / f"err.{pid}").write_text(outcome.stderr)
             await loop.sock_sendall(channel, f"{outcome.code}\n".encode())
@@ -99,6 +120,7 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket) -> None:
 
 async def run_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str, stdin: bytes = b"") -> CommandResult:
     """Run ``command`` with ``sh -c`` on the node; its node-aware commands served meanwhile."""
+    await asyncio.to_thread(sync_proc, model)
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
     try:

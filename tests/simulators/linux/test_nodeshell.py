@@ -109,3 +109,26 @@ async def test_an_anchor_is_trusted_once_the_flavours_own_command_ran(tmp_path: 
         assert not Path(anchor).exists()  # the host's own store untouched
     missing = await run_on_node(model, mounts, "update-ca-trust")  # Debian has no such command
     assert missing.code == 127 and b"update-ca-trust: not found" in missing.stderr
+
+
+@needs_root
+async def test_a_services_environment_is_read_from_proc_as_on_a_real_node(tmp_path: Path) -> None:
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    read = ("pid=$(systemctl show -p MainPID --value kubelet); cat /proc/$pid/comm; "
+            "tr '\\0' '\\n' < /proc/$pid/environ | grep -E '^(ID|HTTP_PROXY)='")
+    before = await run_on_node(model, mounts, read)
+    assert before.stdout == b'kubelet\nID=rhcos\n', before.stderr
+    old_pid = model.systemd.running["kubelet.service"].pid
+    done = await run_on_node(model, mounts, RECONCILE.replace("systemctl restart kubelet",
+                                                              "systemctl daemon-reload; systemctl restart kubelet"))
+    assert done.code == 0, done.stderr
+    after = await run_on_node(model, mounts, read + f"; test -d /proc/{old_pid} || echo gone")
+    assert after.stdout == b"kubelet\nID=rhcos\nHTTP_PROXY=http://proxy.corp.internal:3128\ngone\n", after.stderr
+    shown = await run_on_node(model, mounts, "systemctl show -p ActiveState,NeedDaemonReload kubelet crio")
+    assert shown.stdout == b"ActiveState=active\nNeedDaemonReload=no\n\nActiveState=active\nNeedDaemonReload=no\n"
+    listed = await run_on_node(model, mounts, "ls /proc | grep '^[0-9]' | sort -n; readlink /dev/stdin; "
+                                              "echo through-stdin | cat /dev/stdin")
+    pids = sorted(p.pid for p in model.systemd.running.values())
+    assert listed.stdout.decode().split("\n") == [*map(str, pids), "/proc/self/fd/0", "through-stdin", ""]
+    refused = await run_on_node(model, mounts, "systemctl show kubelet")
+    assert refused.code == 1 and b"shows only the properties asked for with -p" in refused.stderr
