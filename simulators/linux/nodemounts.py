@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +57,30 @@ CHANNEL_FD = 9
 
 class NodeMountError(RuntimeError):
     """The host cannot lay a node's tree over its own (no mount namespaces, no overlayfs)."""
+
+
+def host_cannot_mount() -> str | None:
+    """None when this host can run Linux nodes' shells (root, a private mount namespace, an
+    overlay with an opaque directory); else why not, in the host's own words."""
+    if os.geteuid() != 0:
+        return "the lab's Linux nodes need root (mount namespaces and overlayfs)"
+    if shutil.which("unshare") is None:
+        return "the lab's Linux nodes need unshare(1) (util-linux)"
+    with tempfile.TemporaryDirectory(prefix="proxyfleet-mount-probe-") as scratch:
+        lower, upper, work, target = (Path(scratch) / d for d in ("lower", "upper", "work", "target"))
+        for directory in (lower, upper, work, target):
+            directory.mkdir()
+        try:
+            os.setxattr(upper, OPAQUE_XATTR, b"y")
+        except OSError as exc:
+            return f"cannot set {OPAQUE_XATTR} here: {exc.strerror}"
+        options = f"lowerdir={lower},upperdir={upper},workdir={work}"
+        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "mount", "-t", "overlay",
+                                "proxyfleet-probe", "-o", options, str(target)],
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode != 0:
+            return f"cannot mount an overlay in a private mount namespace: {probe.stderr.strip()}"
+    return None
 
 
 @dataclass(frozen=True)

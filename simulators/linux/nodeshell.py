@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import shutil
 import socket
 from dataclasses import dataclass
 
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, commands_for, run_command
 from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts
+from proxyfleet.simulators.linux.servicemanager import Outcome
+
+log = logging.getLogger(__name__)
 
 REPLIES = "/run/proxyfleet"  # on the node: the lock and each call's output
 
@@ -58,15 +62,34 @@ def sync_proc(model: LinuxNodeModel) -> None:
         (directory / "comm").write_text(unit.removesuffix(".service") + "\n")
 
 
+# The node's user may do anything as root without a password, as RHCOS's ``core`` may; every
+# command already runs as root, so ``sudo`` only runs its command (its options a script may give
+# are accepted; any other is refused saying so, never ignored).
+SUDO = """#!/bin/sh
+# sudo on a proxyfleet-simulated node: the session is root's already
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -n|-E|-H|-S|--non-interactive|--preserve-env|--set-home|--stdin) shift ;;
+        --) shift; break ;;
+        -*) echo "sudo: proxyfleet's simulated sudo does not model the option $1" >&2; exit 1 ;;
+        *) break ;;
+    esac
+done
+[ $# -gt 0 ] || { echo "usage: sudo [-nEHS] command [arg ...]" >&2; exit 1; }
+exec "$@"
+"""
+
+
 def install_commands(model: LinuxNodeModel) -> None:
-    """Put the flavour's node-aware commands in the node's ``/usr/bin`` (idempotent)."""
+    """Put the flavour's node-aware commands, and ``sudo``, in the node's ``/usr/bin`` (idempotent)."""
     replies = model.root / REPLIES.lstrip("/")
     replies.mkdir(parents=True, exist_ok=True)
     replies.chmod(0o700)
-    for name in commands_for(model.flavour):
+    scripts = {name: shim_text(name) for name in commands_for(model.flavour)}
+    for name, text in {**scripts, "sudo": SUDO}.items():
         path = model.root / "usr/bin" / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(shim_text(name))
+        path.write_text(text)
         path.chmod(0o755)
 
 
@@ -111,15 +134,50 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket) -> None:
             return  # every process of the session has ended (or closed fd 9)
         buffer += data
         for pid, name, args in parse_requests(buffer):
-            outcome = await asyncio.to_thread(run_command, model, name, args)
-            await asyncio.to_thread(sync_proc, model)
+            try:
+                outcome = await asyncio.to_thread(run_command, model, name, args)
+                await asyncio.to_thread(sync_proc, model)
+            except Exception:  # the command gets an answer whatever the model did: never a hang
+                log.exception("%s on the node at %s failed", name, model.root)
+                outcome = Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
             (replies / f"out.{pid}").write_text(outcome.stdout)
             (replies / f"err.{pid}").write_text(outcome.stderr)
             await loop.sock_sendall(channel, f"{outcome.code}\n".encode())
 
 
-async def run_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str, stdin: bytes = b"") -> CommandResult:
-    """Run ``command`` with ``sh -c`` on the node; its node-aware commands served meanwhile."""
+class NodeCommand:
+    """A command running on the node, its node-aware commands served until it and every process
+    it left behind holding the channel have ended. ``process`` streams its stdin, stdout, stderr."""
+
+    def __init__(self, process: asyncio.subprocess.Process, server: asyncio.Task[None], channel: socket.socket) -> None:
+        self.process = process
+        self._server = server
+        self._channel = channel
+
+    async def finished(self) -> int:
+        """Wait for the command (and the serving of its node commands) to end; its exit status."""
+        try:
+            code = await self.process.wait()
+            await self._server  # ends when the last process holding the channel does
+            return code
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        """Kill what still runs and stop serving (idempotent)."""
+        if not self._server.done():
+            self._server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._server
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            await self.process.wait()
+        self._channel.close()
+
+
+async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str) -> NodeCommand:
+    """Start ``command`` with ``sh -c`` on the node (stdin, stdout and stderr pipes)."""
     await asyncio.to_thread(sync_proc, model)
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
@@ -127,22 +185,20 @@ async def run_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str, s
         process = await asyncio.create_subprocess_exec(
             *mounts.argv(command, theirs.fileno()), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),))
-        theirs.close()  # the node's processes hold it now: it reads as ended once they all have
-        server = asyncio.create_task(_serve(model, ours))
-        try:
-            stdout, stderr = await process.communicate(stdin)
-            await server  # ends when the last process holding the channel does
-        finally:
-            if not server.done():
-                server.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await server
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    finally:
-        theirs.close()
+    except BaseException:
         ours.close()
-    assert process.returncode is not None
-    return CommandResult(process.returncode, stdout, stderr)
+        raise
+    finally:
+        theirs.close()  # the node's processes hold it now: it reads as ended once they all have
+    return NodeCommand(process, asyncio.create_task(_serve(model, ours)), ours)
 
+
+async def run_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str, stdin: bytes = b"") -> CommandResult:
+    """Run ``command`` with ``sh -c`` on the node, ``stdin`` its whole input; how it ended."""
+    running = await start_on_node(model, mounts, command)
+    try:
+        stdout, stderr = await running.process.communicate(stdin)
+        code = await running.finished()
+    finally:
+        await running.close()
+    return CommandResult(code, stdout, stderr)

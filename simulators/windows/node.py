@@ -18,7 +18,6 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import asyncssh
@@ -26,6 +25,7 @@ import asyncssh
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.nodeaccess import NodeAccess
 from proxyfleet.simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
 from proxyfleet.simulators.windows.machine import LAST_STAGE, BootRecord, MachineSettings, WindowsMachine, utc_now
 from proxyfleet.simulators.windows.powershell.commands import CommandTable, default_commands
@@ -39,13 +39,7 @@ COMMAND_LINES_KEPT = 200
 
 
 @dataclass
-class NodeConfig:
-    name: str
-    address: str
-    port: int
-    state_dir: Path
-    host_key: asyncssh.SSHKey
-    authorized_keys: list[asyncssh.SSHKey]
+class NodeConfig(NodeAccess):
     username: str = "Administrator"
     shutdown_delay: float = 0.3
     reboot_duration: float = 1.0

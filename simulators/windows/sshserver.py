@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING
 
 import asyncssh
 
+from proxyfleet.simulators.nodeaccess import PublicKeyOnlyServer
 from proxyfleet.simulators.windows.filesystem import DriveNotFound, WindowsFilesystem, WindowsPathError, normalize
 
 if TYPE_CHECKING:
     from proxyfleet.simulators.windows.node import WindowsNode
 
 
-class NodeSSHServer(asyncssh.SSHServer):
+class NodeSSHServer(PublicKeyOnlyServer):
     """Deny by default: only the configured user with an authorized key gets in."""
 
     def __init__(self, node: WindowsNode) -> None:
@@ -36,22 +37,7 @@ class NodeSSHServer(asyncssh.SSHServer):
         if self.connection is not None:
             self.node.connections.discard(self.connection)
 
-    def begin_auth(self, username: str) -> bool:
-        return True
-
-    def password_auth_supported(self) -> bool:
-        return False
-
-    def kbdint_auth_supported(self) -> bool:
-        return False
-
-    def host_based_auth_supported(self) -> bool:
-        return False
-
-    def public_key_auth_supported(self) -> bool:
-        return True
-
-    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+    def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
         # Windows user names are case-insensitive.
         return (username.lower() == self.node.username.lower()
                 and key.public_data in self.node.authorized_key_data)

@@ -4,7 +4,6 @@ still run), every write lands in the node's tree, and nothing reaches the host's
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,12 +11,12 @@ import certifi
 import pytest
 
 from proxyfleet.core.certificates import certificates_in_bundle
-from proxyfleet.simulators.linux.nodemounts import NodeMounts
+from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                                reason="needs root and unshare(1) (mount namespaces and overlayfs), as CI has")
+CANNOT_MOUNT = host_cannot_mount()
+needs_mounts = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
 SYSTEM_CAS = Path(certifi.where()).read_bytes()
 
 
@@ -33,6 +32,7 @@ def node(tmp_path: Path, flavour: Flavour = RHCOS_NODE) -> NodeMounts:
     return mounts
 
 
+@needs_mounts
 def test_the_shell_sees_the_nodes_files_and_the_hosts_programs(tmp_path: Path) -> None:
     mounts = node(tmp_path)
     seen = on_node(mounts, "grep '^ID=' /etc/os-release; cat /etc/hostname; pwd; ls /usr/lib/systemd/system; "
@@ -57,6 +57,7 @@ echo note > /var/log/proxyfleet-probe
 """
 
 
+@needs_mounts
 def test_a_reconcilers_writes_land_in_the_nodes_tree_and_not_the_hosts(tmp_path: Path) -> None:
     mounts = node(tmp_path)
     done = on_node(mounts, RECONCILE)
@@ -73,6 +74,7 @@ def test_a_reconcilers_writes_land_in_the_nodes_tree_and_not_the_hosts(tmp_path:
     assert systemd.running["kubelet.service"].environment["HTTP_PROXY"] == "http://proxy.corp.internal:3128"
 
 
+@needs_mounts
 def test_a_debian_nodes_bundle_is_its_own_not_the_hosts(tmp_path: Path) -> None:
     mounts = node(tmp_path, DEBIAN_NODE)
     seen = on_node(mounts, "cat /etc/ssl/certs/ca-certificates.crt")
@@ -81,9 +83,17 @@ def test_a_debian_nodes_bundle_is_its_own_not_the_hosts(tmp_path: Path) -> None:
     assert [c.thumbprint for c in certificates_in_bundle(seen.stdout.encode())] == ours
 
 
+@needs_mounts
 def test_a_failing_command_says_so_with_its_own_exit_status(tmp_path: Path) -> None:
     mounts = node(tmp_path)
     failed = on_node(mounts, "cat /etc/mco/proxy.env")
     assert failed.returncode == 1 and "No such file or directory" in failed.stderr
     quoted = on_node(mounts, "printf '%s\\n' \"it's   spaced\" 'a \"b\"'")
     assert quoted.stdout == "it's   spaced\na \"b\"\n"
+
+
+def test_a_host_that_cannot_run_linux_nodes_is_told_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.geteuid() == 0 and CANNOT_MOUNT is None:
+        assert host_cannot_mount() is None
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert host_cannot_mount() == "the lab's Linux nodes need root (mount namespaces and overlayfs)"

@@ -3,8 +3,6 @@ systemctl and update-ca-trust answered by the node's model, in their own words."
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from pathlib import Path
 
@@ -14,14 +12,14 @@ import trustme
 
 from proxyfleet.core.certificates import certificates_in_bundle
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
-from proxyfleet.simulators.linux.nodemounts import NodeMounts
+from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.nodeshell import ChannelError, install_commands, parse_requests, run_on_node
 from proxyfleet.simulators.linux.servicemanager import ServiceManager, changed_on_disk
 from proxyfleet.simulators.linux.truststores import DEBIAN, RHCOS
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                                reason="needs root and unshare(1) (mount namespaces and overlayfs), as CI has")
+CANNOT_MOUNT = host_cannot_mount()
+needs_root = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
 SYSTEM_CAS = Path(certifi.where()).read_bytes()
 
 
@@ -132,3 +130,17 @@ async def test_a_services_environment_is_read_from_proc_as_on_a_real_node(tmp_pa
     assert listed.stdout.decode().split("\n") == [*map(str, pids), "/proc/self/fd/0", "through-stdin", ""]
     refused = await run_on_node(model, mounts, "systemctl show kubelet")
     assert refused.code == 1 and b"shows only the properties asked for with -p" in refused.stderr
+
+
+@needs_root
+async def test_a_node_command_the_model_fails_on_is_answered_not_left_waiting(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("the model broke")
+
+    monkeypatch.setattr("proxyfleet.simulators.linux.nodeshell.run_command", broken)
+    done = await run_on_node(model, mounts, "systemctl restart kubelet; echo after $?")
+    assert done.stdout == b"after 1\n"
+    assert done.stderr == b"systemctl: internal error in the simulated node; see the lab log\n"
