@@ -18,11 +18,15 @@ coreutils, in a private mount namespace in which the node's directory tree is la
   ``/proc/self`` (and so ``/dev/stdin`` and ``/dev/fd``) leads to the host's procfs, bound at
   ``HOST_PROC``, so a shell's own descriptors work.
 
-Nothing the shell does reaches the host's files. The host must allow mount namespaces and
-overlayfs (root, or a user namespace on Linux ≥ 5.11 — not modelled here yet: the lab runs its
-Linux nodes as root, as CI does). Not modelled: the node's own binaries (the host's ``sh``,
-coreutils and ``sed`` serve every node), ``/proc`` beyond each service's ``environ`` and ``comm``,
-devices, users other than root.
+Nothing the shell does reaches the host's files, nor any network: it runs in a network namespace of
+its own with no interface up, so a program on the node that tries a connection of its own (a real
+``curl``) fails to connect — the lab's rule that nothing leaves for a real destination. (The
+node's egress through the lab's network is a node-aware command's job, not yet modelled.)
+
+The host must allow mount and network namespaces and overlayfs (root, or a user namespace on
+Linux ≥ 5.11 — not done here yet: the lab runs its Linux nodes as root, as CI does). Not
+modelled: the node's own binaries (the host's ``sh``, coreutils and ``sed`` serve every node),
+``/proc`` beyond each service's ``environ`` and ``comm``, devices, users other than root.
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ def host_cannot_mount() -> str | None:
         except OSError as exc:
             return f"cannot set {OPAQUE_XATTR} here: {exc.strerror}"
         options = f"lowerdir={lower},upperdir={upper},workdir={work}"
-        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "mount", "-t", "overlay",
+        probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "--net", "mount", "-t", "overlay",
                                 "proxyfleet-probe", "-o", options, str(target)],
                                capture_output=True, text=True, timeout=60)
         if probe.returncode != 0:
@@ -142,4 +146,4 @@ class NodeMounts:
         channel = f"exec {CHANNEL_FD}>&{channel_fd} {channel_fd}>&- && " if channel_fd is not None else ""
         script = (f"{channel}{self.setup_script()} || exit 125; "
                   f"cd /root && exec /bin/sh -c {shlex.quote(command)}")
-        return ["unshare", "--mount", "--propagation", "private", "/bin/bash", "-c", script]
+        return ["unshare", "--mount", "--propagation", "private", "--net", "/bin/bash", "-c", script]

@@ -4,6 +4,8 @@ still run), every write lands in the node's tree, and nothing reaches the host's
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -97,3 +99,13 @@ def test_a_host_that_cannot_run_linux_nodes_is_told_why(monkeypatch: pytest.Monk
         assert host_cannot_mount() is None
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert host_cannot_mount() == "the lab's Linux nodes need root (mount namespaces and overlayfs)"
+
+
+@needs_mounts
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_a_program_on_the_node_reaches_no_network_not_even_the_hosts_loopback(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        port = listening.getsockname()[1]
+        tried = on_node(mounts, f"curl -sS --max-time 20 http://127.0.0.1:{port}/")
+    assert tried.returncode == 7 and "Failed to connect" in tried.stderr, tried.stderr
