@@ -124,25 +124,32 @@ def parse_requests(buffer: bytearray) -> list[tuple[int, str, list[str]]]:
         del buffer[:sum(len(f) + 1 for f in fields[:3 + count])]
 
 
+def _answer(model: LinuxNodeModel, pid: int, name: str, args: list[str]) -> int:
+    """Run one node command against the model, keep the node's ``/proc`` current, and leave its
+    output where the shim reads it; its exit status. (Blocking: run in a worker thread.)"""
+    try:
+        outcome = run_command(model, name, args)
+        sync_proc(model)
+    except Exception:  # the command gets an answer whatever the model did: never a hang
+        log.exception("%s on the node at %s failed", name, model.root)
+        outcome = Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
+    replies = model.root / REPLIES.lstrip("/")
+    (replies / f"out.{pid}").write_text(outcome.stdout)
+    (replies / f"err.{pid}").write_text(outcome.stderr)
+    return outcome.code
+
+
 async def _serve(model: LinuxNodeModel, channel: socket.socket) -> None:
     loop = asyncio.get_running_loop()
     buffer = bytearray()
-    replies = model.root / REPLIES.lstrip("/")
     while True:
         data = await loop.sock_recv(channel, 65536)
         if not data:
             return  # every process of the session has ended (or closed fd 9)
         buffer += data
         for pid, name, args in parse_requests(buffer):
-            try:
-                outcome = await asyncio.to_thread(run_command, model, name, args)
-                await asyncio.to_thread(sync_proc, model)
-            except Exception:  # the command gets an answer whatever the model did: never a hang
-                log.exception("%s on the node at %s failed", name, model.root)
-                outcome = Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
-            (replies / f"out.{pid}").write_text(outcome.stdout)
-            (replies / f"err.{pid}").write_text(outcome.stderr)
-            await loop.sock_sendall(channel, f"{outcome.code}\n".encode())
+            code = await asyncio.to_thread(_answer, model, pid, name, args)
+            await loop.sock_sendall(channel, f"{code}\n".encode())
 
 
 class NodeCommand:
