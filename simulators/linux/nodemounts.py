@@ -18,6 +18,12 @@ coreutils, in a private mount namespace in which the node's directory tree is la
   ``/proc/self`` (and so ``/dev/stdin`` and ``/dev/fd``) leads to the host's procfs, bound at
   ``HOST_PROC``, so a shell's own descriptors work.
 
+The command's text reaches the shell through a descriptor (a memory file), never on a command
+line: the node's processes are the host's, and every user of the host can read every process's
+argv, while a reconciler's command may carry a proxy's password. What the command itself then runs
+(``sed 's/x/y/'``) does show in the host's ``ps``, as it would in the node's. The one difference
+from ``sh -c``: a command's errors say ``eval:`` after the line number.
+
 Nothing the shell does reaches the host's files, nor any network: it runs in a network namespace of
 its own with no interface up, so a program on the node that tries a connection of its own (a real
 ``curl``) fails to connect — the lab's rule that nothing leaves for a real destination. (The
@@ -31,6 +37,7 @@ modelled: the node's own binaries (the host's ``sh``, coreutils and ``sed`` serv
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import shutil
@@ -57,6 +64,18 @@ WORK = ".overlay-work"  # overlayfs' work directories, beside the node's tree (s
 # The node-aware commands' channel to the lab: dash redirects only descriptors 0-9, so a high one
 # of those (a script of the reconciler's that takes fd 9 for itself cuts its node commands off).
 CHANNEL_FD = 9
+# The command's text is read from this descriptor, never from the host's command line: every user
+# of the lab's host can read every process's argv (``ps``), and a reconciler's command may carry a
+# proxy's credentials. (On the node it is fd 8, closed before the command runs.)
+COMMAND_FD = 8
+# Descriptors handed to the node's shell are numbered at least this, above every one dash can name,
+# so moving them to 8 and 9 can never overwrite one another.
+HANDED_OVER_FROM = 10
+# The node's shell: the command read from COMMAND_FD and run as ``sh -c`` runs its argument. (Told
+# apart only by its errors' "eval: " prefix: "sh: 1: eval: x: not found".)
+NODE_SHELL = (f'proxyfleet_command=$(cat <&{COMMAND_FD}) || exit 125\n'
+              f'exec {COMMAND_FD}<&-\n'
+              f'eval "unset proxyfleet_command; $proxyfleet_command"')
 
 
 class NodeMountError(RuntimeError):
@@ -85,6 +104,24 @@ def host_cannot_mount() -> str | None:
         if probe.returncode != 0:
             return f"cannot mount an overlay in a private mount namespace: {probe.stderr.strip()}"
     return None
+
+
+def handed_over(fd: int) -> int:
+    """A close-on-exec duplicate of ``fd`` numbered ``HANDED_OVER_FROM`` or above, for ``argv``
+    (give it to the child in ``pass_fds``; the caller closes it)."""
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HANDED_OVER_FROM)
+
+
+def command_file(command: str) -> int:
+    """A memory file holding ``command``, rewound, numbered for ``argv``; the caller closes it.
+    Only its owner can open it (``/proc/PID/fd`` of root's processes)."""
+    memory = os.memfd_create("proxyfleet-node-command")
+    try:
+        os.write(memory, command.encode("utf-8", "surrogateescape"))
+        os.lseek(memory, 0, os.SEEK_SET)
+        return handed_over(memory)
+    finally:
+        os.close(memory)
 
 
 @dataclass(frozen=True)
@@ -137,13 +174,21 @@ class NodeMounts:
             lines.append(f"mount --rbind ./{directory.lstrip('/')} {directory}")
         return " && ".join(lines)
 
-    def argv(self, command: str, channel_fd: int | None = None) -> list[str]:
-        """The host command that runs ``command`` with ``sh -c`` on the node: its own mount
-        namespace (nothing leaks to the host's), the node's tree mounted, then ``sh`` in
-        ``/root``, the mounting shell replaced by it. ``channel_fd`` (inherited) becomes the
-        node's channel to the lab, fd ``CHANNEL_FD``, for the node-aware commands (moved there by
-        bash: dash cannot name a descriptor above 9)."""
-        channel = f"exec {CHANNEL_FD}>&{channel_fd} {channel_fd}>&- && " if channel_fd is not None else ""
-        script = (f"{channel}{self.setup_script()} || exit 125; "
-                  f"cd /root && exec /bin/sh -c {shlex.quote(command)}")
+    def argv(self, command_fd: int, channel_fd: int | None = None) -> list[str]:
+        """The host command that runs the command held by ``command_fd`` (``command_file``) the
+        way ``sh -c`` runs its argument, on the node: its own mount and network namespaces
+        (nothing leaks to the host's), the node's tree mounted, then ``sh`` in ``/root``, the
+        mounting shell replaced by it. ``channel_fd`` becomes the node's channel to the lab, fd
+        ``CHANNEL_FD``, for the node-aware commands. Both are inherited (``pass_fds``), numbered
+        from ``HANDED_OVER_FROM`` (``handed_over``), and moved down by bash: dash cannot name a
+        descriptor above 9. The command's text appears on no command line."""
+        for fd in (command_fd, channel_fd):
+            if fd is not None and fd < HANDED_OVER_FROM:
+                raise ValueError(f"descriptor {fd} handed to a node's shell must be numbered from "
+                                 f"{HANDED_OVER_FROM} (handed_over)")
+        moves = f"exec {COMMAND_FD}<&{command_fd} {command_fd}<&-"
+        if channel_fd is not None:
+            moves += f" {CHANNEL_FD}>&{channel_fd} {channel_fd}>&-"
+        script = (f"{moves} && {self.setup_script()} || exit 125; "
+                  f"cd /root && exec /bin/sh -c {shlex.quote(NODE_SHELL)}")
         return ["unshare", "--mount", "--propagation", "private", "--net", "/bin/bash", "-c", script]

@@ -17,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import socket
 from dataclasses import dataclass
 
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, commands_for, run_command
-from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts
+from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts, command_file, handed_over
 from proxyfleet.simulators.linux.servicemanager import Outcome
 
 log = logging.getLogger(__name__)
@@ -184,24 +185,29 @@ class NodeCommand:
 
 
 async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str) -> NodeCommand:
-    """Start ``command`` with ``sh -c`` on the node (stdin, stdout and stderr pipes)."""
+    """Start ``command`` on the node as ``sh -c`` runs it (stdin, stdout and stderr pipes); its
+    text reaches the shell through a descriptor, never a command line (``nodemounts.argv``)."""
     await asyncio.to_thread(sync_proc, model)
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
+    handed: list[int] = []
     try:
+        handed += [command_file(command), handed_over(theirs.fileno())]
         process = await asyncio.create_subprocess_exec(
-            *mounts.argv(command, theirs.fileno()), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),))
+            *mounts.argv(*handed), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, pass_fds=handed)
     except BaseException:
         ours.close()
         raise
     finally:
         theirs.close()  # the node's processes hold it now: it reads as ended once they all have
+        for fd in handed:
+            os.close(fd)
     return NodeCommand(process, asyncio.create_task(_serve(model, ours)), ours)
 
 
 async def run_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str, stdin: bytes = b"") -> CommandResult:
-    """Run ``command`` with ``sh -c`` on the node, ``stdin`` its whole input; how it ended."""
+    """Run ``command`` on the node as ``sh -c`` runs it, ``stdin`` its whole input; how it ended."""
     running = await start_on_node(model, mounts, command)
     try:
         stdout, stderr = await running.process.communicate(stdin)

@@ -13,7 +13,7 @@ import certifi
 import pytest
 
 from proxyfleet.core.certificates import certificates_in_bundle
-from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
+from proxyfleet.simulators.linux.nodemounts import NodeMounts, command_file, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
 
@@ -23,7 +23,11 @@ SYSTEM_CAS = Path(certifi.where()).read_bytes()
 
 
 def on_node(mounts: NodeMounts, command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mounts.argv(command), capture_output=True, text=True, timeout=60)
+    held = command_file(command)
+    try:
+        return subprocess.run(mounts.argv(held), capture_output=True, text=True, timeout=60, pass_fds=(held,))
+    finally:
+        os.close(held)
 
 
 def node(tmp_path: Path, flavour: Flavour = RHCOS_NODE) -> NodeMounts:
@@ -109,3 +113,16 @@ def test_a_program_on_the_node_reaches_no_network_not_even_the_hosts_loopback(tm
         port = listening.getsockname()[1]
         tried = on_node(mounts, f"curl -sS --max-time 20 http://127.0.0.1:{port}/")
     assert tried.returncode == 7 and "Failed to connect" in tried.stderr, tried.stderr
+
+
+def test_descriptors_handed_to_the_node_are_numbered_above_what_dash_can_name(tmp_path: Path) -> None:
+    # moving 9 to 9 and then closing 9 would cut the channel off: only fds from 10 are taken
+    mounts = NodeMounts(tmp_path / "node")
+    with pytest.raises(ValueError, match="descriptor 9 handed to a node's shell must be numbered from 10"):
+        mounts.argv(12, 9)
+    held = command_file("echo it's 'quoted'\n")
+    try:
+        assert held >= 10 and os.read(held, 100) == b"echo it's 'quoted'\n"
+        assert "quoted" not in " ".join(mounts.argv(held))
+    finally:
+        os.close(held)

@@ -3,6 +3,8 @@ systemctl and update-ca-trust answered by the node's model, in their own words."
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,9 +16,16 @@ from proxyfleet.core.certificates import certificates_in_bundle
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
 from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
-from proxyfleet.simulators.linux.nodeshell import ChannelError, install_commands, parse_requests, run_on_node
+from proxyfleet.simulators.linux.nodeshell import (
+    ChannelError,
+    install_commands,
+    parse_requests,
+    run_on_node,
+    start_on_node,
+)
 from proxyfleet.simulators.linux.servicemanager import ServiceManager, changed_on_disk
 from proxyfleet.simulators.linux.truststores import DEBIAN, RHCOS
+from tests.support import wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
 needs_root = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
@@ -144,3 +153,56 @@ async def test_a_node_command_the_model_fails_on_is_answered_not_left_waiting(tm
     done = await run_on_node(model, mounts, "systemctl restart kubelet; echo after $?")
     assert done.stdout == b"after 1\n"
     assert done.stderr == b"systemctl: internal error in the simulated node; see the lab log\n"
+
+
+def _host_command_lines() -> list[bytes]:
+    """Every process's argv on this host, as ``ps`` shows it to any user."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((entry / "cmdline").read_bytes())
+            except OSError:  # ended meanwhile
+                continue
+    return found
+
+
+@needs_root
+async def test_a_commands_text_is_on_no_command_line_of_the_host(tmp_path: Path) -> None:
+    # ps shows every process's argv to every user of the lab's host, and a reconciler's command
+    # can carry a proxy's password: the text reaches the node's shell through a descriptor
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    secret = "s3cret-" + "9f41c2"
+    command = (f"printf 'HTTPS_PROXY=http://user:{secret}@proxy.corp:3128\\n' > /etc/mco/proxy.env\n"
+               "IFS= read -r line\necho \"got $line\"")
+    running = await start_on_node(model, mounts, command)
+    try:
+        # the command has written its file and waits on its input: every part of it is running
+        written = model.root / "etc/mco/proxy.env"
+        await wait_until(lambda: written.exists() and written.stat().st_size > 0, what="the command's file")
+        assert [line for line in _host_command_lines() if secret.encode() in line] == []
+        stdout, stderr = await running.process.communicate(b"more\n")
+        assert (await running.finished(), stdout, stderr) == (0, b"got more\n", b"")
+    finally:
+        await running.close()
+    assert secret in (model.root / "etc/mco/proxy.env").read_text()
+
+
+@needs_root
+@pytest.mark.parametrize("command", [
+    "echo \"$0\" $#; exit 3",
+    "printf '%s|' 'it'\"'\"'s' \"a  b\" $((6*7)); echo",
+    "set -e; false; echo not reached",
+    "if true; then\n  echo multi\nfi\n\n\n",
+    "x=1; f() { echo \"in f $x $1\"; return 4; }; f arg",
+    "",
+    "cat <&8; echo \"fd 8: $?\"; echo \"left: ${proxyfleet_command-unset}\"",
+    "nosuchcommand-here; echo \"status $?\"",
+])
+async def test_the_node_runs_a_command_as_sh_dash_c_runs_it(tmp_path: Path, command: str) -> None:
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    on_node = await run_on_node(model, mounts, command)
+    here = await asyncio.to_thread(subprocess.run, ["/bin/sh", "-c", command], capture_output=True, cwd=tmp_path)
+    assert (on_node.code, on_node.stdout) == (here.returncode, here.stdout)
+    # the node's errors differ from sh -c's own only by "eval: " after the line number
+    assert on_node.stderr == here.stderr.replace(b": 1: ", b": 1: eval: ")
