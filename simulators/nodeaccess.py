@@ -3,10 +3,18 @@ host key, the keys it lets in — and sshd's policy for them: public keys only, 
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import asyncssh
+
+log = logging.getLogger(__name__)
+SSHD_RECOVERY_SECONDS = 0.5  # how soon a failed sshd is started again
 
 
 @dataclass
@@ -46,3 +54,53 @@ class PublicKeyOnlyServer(asyncssh.SSHServer):
     def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
         """Whether ``username`` may log in with ``key`` (nobody, unless a node says otherwise)."""
         return False
+
+
+class ServingNode(Protocol):
+    """What sshd's connection bookkeeping needs of a node."""
+
+    serving: bool  # False from the moment its sshd stops (going down, an outage)
+    connections: set[asyncssh.SSHServerConnection]  # open ones: a going-down node cuts them
+
+
+class NodeSSHServer(PublicKeyOnlyServer):
+    """One connection to a node's sshd: kept in the node's ``connections`` while it lasts, cut at
+    once if it reaches sshd after sshd stopped."""
+
+    def __init__(self, node: ServingNode) -> None:
+        self.serving_node = node
+        self.connection: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.connection = conn
+        if not self.serving_node.serving:
+            # Accepted by a listener that has closed since (asyncio hands a connection to its
+            # protocol one loop turn after accepting it): the node is going down, so is this.
+            asyncio.get_running_loop().call_soon(conn.abort)
+            return
+        self.serving_node.connections.add(conn)
+        self.admitted(conn)
+
+    def admitted(self, conn: asyncssh.SSHServerConnection) -> None:
+        """A connection the node now serves (for a node's own counts)."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.connection is not None:
+            self.serving_node.connections.discard(self.connection)
+
+
+async def listen_until_bound(listen: Callable[[], Awaitable[None]], node: NodeAccess) -> None:
+    """Start a node's sshd again after it stopped (a boot, a new host key, the end of an outage).
+    While its port is taken — by an outgoing connection of the node's own, when the port is in the
+    ephemeral range — it fails and is started again, as Windows' service recovery and systemd's
+    ``Restart=`` do, instead of leaving the node up and unreachable."""
+    while True:
+        try:
+            await listen()
+            return
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            log.warning("%s: sshd cannot listen on %s:%s (%s); starting it again in %.1f s", node.name,
+                        node.address, node.port, exc.strerror, SSHD_RECOVERY_SECONDS)
+            await asyncio.sleep(SSHD_RECOVERY_SECONDS)

@@ -6,30 +6,55 @@ exec request runs in a real ``/bin/sh`` on the node's tree (``nodeshell``), as r
 user may ``sudo`` anything, as ``core`` may. stdin, stdout and stderr stream both ways, bytes as
 they are; the exit status is the shell's.
 
+A reboot (``systemctl reboot``, ``reboot``, ``shutdown -r now``) returns 0 at once; after
+``shutdown_delay`` the node goes down — every SSH connection cut, every command it was running
+killed with whatever it left behind, new connections refused (the listener closed) — for
+``reboot_duration``, then boots: a new boot id (``/proc/sys/kernel/random/boot_id``, systemd's
+``%b``), every unit read afresh (no ``daemon-reload`` needed after a reboot), the enabled services
+started with their units' environment, then sshd listens. The session that asked is sometimes cut
+before its exit status reaches the client (``lost_exit_status_rate``, decided per reboot by a
+generator seeded from ``seed`` and the node's name), as over real SSH.
+
 Not modelled yet (said, never guessed): interactive shells (a shell request without a command is
-refused), SFTP, reboots, the node's kubelet on the control plane, egress.
+refused), SFTP, a node that stays off (``halt``, ``poweroff``), boot stages (sshd and the services
+come back together), the node's kubelet on the control plane, egress.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
+import random
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import asyncssh
 
+from proxyfleet.core.cancelling import stop_task, wait_until
+from proxyfleet.simulators.boots import BootRecord
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
 from proxyfleet.simulators.linux.nodemounts import NodeMounts
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
-from proxyfleet.simulators.linux.nodeshell import NodeCommand, install_commands, start_on_node
+from proxyfleet.simulators.linux.nodeshell import ASKING, NodeCommand, install_commands, start_on_node, sync_proc
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
-from proxyfleet.simulators.nodeaccess import NodeAccess, PublicKeyOnlyServer
+from proxyfleet.simulators.nodeaccess import NodeAccess, NodeSSHServer, listen_until_bound
 
 log = logging.getLogger(__name__)
 NO_SHELL = "proxyfleet: interactive shells are not modelled on simulated Linux nodes; send a command\n"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# systemd's DefaultTimeoutStopSec: how long a shutdown waits for the command that asked for it to
+# end (one that goes on running after asking is killed then); a deadline from the real default,
+# reached only by a command that keeps running, never by a slow machine.
+STOP_TIMEOUT = 90.0
+
+
+def utc_now() -> dt.datetime:
+    """The lab's wall clock for boot records."""
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass
@@ -40,12 +65,18 @@ class LinuxNodeConfig(NodeAccess):
     system_cas_pem: bytes
     username: str = "core"
     clock: Callable[[], float] = time.monotonic  # the node's (called from worker threads too)
+    shutdown_delay: float = 0.3  # from a reboot's request to sshd stopping (systemd stopping units)
+    reboot_duration: float = 1.0  # down: firmware, kernel, until sshd listens again (real: minutes)
+    # How often the session that asked for a reboot is cut before its exit status reaches the client.
+    lost_exit_status_rate: float = 0.0
+    seed: int = 0
 
 
-class _Server(PublicKeyOnlyServer):
+class _Server(NodeSSHServer):
     """Deny by default: only the node's user, with an authorized key."""
 
     def __init__(self, node: LinuxNode) -> None:
+        super().__init__(node)
         self.node = node
 
     def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
@@ -60,12 +91,23 @@ class LinuxNode:
         self.config = config
         self.root = config.state_dir / "root"
         self.model = LinuxNodeModel(self.root, config.flavour, ServiceManager(self.root, hostname=config.name),
-                                    config.clock)
+                                    config.clock, power=self._power_asked)
         self.mounts = NodeMounts(self.root)
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
         self.commands_run = 0
+        self.boots: list[BootRecord] = []  # lab evidence: every power-on, with its id
+        self.connections: set[asyncssh.SSHServerConnection] = set()
+        # False from the moment sshd stops: a connection the old listener accepted but had not yet
+        # handed over is cut as it arrives (``_Server``).
+        self.serving = False
+        self.lost_exit_statuses = 0  # sessions that ended without one (lab evidence)
+        self._exit_status_dice = random.Random(f"{config.seed}:{config.name}")
+        self._exit_status_lost = False  # decided when a reboot is asked for
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._running: set[NodeCommand] = set()
+        self._sessions_ended: dict[NodeCommand, asyncio.Event] = {}  # set once its exit is sent
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reboot: asyncio.Task[None] | None = None
 
     @property
     def host_key_openssh(self) -> str:
@@ -74,17 +116,98 @@ class LinuxNode:
 
     async def start(self) -> None:
         """Lay out the node (first start only), boot it, and listen."""
+        self._loop = asyncio.get_running_loop()
         if not self.root.exists():
             await asyncio.to_thread(create_root, self.root, self.config.flavour, self.config.system_cas_pem,
                                     self.config.name)
         await asyncio.to_thread(self.mounts.prepare)
         await asyncio.to_thread(install_commands, self.model)
-        self.model.systemd.boot(self.config.flavour.enabled, self.model.clock())
+        await asyncio.to_thread(self._boot)
+        await self._listen()
+
+    def _boot(self) -> None:
+        """Power on: a boot record and its id, every unit read afresh, the enabled services started."""
+        record = BootRecord.after(self.boots, utc_now())
+        boot_id = self.root / BOOT_ID.lstrip("/")
+        boot_id.parent.mkdir(parents=True, exist_ok=True)
+        with self.model.lock:
+            boot_id.write_text(f"{uuid.UUID(hex=record.boot_id)}\n")  # the kernel's spelling
+            self.model.systemd.boot(self.config.flavour.enabled, self.model.clock(), boot_id=record.boot_id)
+            sync_proc(self.model)
+        self.boots.append(record)
+
+    async def _listen(self) -> None:
+        self.serving = True
         self._acceptor = await asyncssh.listen(
             host=self.config.address, port=self.config.port, reuse_address=True,
             server_factory=lambda: _Server(self), server_host_keys=[self.config.host_key],
             process_factory=self._handle_process, encoding=None, allow_scp=False,
             login_timeout=30, keepalive_interval=0)
+
+    @property
+    def is_listening(self) -> bool:
+        """Whether sshd is up (false while the node is down)."""
+        return self._acceptor is not None
+
+    @property
+    def rebooting(self) -> bool:
+        """Whether a reboot was asked for and has not finished (down, or about to go)."""
+        return self._reboot is not None and not self._reboot.done()
+
+    def _power_asked(self) -> None:
+        """``systemctl reboot`` on the node (called from the worker thread that ran it)."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the node is not running")
+        loop.call_soon_threadsafe(self.request_reboot, ASKING.get())
+
+    def request_reboot(self, asking: NodeCommand | None = None) -> None:
+        """Reboot the node (on the loop), ``asking`` the command that asked for it; a second
+        request while one runs is the same reboot."""
+        if self.rebooting:
+            return
+        self._exit_status_lost = self._exit_status_dice.random() < self.config.lost_exit_status_rate
+        self._reboot = asyncio.get_running_loop().create_task(self._reboot_cycle(asking),
+                                                              name=f"reboot {self.config.name}")
+        self._reboot.add_done_callback(self._reboot_ended)
+
+    def _reboot_ended(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: the reboot failed, the node is left without sshd: %r", self.config.name, task.exception())
+
+    async def _reboot_cycle(self, asking: NodeCommand | None) -> None:
+        await asyncio.sleep(self.config.shutdown_delay)  # simulated: systemd stopping the units
+        ended = self._sessions_ended.get(asking) if asking is not None else None
+        if ended is not None and not self._exit_status_lost:
+            # whether the asker hears its exit status is the lab's choice (lost_exit_status_rate),
+            # never how fast this machine ran the rest of its command
+            await wait_until(ended, STOP_TIMEOUT)
+        await self._go_down()
+        self.boots[-1].shutdown_at = utc_now()
+        await asyncio.to_thread(self._power_off)
+        await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, kernel, initrd
+        await asyncio.to_thread(self._boot)
+        await listen_until_bound(self._listen, self.config)
+
+    def _power_off(self) -> None:
+        with self.model.lock:
+            self.model.systemd.shutdown()
+            sync_proc(self.model)
+
+    async def _go_down(self) -> None:
+        """sshd stops: no new connections, every open one cut, every command killed. The
+        connections are aborted before waiting for the listener, which waits for them."""
+        self.serving = False
+        acceptor, self._acceptor = self._acceptor, None
+        if acceptor is not None:
+            acceptor.close()
+        for connection in list(self.connections):
+            connection.abort()
+        self.connections.clear()
+        for running in list(self._running):
+            await running.close()
+        if acceptor is not None:
+            await acceptor.wait_closed()
 
     @property
     def port(self) -> int:
@@ -93,14 +216,11 @@ class LinuxNode:
         return int(self._acceptor.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
-        """Stop listening and end every command still running."""
-        acceptor, self._acceptor = self._acceptor, None
-        if acceptor is not None:
-            acceptor.close()
-        for running in list(self._running):
-            await running.close()
-        if acceptor is not None:
-            await acceptor.wait_closed()
+        """Power off: stop listening, end every command still running (idempotent)."""
+        reboot, self._reboot = self._reboot, None
+        await stop_task(reboot)
+        await self._go_down()
+        await asyncio.to_thread(self._power_off)
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         if process.command is None:
@@ -110,12 +230,17 @@ class LinuxNode:
         self.commands_run += 1
         running = await start_on_node(self.model, self.mounts, process.command)
         self._running.add(running)
+        self._sessions_ended[running] = ended = asyncio.Event()
         feeding = asyncio.create_task(_feed_stdin(process, running))
         try:
             await asyncio.gather(_forward(running.process.stdout, process.stdout),
                                  _forward(running.process.stderr, process.stderr))
             code = await running.finished()
-            process.exit(code)  # as sshd: the command's end ends the channel, whatever stdin still had
+            if self.rebooting and self._exit_status_lost:
+                self.lost_exit_statuses += 1
+                process.close()  # the channel ends with no exit-status message
+            else:
+                process.exit(code)  # as sshd: the command's end ends the channel, whatever stdin still had
         except (asyncssh.ConnectionLost, asyncssh.BreakReceived, BrokenPipeError, ConnectionResetError):
             pass
         except Exception:  # keep serving other sessions whatever one session does
@@ -127,8 +252,18 @@ class LinuxNode:
             feeding.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await feeding
-            self._running.discard(running)
-            await running.close()
+            del self._sessions_ended[running]
+            ended.set()
+            await self._session_ended(running)
+
+    async def _session_ended(self, running: NodeCommand) -> None:
+        """The session is over; what its command left running in the background lives on (as
+        after a real ``nohup … &``) until it ends or the node goes down."""
+        if running.process.returncode is not None and running.serving and self.serving:
+            running.when_served(lambda: self._running.discard(running))
+            return
+        self._running.discard(running)
+        await running.close()
 
 
 async def _feed_stdin(process: asyncssh.SSHServerProcess[bytes], running: NodeCommand) -> None:

@@ -9,6 +9,12 @@ unit named without a suffix is a ``.service``, as systemctl reads it. Its errors
 x.service not found."). A real verb this model does not serve (``status``, ``enable``, ``cat``, …),
 or a property it does not keep, is refused saying so, never answered with a guess.
 
+``systemctl reboot``, and ``reboot`` and ``shutdown -r now`` (on systemd nodes both are
+systemctl): the reboot is queued and the call returns 0 at once, as systemd's does; the node goes
+down a moment later (``node``), cutting every session — the one that asked too, sometimes before
+its exit status reached the client. A delayed ``shutdown -r +5``, ``-c``, and ``reboot``'s
+options are refused saying so.
+
 ``update-ca-trust`` (RHCOS's p11-kit script): with no argument or ``extract``, rebuilds the bundle
 from the anchors (``truststores.rhcos_extract``). Debian's ``update-ca-certificates`` is not here:
 the node runs Debian's own script on its files.
@@ -19,8 +25,9 @@ Everything else a reconciler sends runs as the host's real program on the node's
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from proxyfleet.simulators.linux.noderoot import Flavour
@@ -29,7 +36,7 @@ from proxyfleet.simulators.linux.truststores import RHCOS, rhcos_extract
 
 UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", ".slice", ".scope", ".device",
                  ".swap", ".automount")
-SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show")
+SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show", "reboot")
 # The properties ``show -p`` serves (``MainPID`` names the process whose /proc/PID/environ tells).
 SHOWN_PROPERTIES = ("MainPID", "ActiveState", "NeedDaemonReload")
 # systemctl's other verbs (systemctl(1), 252): real, so not "unknown", but not modelled here.
@@ -41,7 +48,7 @@ OTHER_VERBS = frozenset({
     "preset", "preset-all", "is-enabled", "mask", "unmask", "link", "revert", "add-wants", "add-requires",
     "edit", "get-default", "set-default", "show-environment", "set-environment", "unset-environment",
     "import-environment", "daemon-reexec", "log-level", "log-target", "service-watchdogs", "is-system-running",
-    "default", "rescue", "emergency", "halt", "poweroff", "reboot", "kexec", "exit", "switch-root", "suspend",
+    "default", "rescue", "emergency", "halt", "poweroff", "kexec", "exit", "switch-root", "suspend",
     "hibernate", "hybrid-sleep", "suspend-then-hibernate", "start-transient",
 })
 
@@ -54,6 +61,12 @@ class LinuxNodeModel:
     flavour: Flavour
     systemd: ServiceManager
     clock: Callable[[], float]
+    # Asks the running node for a reboot (callable from any thread); None: this node has no power
+    # cycle (a tree without its SSH server), so a reboot is refused saying so.
+    power: Callable[[], None] | None = None
+    # Held by whatever changes the model from a worker thread (a command's answer, a boot): the
+    # node's commands take turns already (the shims' flock), but a boot must not meet a straggler.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def unit_name(text: str) -> str:
@@ -96,6 +109,10 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
         return Outcome(1, stderr=f"Unknown command verb {verb}.\n")
     if verb == "daemon-reload":
         return node.systemd.daemon_reload() if not units else Outcome(1, stderr="Too many arguments.\n")
+    if verb == "reboot":
+        if units:  # systemctl reboot ARG passes ARG to the kernel's reboot(2): not modelled
+            return Outcome(1, stderr="proxyfleet's simulated systemctl does not model a reboot argument\n")
+        return request_reboot(node, "systemctl")
     if not units:
         return Outcome(1, stderr="Too few arguments.\n")
     if verb == "show":
@@ -154,15 +171,57 @@ def update_ca_trust(node: LinuxNodeModel, args: list[str]) -> Outcome:
     return Outcome(0)
 
 
+def request_reboot(node: LinuxNodeModel, command: str) -> Outcome:
+    """Queue the node's reboot: returns at once, as systemd's reboot job does."""
+    if node.power is None:
+        return Outcome(1, stderr=f"proxyfleet's simulated {command}: this node has no power cycle (no SSH "
+                                 "server runs it), so it cannot reboot\n")
+    node.power()
+    return Outcome(0)
+
+
+def reboot(node: LinuxNodeModel, args: list[str]) -> Outcome:
+    """``reboot`` with no option: ``systemctl reboot``."""
+    if args:
+        return Outcome(1, stderr=f"proxyfleet's simulated reboot does not model {' '.join(args)!r} (it serves: "
+                                 "reboot with no option)\n")
+    return request_reboot(node, "reboot")
+
+
+def shutdown(node: LinuxNodeModel, args: list[str]) -> Outcome:
+    """``shutdown -r now`` (or ``+0``): ``systemctl reboot``. Anything else — a delay, a halt,
+    ``-c`` — is refused saying so: a scheduled shutdown is not modelled."""
+    if args in (["-r", "now"], ["--reboot", "now"], ["-r", "+0"], ["--reboot", "+0"]):
+        return request_reboot(node, "shutdown")
+    return Outcome(1, stderr=f"proxyfleet's simulated shutdown does not model {' '.join(args)!r} (it serves: "
+                             "shutdown -r now)\n")
+
+
+def powers_off(node: LinuxNodeModel, args: list[str]) -> Outcome:
+    """``halt`` and ``poweroff``: a node that stays off is not modelled, so refused saying so."""
+    return Outcome(1, stderr="proxyfleet's simulated node does not model halting or powering off (it serves: "
+                             "systemctl reboot, reboot, shutdown -r now)\n")
+
+
 COMMANDS: dict[str, Callable[[LinuxNodeModel, list[str]], Outcome]] = {
     "systemctl": systemctl,
+    "reboot": reboot,
+    "shutdown": shutdown,
+    "halt": powers_off,
+    "poweroff": powers_off,
     "update-ca-trust": update_ca_trust,
 }
 
 
+# systemd is a multi-call program: these are systemctl under other names (/usr/sbin/reboot ->
+# ../bin/systemctl), and what it does depends on the name it was called by.
+SYSTEMCTL_ALIASES = ("reboot", "shutdown", "halt", "poweroff")
+
+
 def commands_for(flavour: Flavour) -> tuple[str, ...]:
     """The node-aware commands a node of ``flavour`` has (Debian has no ``update-ca-trust``)."""
-    return tuple(name for name in COMMANDS if name != "update-ca-trust" or flavour.trust is RHCOS)
+    return tuple(name for name in COMMANDS
+                 if name not in SYSTEMCTL_ALIASES and (name != "update-ca-trust" or flavour.trust is RHCOS))
 
 
 def run_command(node: LinuxNodeModel, name: str, args: list[str]) -> Outcome:

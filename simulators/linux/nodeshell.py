@@ -19,10 +19,13 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, commands_for, run_command
+from proxyfleet.simulators.linux.nodecommands import SYSTEMCTL_ALIASES, LinuxNodeModel, commands_for, run_command
 from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts, command_file, handed_over
 from proxyfleet.simulators.linux.servicemanager import Outcome
 
@@ -32,12 +35,13 @@ REPLIES = "/run/proxyfleet"  # on the node: the lock and each call's output
 
 
 def shim_text(name: str) -> str:
-    """The node's ``name``: a script that asks the lab over the session's channel."""
+    """The node's ``name``: a script that asks the lab over the session's channel, as the name
+    it was called by (``/usr/sbin/reboot`` is ``systemctl`` under another name)."""
     fd = CHANNEL_FD
     return (f"#!/bin/sh\n"
             f"# {name} on a proxyfleet-simulated node, answered by the lab's model of the node\n"
             f"exec 8>>{REPLIES}/lock && flock 8 || exit 126\n"
-            f"printf '%s\\0' \"$$\" \"$#\" {name} \"$@\" >&{fd} || exit 126\n"
+            f"printf '%s\\0' \"$$\" \"$#\" \"${{0##*/}}\" \"$@\" >&{fd} || exit 126\n"
             f"IFS= read -r code <&{fd} || exit 126\n"
             f"cat {REPLIES}/out.$$ && cat {REPLIES}/err.$$ >&2\n"
             f"rm -f {REPLIES}/out.$$ {REPLIES}/err.$$\n"
@@ -92,6 +96,11 @@ def install_commands(model: LinuxNodeModel) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o755)
+    for alias in SYSTEMCTL_ALIASES:  # as RHCOS and Debian have them, whatever the host has
+        link = model.root / "usr/sbin" / alias
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to("../bin/systemctl")
 
 
 @dataclass(frozen=True)
@@ -129,8 +138,9 @@ def _answer(model: LinuxNodeModel, pid: int, name: str, args: list[str]) -> int:
     """Run one node command against the model, keep the node's ``/proc`` current, and leave its
     output where the shim reads it; its exit status. (Blocking: run in a worker thread.)"""
     try:
-        outcome = run_command(model, name, args)
-        sync_proc(model)
+        with model.lock:
+            outcome = run_command(model, name, args)
+            sync_proc(model)
     except Exception:  # the command gets an answer whatever the model did: never a hang
         log.exception("%s on the node at %s failed", name, model.root)
         outcome = Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
@@ -140,7 +150,13 @@ def _answer(model: LinuxNodeModel, pid: int, name: str, args: list[str]) -> int:
     return outcome.code
 
 
-async def _serve(model: LinuxNodeModel, channel: socket.socket) -> None:
+# The command whose node command the model is answering, as the model's worker thread sees it
+# (``asyncio.to_thread`` carries the context over): tells the node which command asked for a reboot.
+ASKING: ContextVar[NodeCommand | None] = ContextVar("ASKING", default=None)
+
+
+async def _serve(model: LinuxNodeModel, channel: socket.socket, command: NodeCommand) -> None:
+    ASKING.set(command)  # this task's own context: every answer it asks of a thread sees it
     loop = asyncio.get_running_loop()
     buffer = bytearray()
     while True:
@@ -154,33 +170,46 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket) -> None:
 
 
 class NodeCommand:
-    """A command running on the node, its node-aware commands served until it and every process
-    it left behind holding the channel have ended. ``process`` streams its stdin, stdout, stderr."""
+    """A command running on the node. ``process`` streams its stdin, stdout and stderr; the node
+    commands of every process it started, the ones it left running in the background too, are
+    served until the last process holding the channel has ended (``served``)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, server: asyncio.Task[None], channel: socket.socket) -> None:
+    def __init__(self, model: LinuxNodeModel, process: asyncio.subprocess.Process, channel: socket.socket) -> None:
         self.process = process
-        self._server = server
         self._channel = channel
+        self._server = asyncio.create_task(_serve(model, channel, self))
 
     async def finished(self) -> int:
-        """Wait for the command (and the serving of its node commands) to end; its exit status."""
-        try:
-            code = await self.process.wait()
-            await self._server  # ends when the last process holding the channel does
-            return code
-        finally:
-            await self.close()
+        """Wait for the command itself to end; its exit status. (What it left running in the
+        background goes on, as on a real node, until ``close`` or the node's reboot.)"""
+        return await self.process.wait()
+
+    @property
+    def serving(self) -> bool:
+        """Whether some process of the command's still holds the channel (a background job)."""
+        return not self._server.done()
+
+    async def served(self) -> None:
+        """Wait until every process holding the channel has ended."""
+        await asyncio.shield(self._server)
+
+    def when_served(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once every process holding the channel has ended (or ``close``)."""
+        self._server.add_done_callback(lambda _: callback())
 
     async def close(self) -> None:
-        """Kill what still runs and stop serving (idempotent)."""
+        """Kill what still runs — the command and whatever it started in the background (its
+        process group: the node's processes are the host's, and none may outlive the session or
+        the node's reboot) — and stop serving (idempotent)."""
         if not self._server.done():
             self._server.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._server
-        if self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
-            await self.process.wait()
+        # The group's id is the command's pid, which the kernel keeps allocated while any member
+        # lives: once they all ended this finds none (ESRCH), never someone else's group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        await self.process.wait()
         self._channel.close()
 
 
@@ -195,7 +224,7 @@ async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str)
         handed += [command_file(command), handed_over(theirs.fileno())]
         process = await asyncio.create_subprocess_exec(
             *mounts.argv(*handed), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, pass_fds=handed)
+            stderr=asyncio.subprocess.PIPE, pass_fds=handed, start_new_session=True)
     except BaseException:
         ours.close()
         raise
@@ -203,15 +232,17 @@ async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str)
         theirs.close()  # the node's processes hold it now: it reads as ended once they all have
         for fd in handed:
             os.close(fd)
-    return NodeCommand(process, asyncio.create_task(_serve(model, ours)), ours)
+    return NodeCommand(model, process, ours)
 
 
 async def run_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str, stdin: bytes = b"") -> CommandResult:
-    """Run ``command`` on the node as ``sh -c`` runs it, ``stdin`` its whole input; how it ended."""
+    """Run ``command`` on the node as ``sh -c`` runs it, ``stdin`` its whole input, and wait for
+    whatever it left running that still holds the channel; how it ended."""
     running = await start_on_node(model, mounts, command)
     try:
         stdout, stderr = await running.process.communicate(stdin)
         code = await running.finished()
+        await running.served()  # and what it left running in the background
     finally:
         await running.close()
     return CommandResult(code, stdout, stderr)

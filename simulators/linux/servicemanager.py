@@ -94,6 +94,7 @@ class ServiceManager:
 
     root: Path  # the node's /
     hostname: str = "worker-0"
+    boot_id: str = "0" * 32  # this boot's (systemd's %b), set by ``boot``
     loaded: dict[str, LoadedUnit] = field(default_factory=dict)
     running: dict[str, ServiceProcess] = field(default_factory=dict)
     journal: list[str] = field(default_factory=list)
@@ -108,7 +109,8 @@ class ServiceManager:
         sources = unit_sources(self.root, unit)
         if sources.fragment is None and not sources.drop_ins:
             raise UnitNotFound(f"Unit {unit} not found.")
-        context = SpecifierContext(unit, fragment_path=sources.fragment or "", hostname=self.hostname)
+        context = SpecifierContext(unit, fragment_path=sources.fragment or "", hostname=self.hostname,
+                                   boot_id=self.boot_id)
         warnings = Warnings()
         environment: dict[str, str] = {}
         files: list[EnvironmentFileRef] = []
@@ -177,12 +179,19 @@ class ServiceManager:
         self.running[unit] = ServiceProcess(next(self._pids), environment, now)
         return Outcome(0, stderr=warning)
 
-    def boot(self, enabled: Iterable[str], now: float = 0.0) -> dict[str, Outcome]:
-        """A (re)boot: a new manager reads every unit afresh — no ``daemon-reload`` needed after
-        a reboot — and starts the enabled services in order; nothing of the last boot runs."""
+    def boot(self, enabled: Iterable[str], now: float = 0.0, boot_id: str | None = None) -> dict[str, Outcome]:
+        """A (re)boot, ``boot_id`` its id when given: a new manager reads every unit afresh — no
+        ``daemon-reload`` needed after a reboot — and starts the enabled services in order;
+        nothing of the last boot runs."""
+        self.shutdown()
+        if boot_id is not None:
+            self.boot_id = boot_id
+        return {unit: self.start(unit, now) for unit in enabled}
+
+    def shutdown(self) -> None:
+        """Power off: every service stopped, nothing loaded."""
         self.loaded.clear()
         self.running.clear()
-        return {unit: self.start(unit, now) for unit in enabled}
 
     def stop(self, unit: str) -> Outcome:
         """Stop ``unit`` (a unit with no file anywhere is "not loaded", as systemctl says)."""

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proxyfleet.simulators.boots import BootRecord
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.windows.certstores import CertStores
 from proxyfleet.simulators.windows.environment import EnvironmentBlock, expand_references
@@ -122,14 +122,6 @@ class Service:
 
 
 @dataclass
-class BootRecord:
-    boot_id: str
-    number: int
-    booted_at: dt.datetime
-    shutdown_at: dt.datetime | None = None
-
-
-@dataclass
 class MachineSettings:
     hostname: str
     username: str = "Administrator"
@@ -208,10 +200,7 @@ class WindowsMachine:
     def boot(self, up_to_stage: int = LAST_STAGE) -> BootRecord:
         """Power on: the SCM snapshots the machine environment and starts the automatic services
         of the first stages (``start_stage`` starts the later ones, as the running node's clock says)."""
-        now = self.now()
-        if self.boots and now <= self.boots[-1].booted_at:
-            now = self.boots[-1].booted_at + dt.timedelta(microseconds=1)
-        record = BootRecord(uuid.uuid4().hex, len(self.boots) + 1, now)
+        record = BootRecord.after(self.boots, self.now())
         self.boots.append(record)
         self.scm_environment = self.system_environment().as_dict()
         self._emit("boot", boot=record)

@@ -11,7 +11,6 @@ import asyncio
 import collections
 import contextlib
 import datetime as dt
-import errno
 import json
 import logging
 import os
@@ -24,17 +23,17 @@ import asyncssh
 
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.boots import BootRecord
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.nodeaccess import NodeAccess
+from proxyfleet.simulators.nodeaccess import NodeAccess, listen_until_bound
 from proxyfleet.simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
-from proxyfleet.simulators.windows.machine import LAST_STAGE, BootRecord, MachineSettings, WindowsMachine, utc_now
+from proxyfleet.simulators.windows.machine import LAST_STAGE, MachineSettings, WindowsMachine, utc_now
 from proxyfleet.simulators.windows.powershell.commands import CommandTable, default_commands
 from proxyfleet.simulators.windows.session import Session
 from proxyfleet.simulators.windows.shell import run_exec, run_interactive
 from proxyfleet.simulators.windows.sshserver import NodeSFTPServer, NodeSSHServer
 
 log = logging.getLogger(__name__)
-SSHD_RECOVERY_SECONDS = 0.5  # how soon a failed sshd is started again after a boot
 COMMAND_LINES_KEPT = 200
 
 
@@ -261,20 +260,8 @@ class WindowsNode:
                               for stage in range(1, LAST_STAGE + 1)]
 
     async def _listen_again(self) -> None:
-        """sshd starting again after it stopped (a boot, a new host key, the end of an outage).
-        While its port is taken (by an outgoing connection of the machine's own, when the port is
-        in the ephemeral range) it fails and is started again, as Windows' service recovery does,
-        instead of leaving the machine up and unreachable."""
-        while True:
-            try:
-                await self._listen()
-                return
-            except OSError as exc:
-                if exc.errno != errno.EADDRINUSE:
-                    raise
-                log.warning("%s: sshd cannot listen on %s:%s (%s); starting it again in %.1f s",
-                            self.name, self.address, self.port, exc.strerror, SSHD_RECOVERY_SECONDS)
-                await asyncio.sleep(SSHD_RECOVERY_SECONDS)
+        """sshd starting again after it stopped (a boot, a new host key, the end of an outage)."""
+        await listen_until_bound(self._listen, self.config)
 
     def _cancel_stages(self) -> None:
         for timer in self._stage_timers:

@@ -3,39 +3,27 @@ configured user, PowerShell for exec and shell requests, SFTP over the ``C:`` dr
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncssh
 
-from proxyfleet.simulators.nodeaccess import PublicKeyOnlyServer
+from proxyfleet.simulators import nodeaccess
 from proxyfleet.simulators.windows.filesystem import DriveNotFound, WindowsFilesystem, WindowsPathError, normalize
 
 if TYPE_CHECKING:
     from proxyfleet.simulators.windows.node import WindowsNode
 
 
-class NodeSSHServer(PublicKeyOnlyServer):
+class NodeSSHServer(nodeaccess.NodeSSHServer):
     """Deny by default: only the configured user with an authorized key gets in."""
 
     def __init__(self, node: WindowsNode) -> None:
+        super().__init__(node)
         self.node = node
-        self.connection: asyncssh.SSHServerConnection | None = None
 
-    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
-        self.connection = conn
-        if not self.node.serving:
-            # Accepted by a listener that has closed since (asyncio hands a connection to its
-            # protocol one loop turn after accepting it): the machine is going down, so is this.
-            asyncio.get_running_loop().call_soon(conn.abort)
-            return
-        self.node.connections.add(conn)
+    def admitted(self, conn: asyncssh.SSHServerConnection) -> None:
         self.node.ssh_connections += 1
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.connection is not None:
-            self.node.connections.discard(self.connection)
 
     def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
         # Windows user names are case-insensitive.

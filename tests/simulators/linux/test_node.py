@@ -17,6 +17,7 @@ import pytest
 from proxyfleet.simulators.linux.node import NO_SHELL, LinuxNode, LinuxNodeConfig
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import RHCOS_NODE
+from tests.support import wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
 pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
@@ -85,3 +86,62 @@ async def test_openssh_runs_a_reconcile_on_the_node(node: LinuxNode, tmp_path: P
         input="HTTPS_PROXY=http://proxy.corp.internal:3128\n", capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "HTTPS_PROXY=http://proxy.corp.internal:3128\n"), done.stderr
     assert node.model.systemd.running["kubelet.service"].environment["HTTPS_PROXY"] == "http://proxy.corp.internal:3128"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a killed process its new parent has not reaped yet does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "State:\tZ" not in status
+
+
+async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_read_afresh(node: LinuxNode) -> None:
+    async with connect(node) as conn:
+        old_id = (await conn.run("cat /proc/sys/kernel/random/boot_id", check=True)).stdout
+        # a background job outlives its session, as after a real nohup (the session ends at once)
+        started = await conn.run("nohup sleep 300 >/dev/null 2>&1 </dev/null & echo $!", check=True)
+        background = int(started.stdout)
+        assert alive(background)
+        # a drop-in written and never reloaded: a reboot reads every unit afresh
+        await conn.run("sudo mkdir -p /etc/systemd/system/kubelet.service.d && printf '[Service]\\n"
+                       "Environment=HTTPS_PROXY=http://proxy.corp.internal:3128\\n' | "
+                       "sudo tee /etc/systemd/system/kubelet.service.d/10-mco-default-env.conf >/dev/null", check=True)
+        waiting = await conn.create_process("sleep 300")  # a session still open when the node goes down
+        asked = await conn.run("sudo systemctl reboot", check=False)
+        assert (asked.exit_status, asked.stdout, asked.stderr) == (0, "", "")
+        await waiting.wait_closed()  # cut, with no exit status: the node went down under it
+        assert waiting.exit_status is None
+    await wait_until(lambda: not node.rebooting, what="the reboot")
+    assert [b.number for b in node.boots] == [1, 2] and node.boots[0].shutdown_at is not None
+    assert not alive(background)
+    async with connect(node) as conn:
+        seen = await conn.run("cat /proc/sys/kernel/random/boot_id; systemctl show -p NeedDaemonReload --value kubelet; "
+                              "tr '\\0' '\\n' < /proc/$(systemctl show -p MainPID --value kubelet)/environ | grep PROXY",
+                              check=True)
+    new_id, reload_needed, proxy = seen.stdout.splitlines()
+    assert new_id != old_id.strip() and new_id.replace("-", "") == node.boots[-1].boot_id
+    assert (reload_needed, proxy) == ("no", "HTTPS_PROXY=http://proxy.corp.internal:3128")
+
+
+async def test_the_session_that_asked_for_a_reboot_sometimes_gets_no_exit_status(node: LinuxNode) -> None:
+    node.config.lost_exit_status_rate = 1.0
+    async with connect(node) as conn:
+        asked = await conn.run("sudo reboot", check=False)
+    assert asked.exit_status is None  # the channel closed without an exit-status message
+    assert node.lost_exit_statuses == 1
+    await wait_until(lambda: len(node.boots) == 2 and node.is_listening, what="the reboot")
+
+
+async def test_only_an_immediate_reboot_is_modelled_and_a_refusal_says_so(node: LinuxNode) -> None:
+    async with connect(node) as conn:
+        for command, said in [
+            ("sudo shutdown -r +5", "proxyfleet's simulated shutdown does not model '-r +5'"),
+            ("sudo reboot -f", "proxyfleet's simulated reboot does not model '-f'"),
+            ("sudo halt", "proxyfleet's simulated node does not model halting or powering off"),
+            ("sudo systemctl poweroff", "proxyfleet's simulated systemctl does not model 'poweroff'"),
+        ]:
+            refused = await conn.run(command, check=False)
+            assert (refused.exit_status, refused.stderr[:len(said)]) == (1, said), command
+    assert not node.rebooting and len(node.boots) == 1

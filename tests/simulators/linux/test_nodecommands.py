@@ -6,6 +6,7 @@ import itertools
 from pathlib import Path
 
 import certifi
+import pytest
 import trustme
 
 from proxyfleet.core.certificates import certificates_in_bundle
@@ -58,3 +59,35 @@ def test_update_ca_trust_is_rhcos_only_and_serves_only_extract(tmp_path: Path) -
     debian = model(tmp_path / "debian", DEBIAN_NODE)
     assert run_command(debian, "update-ca-trust", []).code == 127
     assert run_command(debian, "crictl", ["pull", "x"]).stderr == "sh: 1: crictl: not found\n"
+
+
+def test_every_immediate_reboot_spelling_asks_the_node_once_and_returns_zero(tmp_path: Path) -> None:
+    node = model(tmp_path / "node")
+    asked: list[str] = []
+    node.power = lambda: asked.append("reboot")
+    for name, args in [("systemctl", ["reboot"]), ("systemctl", ["--no-block", "reboot"]), ("reboot", []),
+                       ("shutdown", ["-r", "now"]), ("shutdown", ["--reboot", "+0"])]:
+        done = run_command(node, name, args)
+        assert (done.code, done.stdout, done.stderr) == (0, "", ""), (name, args)
+    assert asked == ["reboot"] * 5
+
+
+def test_a_reboot_is_refused_where_it_is_not_modelled_never_ignored(tmp_path: Path) -> None:
+    node = model(tmp_path / "node")
+    refused = run_command(node, "systemctl", ["reboot"])  # no power cycle: a tree without its server
+    assert refused.code == 1 and "this node has no power cycle" in refused.stderr
+    node.power = lambda: pytest.fail("asked to reboot")
+    for name, args, said in [
+        ("shutdown", ["-r"], "does not model '-r'"),  # a minute from now: scheduled, not modelled
+        ("shutdown", ["-c"], "does not model '-c'"),
+        ("reboot", ["--force"], "does not model '--force'"),
+        ("poweroff", [], "does not model halting or powering off"),
+        ("systemctl", ["reboot", "firmware"], "does not model a reboot argument"),
+        ("systemctl", ["halt"], "does not model 'halt'"),
+    ]:
+        done = run_command(node, name, args)
+        assert done.code == 1 and said in done.stderr, (name, args, done.stderr)
+
+
+def test_systemctls_other_names_are_links_not_commands_of_their_own() -> None:
+    assert "reboot" not in commands_for(RHCOS_NODE) and "systemctl" in commands_for(DEBIAN_NODE)
