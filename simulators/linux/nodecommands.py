@@ -3,7 +3,8 @@ systemd's or the trust store's, not a file's — answered as the real programs a
 
 ``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload``,
 ``is-active`` and ``show -p PROPERTY [--value]`` (``SHOWN_PROPERTIES``), with ``-q``/``--quiet``
-and ``--no-block`` (a job here ends before the call returns, so ``--no-block`` changes nothing); a
+and ``--no-block``, read as its getopt reads them (``-qp MainPID``, ``--property=``, ``--``; its
+errors in getopt's words) (a job here ends before the call returns, so ``--no-block`` changes nothing); a
 unit named without a suffix is a ``.service``, as systemctl reads it. Its errors are its own
 ("Unknown command verb frob.", "Too few arguments.", "Failed to restart x.service: Unit
 x.service not found."). A real verb this model does not serve (``status``, ``enable``, ``cat``, …),
@@ -74,31 +75,72 @@ def unit_name(text: str) -> str:
     return text if text.endswith(UNIT_SUFFIXES) else f"{text}.service"
 
 
+@dataclass
+class SystemctlOptions:
+    """The options of one ``systemctl`` call that this model serves, and its other words."""
+
+    quiet: bool = False
+    value_only: bool = False
+    properties: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+
+
+class OptionError(ValueError):
+    """systemctl's own complaint about its options (getopt's wording)."""
+
+
+def systemctl_options(args: list[str]) -> SystemctlOptions:
+    """Read ``args`` as systemctl's getopt_long does: short options bundled (``-qp MainPID``,
+    ``-pMainPID``), a long option's value after ``=`` or as the next word, options anywhere
+    among the words, and ``--`` ending them."""
+    options = SystemctlOptions()
+    queue = list(args)
+    while queue:
+        arg = queue.pop(0)
+        if arg == "--":
+            options.words += queue
+            break
+        if arg.startswith("--"):
+            name, has_value, value = arg[2:].partition("=")
+            if name in ("quiet", "no-block", "value") and not has_value:
+                options.quiet |= name == "quiet"
+                options.value_only |= name == "value"
+            elif name == "property":
+                if not has_value:
+                    if not queue:
+                        raise OptionError("systemctl: option '--property' requires an argument")
+                    value = queue.pop(0)
+                options.properties += value.split(",")
+            elif name in ("quiet", "no-block", "value"):
+                raise OptionError(f"systemctl: option '--{name}' doesn't allow an argument")
+            else:
+                raise OptionError(f"systemctl: unrecognized option '{arg}'")
+        elif arg.startswith("-") and arg != "-":
+            for index, letter in enumerate(arg[1:], start=1):
+                if letter == "q":
+                    options.quiet = True
+                elif letter == "p":
+                    value = arg[index + 1:]
+                    if not value:
+                        if not queue:
+                            raise OptionError("systemctl: option requires an argument -- 'p'")
+                        value = queue.pop(0)
+                    options.properties += value.split(",")
+                    break
+                else:
+                    raise OptionError(f"systemctl: invalid option -- '{letter}'")
+        else:
+            options.words.append(arg)
+    return options
+
+
 def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     """``systemctl ARGS`` on the node."""
-    quiet = value_only = False
-    words: list[str] = []
-    properties: list[str] = []
-    pending_property = False
-    for arg in args:
-        if pending_property:
-            properties += arg.split(",")
-            pending_property = False
-        elif arg in ("-q", "--quiet"):
-            quiet = True
-        elif arg == "--no-block":
-            continue
-        elif arg == "--value":
-            value_only = True
-        elif arg in ("-p", "--property"):
-            pending_property = True
-        elif arg.startswith(("--property=", "-p")) and arg not in ("-p", "--property"):
-            properties += arg.split("=", 1)[1].split(",") if arg.startswith("--") else arg[2:].split(",")
-        elif arg.startswith("-") and arg != "-":
-            return Outcome(1, stderr=f"systemctl: unrecognized option '{arg}'\n" if arg.startswith("--")
-                           else f"systemctl: invalid option -- '{arg[1:2]}'\n")
-        else:
-            words.append(arg)
+    try:
+        options = systemctl_options(args)
+    except OptionError as exc:
+        return Outcome(1, stderr=f"{exc}\n")
+    quiet, value_only, properties, words = options.quiet, options.value_only, options.properties, options.words
     if not words:
         return Outcome(1, stderr="Too few arguments.\n")  # 252 lists units here; not modelled: say so
     verb, units = words[0], [unit_name(w) for w in words[1:]]

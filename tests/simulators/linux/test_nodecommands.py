@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
 from pathlib import Path
 
 import certifi
@@ -91,3 +93,38 @@ def test_a_reboot_is_refused_where_it_is_not_modelled_never_ignored(tmp_path: Pa
 
 def test_systemctls_other_names_are_links_not_commands_of_their_own() -> None:
     assert "reboot" not in commands_for(RHCOS_NODE) and "systemctl" in commands_for(DEBIAN_NODE)
+
+
+OPTION_ERRORS = [
+    (["show", "-p"], "systemctl: option requires an argument -- 'p'"),
+    (["-x", "is-active", "kubelet"], "systemctl: invalid option -- 'x'"),
+    (["-qz", "is-active", "kubelet"], "systemctl: invalid option -- 'z'"),
+    (["--frob"], "systemctl: unrecognized option '--frob'"),
+    (["--quiet=1", "is-active", "kubelet"], "systemctl: option '--quiet' doesn't allow an argument"),
+    (["show", "--property"], "systemctl: option '--property' requires an argument"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), OPTION_ERRORS)
+def test_option_errors_are_getopts_own(tmp_path: Path, args: list[str], said: str) -> None:
+    done = run_command(model(tmp_path / "node"), "systemctl", args)
+    assert (done.code, done.stdout, done.stderr) == (1, "", said + "\n")
+
+
+@pytest.mark.skipif(shutil.which("systemctl") is None, reason="the oracle is Debian's systemctl (systemd)")
+@pytest.mark.parametrize(("args", "said"), OPTION_ERRORS)
+def test_the_option_errors_are_what_the_real_systemctl_says(args: list[str], said: str) -> None:
+    # options are read before systemctl talks to any manager: safe to ask the host's own
+    real = subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False)
+    assert (real.returncode, real.stderr) == (1, said + "\n")
+
+
+def test_short_options_bundle_and_options_go_anywhere(tmp_path: Path) -> None:
+    node = model(tmp_path / "node")
+    pid = str(node.systemd.running["kubelet.service"].pid)
+    for args in (["show", "-pMainPID", "--value", "kubelet"], ["--value", "show", "kubelet", "-p", "MainPID"],
+                 ["show", "--property=MainPID", "--value", "--", "kubelet"]):
+        done = run_command(node, "systemctl", args)
+        assert (done.code, done.stdout) == (0, pid + "\n"), args
+    quiet = run_command(node, "systemctl", ["-qp", "MainPID", "is-active", "crio"])
+    assert (quiet.code, quiet.stdout) == (0, "")
