@@ -3,9 +3,9 @@ systemd's or the trust store's, not a file's — answered as the real programs a
 
 ``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload``,
 ``is-active`` and ``show -p PROPERTY [--value]`` (``SHOWN_PROPERTIES``), with ``-q``/``--quiet``
-and ``--no-block``, read as its getopt reads them (``-qp MainPID``, ``--property=``, ``--``; its
-errors in getopt's words) (a job here ends before the call returns, so ``--no-block`` changes nothing); a
-unit named without a suffix is a ``.service``, as systemctl reads it. Its errors are its own
+and ``--no-block`` (a job here ends before the call returns, so ``--no-block`` changes nothing),
+read as its getopt reads them (``-qp MainPID``, ``--property=``, ``--``; its errors in getopt's
+words); a unit named without a suffix is a ``.service``, as systemctl reads it. Its errors are its own
 ("Unknown command verb frob.", "Too few arguments.", "Failed to restart x.service: Unit
 x.service not found."). A real verb this model does not serve (``status``, ``enable``, ``cat``, …),
 or a property it does not keep, is refused saying so, never answered with a guess.
