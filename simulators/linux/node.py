@@ -143,6 +143,8 @@ class LinuxNode:
             server_factory=lambda: _Server(self), server_host_keys=[self.config.host_key],
             process_factory=self._handle_process, encoding=None, allow_scp=False,
             login_timeout=30, keepalive_interval=0)
+        # a port the system chose (0 asked) is the node's from now on: sshd comes back on it
+        self.config.port = int(self._acceptor.sockets[0].getsockname()[1])
 
     @property
     def is_listening(self) -> bool:
@@ -211,9 +213,9 @@ class LinuxNode:
 
     @property
     def port(self) -> int:
-        """The port it listens on (the one asked for, or the one the system chose for 0)."""
-        assert self._acceptor is not None
-        return int(self._acceptor.sockets[0].getsockname()[1])
+        """The port it listens on (the one asked for, or the one the system chose for 0 at its
+        first start), down or up."""
+        return self.config.port
 
     async def stop(self) -> None:
         """Power off: stop listening, end every command still running (idempotent)."""

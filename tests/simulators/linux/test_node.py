@@ -98,6 +98,7 @@ def alive(pid: int) -> bool:
 
 
 async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_read_afresh(node: LinuxNode) -> None:
+    port = node.port
     async with connect(node) as conn:
         old_id = (await conn.run("cat /proc/sys/kernel/random/boot_id", check=True)).stdout
         # a background job outlives its session, as after a real nohup (the session ends at once)
@@ -116,6 +117,7 @@ async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_r
     await wait_until(lambda: not node.rebooting, what="the reboot")
     assert [b.number for b in node.boots] == [1, 2] and node.boots[0].shutdown_at is not None
     assert not alive(background)
+    assert node.port == port  # sshd is back where it was
     async with connect(node) as conn:
         seen = await conn.run("cat /proc/sys/kernel/random/boot_id; systemctl show -p NeedDaemonReload --value kubelet; "
                               "tr '\\0' '\\n' < /proc/$(systemctl show -p MainPID --value kubelet)/environ | grep PROXY",
