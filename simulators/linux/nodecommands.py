@@ -102,7 +102,9 @@ def systemctl_options(args: list[str]) -> SystemctlOptions:
             break
         if arg.startswith("--"):
             name, has_value, value = arg[2:].partition("=")
-            if name in ("quiet", "no-block", "value") and not has_value:
+            if name in ("quiet", "no-block", "value"):
+                if has_value:
+                    raise OptionError(f"systemctl: option '--{name}' doesn't allow an argument")
                 options.quiet |= name == "quiet"
                 options.value_only |= name == "value"
             elif name == "property":
@@ -111,8 +113,6 @@ def systemctl_options(args: list[str]) -> SystemctlOptions:
                         raise OptionError("systemctl: option '--property' requires an argument")
                     value = queue.pop(0)
                 options.properties += value.split(",")
-            elif name in ("quiet", "no-block", "value"):
-                raise OptionError(f"systemctl: option '--{name}' doesn't allow an argument")
             else:
                 raise OptionError(f"systemctl: unrecognized option '{arg}'")
         elif arg.startswith("-") and arg != "-":
