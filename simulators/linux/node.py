@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
-import random
 import time
 import uuid
 from collections.abc import Callable
@@ -35,7 +33,7 @@ from dataclasses import dataclass
 import asyncssh
 
 from proxyfleet.core.cancelling import stop_task, wait_until
-from proxyfleet.simulators.boots import BootRecord
+from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
 from proxyfleet.simulators.linux.nodemounts import NodeMounts
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
@@ -50,11 +48,6 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 # end (one that goes on running after asking is killed then); a deadline from the real default,
 # reached only by a command that keeps running, never by a slow machine.
 STOP_TIMEOUT = 90.0
-
-
-def utc_now() -> dt.datetime:
-    """The lab's wall clock for boot records."""
-    return dt.datetime.now(dt.UTC)
 
 
 @dataclass
@@ -100,9 +93,7 @@ class LinuxNode:
         # False from the moment sshd stops: a connection the old listener accepted but had not yet
         # handed over is cut as it arrives (``_Server``).
         self.serving = False
-        self.lost_exit_statuses = 0  # sessions that ended without one (lab evidence)
-        self._exit_status_dice = random.Random(f"{config.seed}:{config.name}")
-        self._exit_status_lost = False  # decided when a reboot is asked for
+        self.exit_statuses = ExitStatusLoss(config.seed, config.name)  # decided when a reboot is asked for
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._running: set[NodeCommand] = set()
         self._sessions_ended: dict[NodeCommand, asyncio.Event] = {}  # set once its exit is sent
@@ -152,6 +143,11 @@ class LinuxNode:
         return self._acceptor is not None
 
     @property
+    def lost_exit_statuses(self) -> int:
+        """Sessions that ended without their exit status (lab evidence)."""
+        return self.exit_statuses.count
+
+    @property
     def rebooting(self) -> bool:
         """Whether a reboot was asked for and has not finished (down, or about to go)."""
         return self._reboot is not None and not self._reboot.done()
@@ -168,7 +164,7 @@ class LinuxNode:
         request while one runs is the same reboot."""
         if self.rebooting:
             return
-        self._exit_status_lost = self._exit_status_dice.random() < self.config.lost_exit_status_rate
+        self.exit_statuses.decide(self.config.lost_exit_status_rate)
         self._reboot = asyncio.get_running_loop().create_task(self._reboot_cycle(asking),
                                                               name=f"reboot {self.config.name}")
         self._reboot.add_done_callback(self._reboot_ended)
@@ -180,7 +176,7 @@ class LinuxNode:
     async def _reboot_cycle(self, asking: NodeCommand | None) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: systemd stopping the units
         ended = self._sessions_ended.get(asking) if asking is not None else None
-        if ended is not None and not self._exit_status_lost:
+        if ended is not None and not self.exit_statuses.lost:
             # whether the asker hears its exit status is the lab's choice (lost_exit_status_rate),
             # never how fast this machine ran the rest of its command
             await wait_until(ended, STOP_TIMEOUT)
@@ -238,11 +234,10 @@ class LinuxNode:
             await asyncio.gather(_forward(running.process.stdout, process.stdout),
                                  _forward(running.process.stderr, process.stderr))
             code = await running.finished()
-            if self.rebooting and self._exit_status_lost:
-                self.lost_exit_statuses += 1
-                process.close()  # the channel ends with no exit-status message
-            else:
+            if self.exit_statuses.keeps(self.rebooting):
                 process.exit(code)  # as sshd: the command's end ends the channel, whatever stdin still had
+            else:
+                process.close()  # the channel ends with no exit-status message
         except (asyncssh.ConnectionLost, asyncssh.BreakReceived, BrokenPipeError, ConnectionResetError):
             pass
         except Exception:  # keep serving other sessions whatever one session does

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proxyfleet.simulators.boots import BootRecord
+from proxyfleet.simulators.boots import BootRecord, utc_now
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.windows.certstores import CertStores
 from proxyfleet.simulators.windows.environment import EnvironmentBlock, expand_references
@@ -131,10 +131,6 @@ class MachineSettings:
     # OpenSSH's DefaultShell: "cmd" (Windows' own default: the value is absent) or "powershell".
     default_shell: str = "cmd"
     os_caption: str = "Microsoft Windows Server 2022 Datacenter"
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
 
 
 MachineListener = Callable[[str, dict[str, Any]], None]

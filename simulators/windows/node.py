@@ -14,7 +14,6 @@ import datetime as dt
 import json
 import logging
 import os
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,11 +22,11 @@ import asyncssh
 
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
-from proxyfleet.simulators.boots import BootRecord
+from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
 from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.nodeaccess import NodeAccess, listen_until_bound
 from proxyfleet.simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
-from proxyfleet.simulators.windows.machine import LAST_STAGE, MachineSettings, WindowsMachine, utc_now
+from proxyfleet.simulators.windows.machine import LAST_STAGE, MachineSettings, WindowsMachine
 from proxyfleet.simulators.windows.powershell.commands import CommandTable, default_commands
 from proxyfleet.simulators.windows.session import Session
 from proxyfleet.simulators.windows.shell import run_exec, run_interactive
@@ -104,9 +103,7 @@ class WindowsNode:
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
         self._stage_timers: list[asyncio.TimerHandle] = []
-        self._exit_status_lost = False  # decided when a restart is requested
-        self.lost_exit_statuses = 0  # exec sessions that ended without one (lab evidence)
-        self._exit_status_dice = random.Random(f"{config.seed}:{config.name}")
+        self.exit_statuses = ExitStatusLoss(config.seed, config.name)  # decided when a restart is requested
         self._sessions = 0
         # What a reconciler costs this node: SSH connections accepted and exec requests served.
         self.ssh_connections = 0
@@ -228,7 +225,7 @@ class WindowsNode:
     def request_reboot(self) -> None:
         if self._reboot is not None and not self._reboot.done():
             return
-        self._exit_status_lost = self.loses_exit_status()
+        self.exit_statuses.decide(self.config.lost_exit_status_rate)
         self._reboot = asyncio.get_running_loop().create_task(
             self._reboot_cycle(self.machine.now()), name=f"reboot {self.name}")
         self._reboot.add_done_callback(self._reboot_ended)
@@ -236,10 +233,6 @@ class WindowsNode:
     def _reboot_ended(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
             log.error("%s: the reboot failed, the machine is left without sshd: %r", self.name, task.exception())
-
-    def loses_exit_status(self) -> bool:
-        """Whether this Restart-Computer's session is cut before its exit status is sent."""
-        return self._exit_status_dice.random() < self.config.lost_exit_status_rate
 
     async def _reboot_cycle(self, requested_at: dt.datetime) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
@@ -288,11 +281,12 @@ class WindowsNode:
         await self._listen_again()
 
     def _keeps_exit_status(self) -> bool:
-        restarting = self._reboot is not None and not self._reboot.done()
-        if restarting and self._exit_status_lost:
-            self.lost_exit_statuses += 1
-            return False
-        return True
+        return self.exit_statuses.keeps(self._reboot is not None and not self._reboot.done())
+
+    @property
+    def lost_exit_statuses(self) -> int:
+        """Exec sessions that ended without their exit status (lab evidence)."""
+        return self.exit_statuses.count
 
     def active_sessions(self) -> int:
         return self._sessions
