@@ -17,7 +17,7 @@ generator seeded from ``seed`` and the node's name), as over real SSH.
 
 Not modelled yet (said, never guessed): interactive shells (a shell request without a command is
 refused), SFTP, a node that stays off (``halt``, ``poweroff``), boot stages (sshd and the services
-come back together), the node's kubelet on the control plane, egress.
+come back together), the node's kubelet on the control plane. Its egress is ``nodeegress``'s.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from proxyfleet.simulators.linux.nodemounts import NodeMounts
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
 from proxyfleet.simulators.linux.nodeshell import ASKING, NodeCommand, install_commands, start_on_node, sync_proc
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
+from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.nodeaccess import NodeAccess, NodeSSHServer, listen_until_bound
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class LinuxNodeConfig(NodeAccess):
     # How often the session that asked for a reboot is cut before its exit status reaches the client.
     lost_exit_status_rate: float = 0.0
     seed: int = 0
+    network: LabNetwork | None = None  # where the node's egress resolves names
 
 
 class _Server(NodeSSHServer):
@@ -84,7 +86,8 @@ class LinuxNode:
         self.config = config
         self.root = config.state_dir / "root"
         self.model = LinuxNodeModel(self.root, config.flavour, ServiceManager(self.root, hostname=config.name),
-                                    config.clock, power=self._power_asked)
+                                    config.clock, power=self._power_asked, network=config.network,
+                                    address=config.address)
         self.mounts = NodeMounts(self.root)
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
         self.commands_run = 0

@@ -31,9 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.linux.noderoot import Flavour
 from proxyfleet.simulators.linux.servicemanager import Outcome, ServiceManager
 from proxyfleet.simulators.linux.truststores import RHCOS, rhcos_extract
+from proxyfleet.simulators.network import LabNetwork
 
 UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", ".slice", ".scope", ".device",
                  ".swap", ".automount")
@@ -56,7 +58,8 @@ OTHER_VERBS = frozenset({
 
 @dataclass
 class LinuxNodeModel:
-    """What a node's commands act on: its tree, its flavour, its systemd, its clock."""
+    """What a node's commands act on: its tree, its flavour, its systemd, its clock, and where
+    its traffic goes (its address, the lab's network, its egress log, the images it pulled)."""
 
     root: Path
     flavour: Flavour
@@ -68,6 +71,10 @@ class LinuxNodeModel:
     # Held by whatever changes the model from a worker thread (a command's answer, a boot): the
     # node's commands take turns already (the shims' flock), but a boot must not meet a straggler.
     lock: threading.Lock = field(default_factory=threading.Lock)
+    network: LabNetwork | None = None  # None: no name resolves (a node outside a lab)
+    address: str = "127.0.0.1"  # where its connections leave from
+    egress: EgressLog = field(default_factory=EgressLog)
+    images: dict[str, str] = field(default_factory=dict)  # the runtime's: reference -> image id
 
 
 def unit_name(text: str) -> str:

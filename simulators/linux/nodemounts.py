@@ -26,8 +26,9 @@ from ``sh -c``: a command's errors say ``eval:`` after the line number.
 
 Nothing the shell does reaches the host's files, nor any network: it runs in a network namespace of
 its own with no interface up, so a program on the node that tries a connection of its own (a real
-``curl``) fails to connect — the lab's rule that nothing leaves for a real destination. (The
-node's egress through the lab's network is a node-aware command's job, not yet modelled.)
+``curl``) fails to connect — the lab's rule that nothing leaves for a real destination. The node's
+``curl`` and ``crictl`` are node-aware commands whose traffic the lab sends through its own network
+(``nodeegress``).
 
 The host must allow mount and network namespaces and overlayfs (root, or a user namespace on
 Linux ≥ 5.11 — not done here yet: the lab runs its Linux nodes as root, as CI does). Not

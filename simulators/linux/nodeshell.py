@@ -1,5 +1,6 @@
 """One command on a simulated Linux node: a real ``/bin/sh`` on the node's tree (``nodemounts``),
-with the node-aware commands (``nodecommands``) answered by the lab's model of the node.
+with the node-aware commands answered by the lab's model of the node (``nodecommands``, in a worker
+thread) and its network clients by the lab's network (``nodeegress``, on the event loop).
 
 Each node-aware command is a small POSIX ``sh`` script in the node's ``/usr/bin`` (its tree's, so
 it takes the place of the host's ``systemctl`` for the node only). It sends its arguments down
@@ -26,6 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from proxyfleet.simulators.linux.nodecommands import SYSTEMCTL_ALIASES, LinuxNodeModel, commands_for, run_command
+from proxyfleet.simulators.linux.nodeegress import EGRESS_COMMANDS, CallerGone
 from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts, command_file, handed_over
 from proxyfleet.simulators.linux.servicemanager import Outcome
 
@@ -90,7 +92,7 @@ def install_commands(model: LinuxNodeModel) -> None:
     replies = model.root / REPLIES.lstrip("/")
     replies.mkdir(parents=True, exist_ok=True)
     replies.chmod(0o700)
-    scripts = {name: shim_text(name) for name in commands_for(model.flavour)}
+    scripts = {name: shim_text(name) for name in (*commands_for(model.flavour), *EGRESS_COMMANDS)}
     for name, text in {**scripts, "sudo": SUDO}.items():
         path = model.root / "usr/bin" / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -143,10 +145,32 @@ def _answer(model: LinuxNodeModel, pid: int, name: str, args: list[str]) -> int:
             sync_proc(model)
     except Exception:  # the command gets an answer whatever the model did: never a hang
         log.exception("%s on the node at %s failed", name, model.root)
-        outcome = Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
+        outcome = _internal_error(name)
+    _leave_replies(model, pid, outcome)
+    return outcome.code
+
+
+def _internal_error(name: str) -> Outcome:
+    return Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
+
+
+def _leave_replies(model: LinuxNodeModel, pid: int, outcome: Outcome) -> None:
+    """Put a command's output where its shim reads it (blocking)."""
     replies = model.root / REPLIES.lstrip("/")
-    (replies / f"out.{pid}").write_text(outcome.stdout)
-    (replies / f"err.{pid}").write_text(outcome.stderr)
+    (replies / f"out.{pid}").write_text(outcome.stdout, errors="surrogateescape")
+    (replies / f"err.{pid}").write_text(outcome.stderr, errors="surrogateescape")
+
+
+async def _answer_egress(model: LinuxNodeModel, pid: int, name: str, args: list[str], session: int) -> int:
+    """Run one of the node's network clients on the loop (its traffic is the loop's); its exit status."""
+    try:
+        outcome = await EGRESS_COMMANDS[name](model, args, pid, session)
+    except CallerGone as exc:
+        outcome = Outcome(126, stderr=f"{name}: proxyfleet's simulated node cannot serve this call: {exc}\n")
+    except Exception:  # an answer whatever happened: never a hang
+        log.exception("%s on the node at %s failed", name, model.root)
+        outcome = _internal_error(name)
+    await asyncio.to_thread(_leave_replies, model, pid, outcome)
     return outcome.code
 
 
@@ -165,7 +189,10 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket, command: NodeCom
             return  # every process of the session has ended (or closed fd 9)
         buffer += data
         for pid, name, args in parse_requests(buffer):
-            code = await asyncio.to_thread(_answer, model, pid, name, args)
+            if name in EGRESS_COMMANDS:
+                code = await _answer_egress(model, pid, name, args, command.process.pid)
+            else:
+                code = await asyncio.to_thread(_answer, model, pid, name, args)
             await loop.sock_sendall(channel, f"{code}\n".encode())
 
 

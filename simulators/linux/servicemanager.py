@@ -10,6 +10,10 @@ The traps it reproduces (systemd.unit(5), systemctl(1), systemd 252):
 - An ``EnvironmentFile=`` is read when the service starts: changing ``/etc/mco/proxy.env`` needs a
   restart, not a reload.
 - A started process keeps the environment it started with: ``/proc/PID/environ`` tells.
+- It keeps the CAs it loaded too: every modelled service (the kubelet, CRI-O, containerd) is a Go
+  program, and Go reads the system bundle once per process (``truststores.go_roots``; read at the
+  start here, where Go reads it at the first TLS handshake), so a CA extracted after a service
+  started reaches it only when it restarts.
 - A missing environment file that is not optional (``-``) fails the start: "Job for … failed
   because of unavailable resources or another system error."
 
@@ -35,6 +39,7 @@ from proxyfleet.simulators.linux.execenvironment import (
     service_environment,
 )
 from proxyfleet.simulators.linux.specifiers import SpecifierContext
+from proxyfleet.simulators.linux.truststores import BundleTrust, go_roots
 from proxyfleet.simulators.linux.unitfiles import parse_unit_file
 from proxyfleet.simulators.linux.unitpaths import UnitSources, unit_sources
 
@@ -73,6 +78,7 @@ class ServiceProcess:
     pid: int
     environment: dict[str, str]
     started_at: float  # the node's clock
+    roots: BundleTrust | None = None  # the CAs it loaded (Go: once per process)
 
 
 @dataclass(frozen=True)
@@ -176,7 +182,7 @@ class ServiceManager:
             self.journal += [f"{unit}: {exc}", f"{unit}: Failed with result 'resources'."]
             return Outcome(1, stderr=warning + job_failed(unit) + "\n")
         self.journal += [f"{unit}: {line}" for line in file_warnings.lines]
-        self.running[unit] = ServiceProcess(next(self._pids), environment, now)
+        self.running[unit] = ServiceProcess(next(self._pids), environment, now, go_roots(self.root))
         return Outcome(0, stderr=warning)
 
     def boot(self, enabled: Iterable[str], now: float = 0.0, boot_id: str | None = None) -> dict[str, Outcome]:

@@ -19,11 +19,15 @@ bundle, Java keystore, e-mail and code-signing purposes) and distrust flags insi
 
 from __future__ import annotations
 
+import hashlib
 import ssl
+import weakref
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from proxyfleet.core.certificates import Certificate, CertificateFormatError, certificates_in_bundle
+from proxyfleet.simulators.egress.client import trust_context
 
 # crypto/x509/root_linux.go: "Possible certificate files; stop after finding one."
 GO_BUNDLE_FILES = (
@@ -101,3 +105,47 @@ def go_bundle(root: Path) -> str | None:
     """The bundle file a Go program on the node reads (the first of ``GO_BUNDLE_FILES`` there)."""
     return next((f for f in GO_BUNDLE_FILES if (root / f.lstrip("/")).exists()), None)
 
+
+
+class BundleTrust:
+    """The CAs a program trusts after reading one bundle file: what it read, as a TLS context.
+
+    One object per distinct content (``read_bundle``), shared by every node and process that read
+    the same bytes: a thousand nodes with the distribution's ~150 CAs hold one copy, not a thousand.
+    """
+
+    def __init__(self, path: str | None, data: bytes) -> None:
+        self.path = path  # the node path it came from (None: no bundle file existed)
+        self.digest = hashlib.sha256(data).hexdigest()
+        self.certificates = tuple(_certificates(data)) if data else ()
+
+    @cached_property
+    def context(self) -> ssl.SSLContext:
+        """An SSL context trusting exactly these CAs (none: every certificate unknown)."""
+        return trust_context([c.der for c in self.certificates])
+
+    def trusts(self, thumbprint: str) -> bool:
+        """Whether the CA with this thumbprint is among them."""
+        return any(c.thumbprint == thumbprint for c in self.certificates)
+
+
+_BUNDLES: weakref.WeakValueDictionary[tuple[str | None, str], BundleTrust] = weakref.WeakValueDictionary()
+
+
+def read_bundle(root: Path, path: str | None) -> BundleTrust:
+    """What a program on the node at ``root`` trusts after reading the bundle at node ``path``
+    now (a missing file, or ``None``, trusts nothing)."""
+    try:
+        data = (root / path.lstrip("/")).read_bytes() if path is not None else b""
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        data = b""
+    key = (path, hashlib.sha256(data).hexdigest())
+    found = _BUNDLES.get(key)
+    if found is None:
+        found = _BUNDLES[key] = BundleTrust(path, data)
+    return found
+
+
+def go_roots(root: Path) -> BundleTrust:
+    """The system roots a Go program (containerd, CRI-O, the kubelet) starting now loads."""
+    return read_bundle(root, go_bundle(root))

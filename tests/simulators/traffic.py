@@ -3,21 +3,52 @@ nodes; and what those tests do to a node (trust the MITM CA, give containerd a p
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import trustme
 
 from proxyfleet.simulators.fleet import Fleet
-from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.origins.catalog import (
-    Origins,
-)
-from proxyfleet.simulators.proxy.runner import ProxyServer
+from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork
+from proxyfleet.simulators.origins.catalog import Origins, start_origins
+from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import run_powershell
 
 PROXY_NAME = "proxy.corp.internal"
 CONTAINERD_KEY = r"HKLM:\SYSTEM\CurrentControlSet\Services\containerd"
+
+
+@dataclass
+class Egress:
+    """Where a node's traffic goes: the lab's network, the standard origins behind their firewall
+    and a real mitmdump, named ``PROXY_NAME`` in the table."""
+
+    network: LabNetwork
+    public_ca: trustme.CA
+    origins: Origins
+    proxy: ProxyServer
+
+
+@contextlib.asynccontextmanager
+async def egress_lab(state: Path) -> AsyncIterator[Egress]:
+    """Start the origins and the proxy (stopped on leaving)."""
+    network = LabNetwork()
+    public_ca = trustme.CA(organization_name="proxyfleet public roots")
+    listen, egress = network.allocate(PROXY_NETWORK), network.allocate(PROXY_NETWORK)
+    origins = await start_origins(network, public_ca, egress)
+    proxy = ProxyServer(ProxySettings(state / "proxy", network, public_ca.cert_pem.bytes(),
+                                      listen_address=listen, egress_address=egress))
+    try:
+        await proxy.start()
+        network.add(PROXY_NAME, proxy.port, proxy.endpoint, "proxy")
+        proxy.publish_table()
+        yield Egress(network, public_ca, origins, proxy)
+    finally:
+        await proxy.stop()
+        await origins.stop()
 
 
 @dataclass
