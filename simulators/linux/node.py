@@ -116,13 +116,16 @@ class LinuxNode:
                                     self.config.name)
         await asyncio.to_thread(self.mounts.prepare)
         await asyncio.to_thread(install_commands, self.model)
+        await asyncio.to_thread(self.mounts.mount)
+        # the lab reads and writes the node's files as its processes see them from now on
+        self.model.use_root(self.mounts.view)
         await asyncio.to_thread(self._boot)
         await self._listen()
 
     def _boot(self) -> None:
         """Power on: a boot record and its id, every unit read afresh, the enabled services started."""
         record = BootRecord.after(self.boots, utc_now())
-        boot_id = self.root / BOOT_ID.lstrip("/")
+        boot_id = self.model.root / BOOT_ID.lstrip("/")
         boot_id.parent.mkdir(parents=True, exist_ok=True)
         with self.model.lock:
             boot_id.write_text(f"{uuid.UUID(hex=record.boot_id)}\n")  # the kernel's spelling
@@ -222,6 +225,8 @@ class LinuxNode:
         await stop_task(reboot)
         await self._go_down()
         await asyncio.to_thread(self._power_off)
+        await asyncio.to_thread(self.mounts.unmount)
+        self.model.use_root(self.root)
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         if process.command is None:

@@ -77,6 +77,13 @@ class LinuxNodeModel:
     images: dict[str, str] = field(default_factory=dict)  # the runtime's: reference -> image id
 
 
+    def use_root(self, root: Path) -> None:
+        """Read and write the node's files at ``root`` from now on (the node's namespace's view
+        while it runs, its tree on the host's disk when it does not)."""
+        self.root = root
+        self.systemd.root = root
+
+
 def unit_name(text: str) -> str:
     """A unit as systemctl reads a name given on its command line (no suffix: a service)."""
     return text if text.endswith(UNIT_SUFFIXES) else f"{text}.service"

@@ -24,11 +24,18 @@ argv, while a reconciler's command may carry a proxy's password. What the comman
 (``sed 's/x/y/'``) does show in the host's ``ps``, as it would in the node's. The one difference
 from ``sh -c``: a command's errors say ``eval:`` after the line number.
 
-Nothing the shell does reaches the host's files, nor any network: it runs in a network namespace of
-its own with no interface up, so a program on the node that tries a connection of its own (a real
-``curl``) fails to connect — the lab's rule that nothing leaves for a real destination. The node's
-``curl`` and ``crictl`` are node-aware commands whose traffic the lab sends through its own network
-(``nodeegress``).
+The namespace is made once per node (``NodeMounts.mount``, when the node starts) and every command
+enters it (``nsenter``), so a command costs two program starts, not ten mounts. In it, the host's
+own file systems — all but the node's directories above — are read-only: nothing a node's command
+writes lands on the host (a write outside the node's tree fails "Read-only file system"). Nor does
+anything reach a network: the namespace has a network of its own with no interface up, so a program
+on the node that tries a connection of its own fails to connect — the lab's rule that nothing
+leaves for a real destination. The node's ``curl`` and ``crictl`` are node-aware commands whose
+traffic the lab sends through its own network (``nodeegress``).
+
+Not contained: the node's processes are root on the host, so the kernel's settings under ``/sys``,
+cgroups and signals to the host's processes are not fenced off — the lab runs a reconciler's
+commands, not hostile code.
 
 The host must allow mount and network namespaces and overlayfs (root, or a user namespace on
 Linux ≥ 5.11 — not done here yet: the lab runs its Linux nodes as root, as CI does). Not
@@ -39,14 +46,16 @@ modelled: the node's own binaries (the host's ``sh``, coreutils and ``sed`` serv
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+log = logging.getLogger(__name__)
 OVERLAID = ("/etc", "/usr")
 BOUND = ("/var", "/run", "/tmp", "/root")
 # Bound last (``mount`` itself reads /proc/self/mountinfo): the node's processes, as the lab keeps them.
@@ -61,6 +70,12 @@ OWNED = (
     "/usr/local/share/ca-certificates",
 )
 OPAQUE_XATTR = "trusted.overlay.opaque"
+# File systems that hold no files of the host's: left as they are in a node's namespace (sysfs and
+# the like are the kernel's settings, not files: see the module's "Not contained").
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "bpf", "tracefs", "debugfs", "securityfs",
+    "pstore", "fusectl", "configfs", "hugetlbfs", "binfmt_misc", "autofs", "nsfs", "efivarfs", "rpc_pipefs",
+    "selinuxfs"})
 WORK = ".overlay-work"  # overlayfs' work directories, beside the node's tree (same filesystem)
 # The node-aware commands' channel to the lab: dash redirects only descriptors 0-9, so a high one
 # of those (a script of the reconciler's that takes fd 9 for itself cuts its node commands off).
@@ -88,8 +103,9 @@ def host_cannot_mount() -> str | None:
     overlay with an opaque directory); else why not, in the host's own words."""
     if os.geteuid() != 0:
         return "the lab's Linux nodes need root (mount namespaces and overlayfs)"
-    if shutil.which("unshare") is None:
-        return "the lab's Linux nodes need unshare(1) (util-linux)"
+    for program in ("unshare", "nsenter"):
+        if shutil.which(program) is None:
+            return f"the lab's Linux nodes need {program}(1) (util-linux)"
     with tempfile.TemporaryDirectory(prefix="proxyfleet-mount-probe-") as scratch:
         lower, upper, work, target = (Path(scratch) / d for d in ("lower", "upper", "work", "target"))
         for directory in (lower, upper, work, target):
@@ -125,16 +141,46 @@ def command_file(command: str) -> int:
         os.close(memory)
 
 
-@dataclass(frozen=True)
-class NodeMounts:
-    """How one node's root is laid over the host's, inside a private mount namespace."""
+def _unescaped(field: str) -> str:
+    """A mountinfo field with its octal escapes (``\\040`` for a space) undone."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
-    root: Path
+
+def host_storage_mounts(mountinfo: str) -> list[str]:
+    """The host's writable mounts that hold files (not procfs, sysfs or the like), outside what
+    a node lays over them, from ``/proc/self/mountinfo``'s text: what ``NodeMounts`` makes
+    read-only for the node's processes, so nothing they write lands on the host."""
+    covered = (*OVERLAID, *BOUND, PROC)
+    found = []
+    for line in mountinfo.splitlines():
+        fields, _, rest = line.partition(" - ")
+        parts, kind = fields.split(), rest.split(" ", 1)[0]
+        if len(parts) < 6 or kind in PSEUDO_FILESYSTEMS or "ro" in parts[5].split(","):
+            continue
+        point = _unescaped(parts[4])
+        if any(point == d or point.startswith(d + "/") for d in covered):
+            continue  # the node's own mount hides it
+        found.append(point)
+    return found
+
+
+class NodeMounts:
+    """How one node's root is laid over the host's, in a mount namespace of the node's own that
+    lasts from ``mount`` to ``unmount`` (so each command only enters it), with the host's own
+    file systems read-only in it."""
+
+    def __init__(self, root: Path) -> None:
+        if not root.is_absolute() or any(root.is_relative_to(d) for d in OVERLAID):
+            raise NodeMountError(f"a node's root must be an absolute path outside {' and '.join(OVERLAID)}: "
+                                 f"{root}")
+        self.root = root
+        # A process that holds the namespace (``cat`` on a pipe from the lab: if the lab dies, the
+        # pipe ends, the holder exits and the namespace goes with it — nothing is left mounted).
+        self._holder: subprocess.Popen[bytes] | None = None
 
     def prepare(self) -> None:
         """Make the node's tree ready to be mounted: every mount point and work directory, and
-        the owned directories marked opaque (idempotent: run once per node, before its first
-        command)."""
+        the owned directories marked opaque (idempotent: run once per node, before ``mount``)."""
         for directory in (*OVERLAID, *BOUND, PROC):
             (self.root / directory.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for directory in OVERLAID:
@@ -155,17 +201,14 @@ class NodeMounts:
                 raise NodeMountError(f"cannot mark {path} opaque for overlayfs ({exc.strerror}): the "
                                      "lab's Linux nodes need root") from None
 
-    def __post_init__(self) -> None:
-        if not self.root.is_absolute() or any(self.root.is_relative_to(d) for d in OVERLAID):
-            raise NodeMountError(f"a node's root must be an absolute path outside {' and '.join(OVERLAID)}: "
-                                 f"{self.root}")
-
-    def setup_script(self) -> str:
-        """The shell text that mounts the node's tree (run first in the new namespace). The binds
-        name their sources relative to the node's root, the shell's working directory: once the
-        host directory that holds the root (``/tmp`` for a test's) is mounted over, the root is
-        no longer reachable by its host path, but the working directory still is it."""
-        lines = [f"cd {shlex.quote(str(self.root))}", f"mount --bind /proc ./{HOST_PROC.lstrip('/')}"]
+    def setup_script(self, read_only: list[str] | None = None) -> str:
+        """The shell text that mounts the node's tree (run first in the new namespace), then makes
+        the host's ``read_only`` mounts so. The binds name their sources relative to the node's
+        root, the shell's working directory: once the host directory that holds the root (``/tmp``
+        for a test's) is mounted over, the root is no longer reachable by its host path, but the
+        working directory still is it. The host's procfs is bound read-only: a node's shell
+        reaches its own descriptors through it, never the host kernel's settings."""
+        lines = [f"cd {shlex.quote(str(self.root))}", f"mount --bind -o ro /proc ./{HOST_PROC.lstrip('/')}"]
         for directory in OVERLAID:
             upper = self.root / directory.lstrip("/")
             work = self.root / WORK / directory.lstrip("/")
@@ -173,23 +216,86 @@ class NodeMounts:
             lines.append(f"mount -t overlay proxyfleet-node -o {shlex.quote(options)} {directory}")
         for directory in (*BOUND, PROC):  # recursive: /run carries the host's procfs along
             lines.append(f"mount --rbind ./{directory.lstrip('/')} {directory}")
-        return " && ".join(lines)
+        # last: the overlays and binds keep writing where they write (the node's tree)
+        script = " && ".join(lines)
+        # A mount the host will not make read-only is named, not fatal: the node still runs, and
+        # ``mount`` logs which of the host's file systems its commands could write to.
+        sealing = "; ".join(f"{{ mount -o remount,bind,ro {shlex.quote(p)} 2>/dev/null || "
+                            f"printf 'writable %s\\n' {shlex.quote(p)}; }}" for p in read_only or ())
+        return f"{script} && {{ {sealing}; }}" if sealing else script
+
+    @property
+    def view(self) -> Path:
+        """The node's ``/`` as its processes see it, for the lab to read and write through (the
+        overlays see what the lab changes only if it goes through them; an absolute link on the
+        node resolves on the node)."""
+        holder = self._holder
+        if holder is None or holder.poll() is not None:
+            raise NodeMountError(f"the node's namespace at {self.root} is not up (mount it first)")
+        return Path(f"/proc/{holder.pid}/root")
+
+    @property
+    def mounted(self) -> bool:
+        """Whether the node's namespace is up (its holder runs)."""
+        return self._holder is not None and self._holder.poll() is None
+
+    def mount(self) -> None:
+        """Set up the node's namespace (blocking; idempotent): its own mount namespace with the
+        node's tree laid over the host's and the host's file systems read-only, and a network
+        namespace of its own with no interface up."""
+        if self.mounted:
+            return
+        read_only = host_storage_mounts(Path("/proc/self/mountinfo").read_text())
+        script = f"{{ {self.setup_script(read_only)}; }} || exit 125; echo ready; exec cat"
+        holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--net", "/bin/bash", "-c",
+                                   script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, start_new_session=True)
+        assert holder.stdout is not None and holder.stderr is not None
+        writable = []
+        line = holder.stdout.readline()
+        while line.startswith(b"writable "):
+            writable.append(line[9:].decode(errors="replace").strip())
+            line = holder.stdout.readline()
+        if writable:
+            log.warning("%s: the host's %s stay writable to the node's commands (mount refused to make "
+                        "them read-only)", self.root, ", ".join(writable))
+        if line != b"ready\n":
+            holder.wait()
+            reason = holder.stderr.read().decode(errors="replace").strip()
+            raise NodeMountError(f"cannot lay the node's tree at {self.root} over the host's: {reason}")
+        holder.stdout.close()
+        holder.stderr.close()
+        self._holder = holder
+
+    def unmount(self) -> None:
+        """End the node's namespace (blocking; idempotent): what the node mounted goes with it."""
+        holder, self._holder = self._holder, None
+        if holder is None:
+            return
+        assert holder.stdin is not None
+        holder.stdin.close()  # the holder's input ends: it exits
+        try:
+            holder.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
 
     def argv(self, command_fd: int, channel_fd: int | None = None) -> list[str]:
         """The host command that runs the command held by ``command_fd`` (``command_file``) the
-        way ``sh -c`` runs its argument, on the node: its own mount and network namespaces
-        (nothing leaks to the host's), the node's tree mounted, then ``sh`` in ``/root``, the
-        mounting shell replaced by it. ``channel_fd`` becomes the node's channel to the lab, fd
-        ``CHANNEL_FD``, for the node-aware commands. Both are inherited (``pass_fds``), numbered
-        from ``HANDED_OVER_FROM`` (``handed_over``), and moved down by bash: dash cannot name a
-        descriptor above 9. The command's text appears on no command line."""
+        way ``sh -c`` runs its argument, on the node: in the node's namespaces (``mount``), in
+        ``/root``, the entering shell replaced by ``sh``. ``channel_fd`` becomes the node's
+        channel to the lab, fd ``CHANNEL_FD``, for the node-aware commands. Both are inherited
+        (``pass_fds``), numbered from ``HANDED_OVER_FROM`` (``handed_over``), and moved down by
+        bash: dash cannot name a descriptor above 9. The command's text appears on no command line."""
         for fd in (command_fd, channel_fd):
             if fd is not None and fd < HANDED_OVER_FROM:
                 raise ValueError(f"descriptor {fd} handed to a node's shell must be numbered from "
                                  f"{HANDED_OVER_FROM} (handed_over)")
+        view = self.view  # (refused while the namespace is not up)
+        holder = view.parent.name
         moves = f"exec {COMMAND_FD}<&{command_fd} {command_fd}<&-"
         if channel_fd is not None:
             moves += f" {CHANNEL_FD}>&{channel_fd} {channel_fd}>&-"
-        script = (f"{moves} && {self.setup_script()} || exit 125; "
-                  f"cd /root && exec /bin/sh -c {shlex.quote(NODE_SHELL)}")
-        return ["unshare", "--mount", "--propagation", "private", "--net", "/bin/bash", "-c", script]
+        script = f"{moves} || exit 125; cd /root && exec /bin/sh -c {shlex.quote(NODE_SHELL)}"
+        return ["nsenter", f"--mount=/proc/{holder}/ns/mnt", f"--net=/proc/{holder}/ns/net",
+                "/bin/bash", "-c", script]

@@ -13,9 +13,16 @@ import certifi
 import pytest
 
 from proxyfleet.core.certificates import certificates_in_bundle
-from proxyfleet.simulators.linux.nodemounts import NodeMounts, command_file, host_cannot_mount
+from proxyfleet.simulators.linux.nodemounts import (
+    NodeMountError,
+    NodeMounts,
+    command_file,
+    host_cannot_mount,
+    host_storage_mounts,
+)
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
+from tests.simulators.linux.namespaces import mounted
 
 CANNOT_MOUNT = host_cannot_mount()
 needs_mounts = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
@@ -35,6 +42,7 @@ def node(tmp_path: Path, flavour: Flavour = RHCOS_NODE) -> NodeMounts:
     create_root(root, flavour, SYSTEM_CAS, "worker-a")
     mounts = NodeMounts(root)
     mounts.prepare()
+    mounted(mounts)
     return mounts
 
 
@@ -120,9 +128,76 @@ def test_descriptors_handed_to_the_node_are_numbered_above_what_dash_can_name(tm
     mounts = NodeMounts(tmp_path / "node")
     with pytest.raises(ValueError, match="descriptor 9 handed to a node's shell must be numbered from 10"):
         mounts.argv(12, 9)
+    with pytest.raises(NodeMountError, match="is not up"):
+        mounts.argv(12)
+
+
+@needs_mounts
+def test_a_commands_text_is_on_no_command_line(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
     held = command_file("echo it's 'quoted'\n")
     try:
         assert held >= 10 and os.read(held, 100) == b"echo it's 'quoted'\n"
         assert "quoted" not in " ".join(mounts.argv(held))
     finally:
         os.close(held)
+
+
+@needs_mounts
+def test_the_hosts_own_files_are_read_only_on_the_node(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    probes = [Path(d) / f"proxyfleet-escape-{os.getpid()}" for d in ("/opt", "/home", "/srv", "/dev/shm")]
+    tried = on_node(mounts, "; ".join(f"touch {p} 2>&1 | sed 's/^/refused: /'" for p in probes)
+                    + "; echo ok > /tmp/still-writable && echo hi > /dev/null && echo out > /dev/stdout")
+    escaped = [p for p in probes if p.exists()]
+    for path in escaped:
+        path.unlink()
+    assert escaped == [] and tried.stdout.count("Read-only file system") == len(probes), tried.stdout
+    assert tried.stdout.endswith("out\n") and (mounts.root / "tmp/still-writable").read_text() == "ok\n"
+    kernel = on_node(mounts, "echo 1 > /run/proxyfleet/proc/sys/vm/drop_caches")  # the host's procfs: read-only
+    assert kernel.returncode != 0 and "Read-only file system" in kernel.stderr
+
+
+def test_the_hosts_storage_mounts_are_found_and_the_nodes_left_alone() -> None:
+    mountinfo = (
+        "22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "23 22 0:5 / /dev rw,nosuid - devtmpfs udev rw\n"
+        "24 23 0:6 / /dev/shm rw - tmpfs tmpfs rw\n"
+        "25 22 0:7 / /proc rw - proc proc rw\n"
+        "26 22 0:8 / /sys rw - sysfs sysfs rw\n"
+        "27 22 0:9 / /tmp rw - tmpfs tmpfs rw\n"
+        "28 22 0:10 / /var/lib/docker rw - ext4 /dev/vdb rw\n"
+        "29 22 0:11 / /mnt/with\\040space rw - ext4 /dev/vdc rw\n"
+        "30 22 0:12 / /boot ro - ext4 /dev/vdd ro\n")
+    assert host_storage_mounts(mountinfo) == ["/", "/dev", "/dev/shm", "/mnt/with space"]
+
+
+@needs_mounts
+def test_a_host_mount_that_cannot_be_made_read_only_is_named_not_fatal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from proxyfleet.simulators.linux import nodemounts
+
+    found = nodemounts.host_storage_mounts
+    monkeypatch.setattr(nodemounts, "host_storage_mounts", lambda text: [*found(text), "/no/such mount"])
+    mounts = node(tmp_path)
+    assert "the host's /no/such mount stay writable to the node's commands" in caplog.text
+    assert on_node(mounts, "echo up").stdout == "up\n"
+
+
+@needs_mounts
+def test_a_node_that_cannot_be_mounted_says_why(tmp_path: Path) -> None:
+    mounts = NodeMounts(tmp_path / "never-prepared")
+    with pytest.raises(NodeMountError, match=r"cannot lay the node's tree at .* over the host's: .+"):
+        mounts.mount()
+    assert not mounts.mounted
+
+
+@needs_mounts
+def test_unmounting_ends_the_namespace_and_its_holder(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    holder = int(mounts.view.parent.name)
+    mounts.unmount()
+    assert not mounts.mounted and not Path(f"/proc/{holder}").exists()
+    with pytest.raises(NodeMountError, match="is not up"):
+        _ = mounts.view
+    mounts.unmount()  # idempotent

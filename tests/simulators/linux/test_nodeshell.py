@@ -25,6 +25,7 @@ from proxyfleet.simulators.linux.nodeshell import (
 )
 from proxyfleet.simulators.linux.servicemanager import ServiceManager, changed_on_disk
 from proxyfleet.simulators.linux.truststores import DEBIAN, RHCOS
+from tests.simulators.linux.namespaces import mounted
 from tests.support import wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
@@ -40,6 +41,8 @@ def booted(tmp_path: Path, flavour: Flavour) -> tuple[LinuxNodeModel, NodeMounts
     mounts = NodeMounts(root)
     mounts.prepare()
     install_commands(model)
+    mounted(mounts)
+    model.use_root(mounts.view)
     return model, mounts
 
 
