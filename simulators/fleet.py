@@ -23,8 +23,8 @@ import asyncssh
 
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.secretfiles import write_private
+from proxyfleet.simulators.kubelet import KubeletSettings
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.windows.kubelet import KubeletSettings
 from proxyfleet.simulators.windows.node import NodeConfig, WindowsNode
 from proxyfleet.simulators.windows.powershell.commands import CommandTable
 from proxyfleet.simulators.windows.trust import windows_builtin_roots

@@ -18,8 +18,8 @@ from proxyfleet.harness.cli.running import wait_for_stop_signal
 from proxyfleet.simulators.controlplane.authorization import NodeTokens
 from proxyfleet.simulators.controlplane.cluster import NODE_CREDENTIALS
 from proxyfleet.simulators.fleet import DEFAULT_SHELLS, Fleet, FleetError, FleetSettings
+from proxyfleet.simulators.kubelet import KubeletSettings
 from proxyfleet.simulators.network import Endpoint, LabNetwork
-from proxyfleet.simulators.windows.kubelet import KubeletSettings
 
 
 def kubelet_settings(kubeconfig: Path, network: LabNetwork, heartbeat: float) -> KubeletSettings:

@@ -54,13 +54,13 @@ from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlan
 from proxyfleet.simulators.controlplane.disruption import pod_ready
 from proxyfleet.simulators.controlplane.resources import PODS, find_type
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.kubelet import KubeletSettings
 from proxyfleet.simulators.network import PROXY_NETWORK, Endpoint, LabNetwork, NetworkError
 from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, standard_hosts_file, start_origins
 from proxyfleet.simulators.origins.destinations import Destination, DestinationError
 from proxyfleet.simulators.origins.server import Violation
 from proxyfleet.simulators.pki import new_public_ca
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
-from proxyfleet.simulators.windows.kubelet import KubeletSettings
 from proxyfleet.simulators.windows.trust import system_bundle_pem, windows_builtin_roots
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ drain has something real to move: pods bound to each Windows node, replacements 
 elsewhere, and a PodDisruptionBudget the Eviction API enforces.
 
 Level-triggered like the other in-process controllers: any relevant change wakes one pass that
-recomputes everything and writes only what differs. The kubelet (``simulators/windows/kubelet``)
+recomputes everything and writes only what differs. The kubelet (``simulators/kubelet``)
 reports pods running; these controllers never do.
 
 Pods are deleted gracefully (``termination``): an evicted pod stays bound and Terminating until its

@@ -17,13 +17,16 @@ generator seeded from ``seed`` and the node's name), as over real SSH.
 
 Not modelled yet (said, never guessed): interactive shells (a shell request without a command is
 refused), SFTP, a node that stays off (``halt``, ``poweroff``), boot stages (sshd and the services
-come back together), the node's kubelet on the control plane. Its egress is ``nodeegress``'s.
+come back together). Its egress is ``nodeegress``'s; with ``kubelet`` settings the lab's kubelet
+(``simulators.kubelet``) runs while the node's kubelet.service does, with that process's
+environment, registering the Node and renewing its lease through the lab's network.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import time
 import uuid
@@ -34,6 +37,8 @@ import asyncssh
 
 from proxyfleet.core.cancelling import stop_task, wait_until
 from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
+from proxyfleet.simulators.egress.records import EgressLog
+from proxyfleet.simulators.kubelet import KubeletSettings, NodeIdentity, SimulatedKubelet
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
 from proxyfleet.simulators.linux.nodemounts import NodeMounts
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
@@ -65,6 +70,7 @@ class LinuxNodeConfig(NodeAccess):
     lost_exit_status_rate: float = 0.0
     seed: int = 0
     network: LabNetwork | None = None  # where the node's egress resolves names
+    kubelet: KubeletSettings | None = None  # None: no simulated kubelet talks to an API server
 
 
 class _Server(NodeSSHServer):
@@ -77,6 +83,28 @@ class _Server(NodeSSHServer):
     def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
         # Linux user names are case-sensitive
         return username == self.node.config.username and key.public_data in self.node.authorized_key_data
+
+
+class LinuxKubeletHost:
+    """The kubelet's view of a Linux node: its name, the lab's clock, its boot, its egress log."""
+
+    def __init__(self, node: LinuxNode) -> None:
+        self.node = node
+        self.identity: NodeIdentity = node.config.flavour.identity
+
+    @property
+    def name(self) -> str:
+        return self.node.config.name
+
+    @property
+    def egress(self) -> EgressLog:
+        return self.node.model.egress
+
+    def now(self) -> dt.datetime:
+        return utc_now()
+
+    def boot_id(self) -> str:
+        return self.node.boots[-1].boot_id if self.node.boots else ""
 
 
 class LinuxNode:
@@ -102,6 +130,12 @@ class LinuxNode:
         self._sessions_ended: dict[NodeCommand, asyncio.Event] = {}  # set once its exit is sent
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reboot: asyncio.Task[None] | None = None
+        # The lab's kubelet runs while the node's kubelet.service does, with that process's
+        # environment: a restart with a new proxy is a new kubelet (``_follow_kubelet``).
+        self.kubelet = (SimulatedKubelet(LinuxKubeletHost(self), config.address, config.network, config.kubelet)
+                        if config.kubelet is not None else None)
+        self._kubelet_pid: int | None = None
+        self.model.on_change = self._follow_kubelet
 
     @property
     def host_key_openssh(self) -> str:
@@ -120,6 +154,7 @@ class LinuxNode:
         # the lab reads and writes the node's files as its processes see them from now on
         self.model.use_root(self.mounts.view)
         await asyncio.to_thread(self._boot)
+        self._follow_kubelet()
         await self._listen()
 
     def _boot(self) -> None:
@@ -189,8 +224,10 @@ class LinuxNode:
         await self._go_down()
         self.boots[-1].shutdown_at = utc_now()
         await asyncio.to_thread(self._power_off)
+        self._follow_kubelet()
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, kernel, initrd
         await asyncio.to_thread(self._boot)
+        self._follow_kubelet()
         await listen_until_bound(self._listen, self.config)
 
     def _power_off(self) -> None:
@@ -225,8 +262,24 @@ class LinuxNode:
         await stop_task(reboot)
         await self._go_down()
         await asyncio.to_thread(self._power_off)
+        self._follow_kubelet()
         await asyncio.to_thread(self.mounts.unmount)
         self.model.use_root(self.root)
+
+    def _follow_kubelet(self) -> None:
+        """Start the lab's kubelet when kubelet.service has a new process (with its environment),
+        stop it when the service stopped (on the loop)."""
+        if self.kubelet is None:
+            return
+        process = self.model.systemd.running.get("kubelet.service")
+        pid = process.pid if process is not None else None
+        if pid == self._kubelet_pid:
+            return
+        self._kubelet_pid = pid
+        if process is None:
+            self.kubelet.stop()
+        else:
+            self.kubelet.start(dict(process.environment))
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         if process.command is None:

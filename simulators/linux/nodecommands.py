@@ -75,6 +75,8 @@ class LinuxNodeModel:
     address: str = "127.0.0.1"  # where its connections leave from
     egress: EgressLog = field(default_factory=EgressLog)
     images: dict[str, str] = field(default_factory=dict)  # the runtime's: reference -> image id
+    # Told (on the lab's loop) after every node command and boot: what runs may have changed.
+    on_change: Callable[[], None] | None = None
 
 
     def use_root(self, root: Path) -> None:

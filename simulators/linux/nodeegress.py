@@ -36,7 +36,7 @@ from proxyfleet.simulators.linux.servicemanager import Outcome
 from proxyfleet.simulators.linux.truststores import read_bundle
 
 # What crictl reaches on each flavour's runtime (RuntimeName, RuntimeVersion, its socket).
-RUNTIMES = {"crio.service": ("cri-o", "1.29.1", "/var/run/crio/crio.sock"),
+RUNTIMES = {"crio.service": ("cri-o", "1.30.6", "/var/run/crio/crio.sock"),
             "containerd.service": ("containerd", "v1.7.0", "/run/containerd/containerd.sock")}
 
 

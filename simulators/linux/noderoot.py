@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proxyfleet.core.certificates import certificates_in_bundle
+from proxyfleet.simulators.kubelet import NodeIdentity
 from proxyfleet.simulators.linux.truststores import DEBIAN, RHCOS, RHCOS_LEGACY_BUNDLE, TrustLayout, rhcos_extract
 
 # The kubelet's unit as the MCO renders it on a worker: its environment lines, in order.
@@ -116,6 +117,7 @@ class Flavour:
     files: Mapping[str, str]  # node path -> text (units, drop-ins, environment files)
     runtime: str  # the container runtime's service
     enabled: tuple[str, ...]  # started at boot, in this order (the runtime before the kubelet)
+    identity: NodeIdentity  # what its kubelet registers
     proxy_env_directory: str | None = None  # where the MCO's proxy.env goes (RHCOS)
 
     @property
@@ -137,6 +139,10 @@ RHCOS_NODE = Flavour(
     },
     runtime="crio.service",
     enabled=("crio.service", "kubelet.service"),
+    # an OpenShift 4.17 worker's Node: the MCO's os_id label, CRI-O's version
+    identity=NodeIdentity("linux", "Red Hat Enterprise Linux CoreOS 417.94.202410211619-0",
+                          "5.14.0-427.40.1.el9_4.x86_64", "cri-o://1.30.6",
+                          {"node.openshift.io/os_id": "rhcos", "node-role.kubernetes.io/worker": ""}),
     proxy_env_directory="/etc/mco",
 )
 DEBIAN_NODE = Flavour(
@@ -153,6 +159,7 @@ DEBIAN_NODE = Flavour(
     },
     runtime="containerd.service",
     enabled=("containerd.service", "kubelet.service"),
+    identity=NodeIdentity("linux", "Debian GNU/Linux 12 (bookworm)", "6.1.0-26-amd64", "containerd://1.7.0", {}),
 )
 FLAVOURS = {flavour.name: flavour for flavour in (RHCOS_NODE, DEBIAN_NODE)}
 

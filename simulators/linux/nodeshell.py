@@ -193,6 +193,8 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket, command: NodeCom
                 code = await _answer_egress(model, pid, name, args, command.process.pid)
             else:
                 code = await asyncio.to_thread(_answer, model, pid, name, args)
+                if model.on_change is not None:
+                    model.on_change()  # (say, the kubelet restarted: the lab's kubelet follows)
             await loop.sock_sendall(channel, f"{code}\n".encode())
 
 

@@ -23,9 +23,11 @@ import asyncssh
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
+from proxyfleet.simulators.kubelet import KubeletSettings, SimulatedKubelet
 from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.nodeaccess import NodeAccess, listen_until_bound
-from proxyfleet.simulators.windows.kubelet import KubeletSettings, SimulatedKubelet
+from proxyfleet.simulators.windows.environment import EnvironmentBlock
+from proxyfleet.simulators.windows.kubelet import WindowsKubeletHost
 from proxyfleet.simulators.windows.machine import LAST_STAGE, MachineSettings, WindowsMachine
 from proxyfleet.simulators.windows.powershell.commands import CommandTable, default_commands
 from proxyfleet.simulators.windows.session import Session
@@ -116,8 +118,8 @@ class WindowsNode:
         # them: lab evidence that no secret travels on a command line.
         self.command_lines: collections.deque[str] = collections.deque(maxlen=COMMAND_LINES_KEPT)
         self._flush_pending = False
-        self.kubelet = (SimulatedKubelet(self.machine, config.address, config.network, config.kubelet)
-                        if config.kubelet is not None else None)
+        self.kubelet = (SimulatedKubelet(WindowsKubeletHost(self.machine), config.address, config.network,
+                                         config.kubelet) if config.kubelet is not None else None)
         self.machine.listeners.append(self._on_machine_event)
 
     # --- identity ---------------------------------------------------------------------------
@@ -331,7 +333,7 @@ class WindowsNode:
         if self.kubelet is not None and kind in ("service-started", "service-stopped") \
                 and data["service"].name == "kubelet":
             if kind == "service-started":
-                self.kubelet.start(data["process"])
+                self.kubelet.start(EnvironmentBlock(data["process"].environment))
             else:
                 self.kubelet.stop()
         if self._flush_pending:

@@ -14,7 +14,7 @@ from kubernetes import client
 from proxyfleet.harness.lab import Lab, LabSettings
 from proxyfleet.simulators.controlplane.store import StoredEvent
 from proxyfleet.simulators.controlplane.workloads import SERVICE_NAME, WORKLOAD_NAMESPACE
-from proxyfleet.simulators.windows.kubelet import same_status
+from proxyfleet.simulators.kubelet import same_status
 from proxyfleet.simulators.windows.node import WindowsNode
 from tests.support import run_powershell, wait_until
 

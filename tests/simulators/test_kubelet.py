@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxyfleet.simulators.windows.kubelet import same_status
+from proxyfleet.simulators.kubelet import same_status
 
 
 def test_only_a_changed_status_is_a_change() -> None:
