@@ -1,8 +1,11 @@
-"""A fleet of simulated Windows nodes in one process, on one event loop.
+"""A fleet of simulated nodes in one process, on one event loop: Windows nodes and, beside them,
+Linux nodes of one flavour (``linux_nodes``; an OpenShift cluster's RHCOS workers, or a CAPI
+cluster's Debian ones).
 
-Every node listens on its own loopback address (``127.10.x.y`` by default) and the same port,
-with its own ed25519 host key; one client key is authorized on all of them. ``fleet.json`` in
-the state directory tells a real SSH client how to reach each node.
+Every node listens on its own loopback address (``127.10.x.y`` by default: Windows nodes from the
+bottom of the range, Linux nodes from its middle) and the same port, with its own ed25519 host key;
+one client key is authorized on all of them. ``fleet.json`` in the state directory tells a real SSH
+client how to reach each node, and which kind it is.
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ import asyncssh
 from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.simulators.kubelet import KubeletSettings
+from proxyfleet.simulators.linux.node import LinuxNode, LinuxNodeConfig
+from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
+from proxyfleet.simulators.linux.noderoot import FlavourError, flavour_named
 from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.pki import public_roots
 from proxyfleet.simulators.windows.node import NodeConfig, WindowsNode
 from proxyfleet.simulators.windows.powershell.commands import CommandTable
 from proxyfleet.simulators.windows.trust import windows_builtin_roots
@@ -58,17 +65,40 @@ class FleetSettings:
     public_roots: list[Certificate] = field(default_factory=lambda: list(windows_builtin_roots()))
     lab_network: LabNetwork | None = None  # where nodes' egress resolves names
     kubelet: KubeletSettings | None = None  # nodes' kubelets register with this API server
+    linux_nodes: int = 0  # Linux nodes beside the Windows ones
+    # A Linux node's distribution trust store out of the box: Mozilla's roots, as Debian and RHCOS
+    # ship them (a lab adds its public CA, which plays the public web PKI).
+    linux_public_roots: list[Certificate] = field(default_factory=lambda: list(public_roots()))
+    linux_flavour: str = "rhcos"  # "rhcos" (OpenShift's workers) or "debian" (a CAPI cluster's)
+    linux_name_prefix: str = "linux"
 
     def __post_init__(self) -> None:
         network = ipaddress.ip_network(self.network)
         if not network.is_loopback:
             raise FleetError(f"the node network {self.network} is not loopback; the lab never "
                              "listens outside 127.0.0.0/8")
-        if self.nodes < 0 or self.nodes > network.num_addresses - 2:
-            raise FleetError(f"{self.nodes} nodes do not fit in {self.network}")
+        half = self.linux_offset(network)
+        if self.nodes < 0 or self.nodes > half - 1:
+            raise FleetError(f"{self.nodes} Windows nodes do not fit in {self.network} (at most {half - 1})")
+        if self.linux_nodes < 0 or self.linux_nodes > network.num_addresses - half - 2:
+            raise FleetError(f"{self.linux_nodes} Linux nodes do not fit in {self.network}")
+        try:
+            flavour_named(self.linux_flavour)
+        except FlavourError as exc:
+            raise FleetError(str(exc)) from None
+        if self.linux_nodes:
+            cannot = host_cannot_mount()
+            if cannot is not None:
+                raise FleetError(f"this machine cannot run Linux nodes: {cannot}")
         if self.default_shell not in DEFAULT_SHELLS:
             raise FleetError(f"unknown default shell {self.default_shell!r}; choose one of "
                              + ", ".join(DEFAULT_SHELLS))
+
+    @staticmethod
+    def linux_offset(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:
+        """Where Linux nodes' addresses start in the range: its middle (Windows nodes from the
+        bottom), so both kinds grow without meeting."""
+        return network.num_addresses // 2
 
     def shell_of(self, index: int) -> str:
         """The default shell of the ``index``-th node."""
@@ -128,6 +158,7 @@ class Fleet:
         self.commands = commands
         self.state_dir = settings.state_dir
         self.nodes: list[WindowsNode] = []
+        self.linux_nodes: list[LinuxNode] = []
         self.port = settings.port
         self.client_key_path = self.state_dir / "id_ed25519"
         self.client_key: asyncssh.SSHKey | None = None
@@ -163,6 +194,26 @@ class Fleet:
             kubelet=self.settings.kubelet)
         return WindowsNode(config, self.commands)
 
+    def _linux_node(self, index: int) -> LinuxNode:
+        name = f"{self.settings.linux_name_prefix}-{index + 1:04d}"
+        node_dir = self.state_dir / "nodes" / name
+        assert self.client_key is not None
+        address = str(self._network.network_address + self.settings.linux_offset(self._network) + index + 1)
+        system_cas = "".join(c.pem() for c in self.settings.linux_public_roots).encode()
+        config = LinuxNodeConfig(
+            name=name, address=address, port=self.port, state_dir=node_dir,
+            host_key=_load_or_create_key(node_dir / "ssh_host_ed25519_key"), authorized_keys=[self.client_key],
+            flavour=flavour_named(self.settings.linux_flavour), system_cas_pem=system_cas,
+            shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,
+            lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
+            network=self.settings.lab_network, kubelet=self.settings.kubelet)
+        return LinuxNode(config)
+
+    @property
+    def every_node(self) -> list[WindowsNode | LinuxNode]:
+        """Every node of the fleet, Windows first."""
+        return [*self.nodes, *self.linux_nodes]
+
     async def start(self) -> None:
         # asyncssh's server logs each exec request's command line at INFO: not in the lab's logs.
         logging.getLogger("asyncssh").setLevel(logging.WARNING)
@@ -172,14 +223,17 @@ class Fleet:
             if self.settings.port == 0:
                 self.port = _free_port(self._address(0))
             nodes = [self._node(i) for i in range(self.settings.nodes)]
+            linux = [self._linux_node(i) for i in range(self.settings.linux_nodes)]
+            every: list[WindowsNode | LinuxNode] = [*nodes, *linux]
             try:
-                await asyncio.gather(*(node.start() for node in nodes))
+                await asyncio.gather(*(node.start() for node in every))
             except OSError as exc:
-                await asyncio.gather(*(node.stop() for node in nodes), return_exceptions=True)
+                await asyncio.gather(*(node.stop() for node in every), return_exceptions=True)
                 if exc.errno != errno.EADDRINUSE or self.settings.port != 0 or attempt == 4:
                     raise FleetError(f"cannot listen on port {self.port}: {exc}") from exc
                 continue
             self.nodes = nodes
+            self.linux_nodes = linux
             self._next_index = len(nodes)
             break
         self.write_manifest()
@@ -200,7 +254,7 @@ class Fleet:
         self.write_manifest()
 
     async def stop(self) -> None:
-        await asyncio.gather(*(node.stop() for node in self.nodes), return_exceptions=True)
+        await asyncio.gather(*(node.stop() for node in self.every_node), return_exceptions=True)
 
     def node(self, name_or_address: str) -> WindowsNode:
         for node in self.nodes:
@@ -209,19 +263,20 @@ class Fleet:
         raise FleetError(f"no node named {name_or_address}")
 
     def manifest(self) -> dict[str, object]:
-        return {
-            "private_key": str(self.client_key_path.resolve()),
-            "nodes": [{"name": n.name, "address": n.address, "port": n.port,
-                       "username": n.username, "host_key": n.host_key_openssh,
-                       "default_shell": n.config.default_shell}
-                      for n in self.nodes],
-        }
+        windows = [{"name": n.name, "address": n.address, "port": n.port, "kind": "windows",
+                    "username": n.username, "host_key": n.host_key_openssh,
+                    "default_shell": n.config.default_shell} for n in self.nodes]
+        linux = [{"name": n.config.name, "address": n.config.address, "port": n.port, "kind": "linux",
+                  "flavour": n.config.flavour.name, "username": n.config.username,
+                  "host_key": n.host_key_openssh, "default_shell": "sh"} for n in self.linux_nodes]
+        return {"private_key": str(self.client_key_path.resolve()), "nodes": [*windows, *linux]}
 
     def write_manifest(self) -> Path:
         """fleet.json, written whole and last: once a reader sees it, the files it names (known_hosts,
         windows-instances) are there too, and it never reads half of it."""
         path = self.state_dir / "fleet.json"
-        known_hosts = "".join(f"[{n.address}]:{n.port} {n.host_key_openssh}\n" for n in self.nodes)
+        known_hosts = "".join(f"[{n.address}]:{n.port} {n.host_key_openssh}\n" for n in self.nodes) + "".join(
+            f"[{n.config.address}]:{n.port} {n.host_key_openssh}\n" for n in self.linux_nodes)
         write_private(self.state_dir / "known_hosts", known_hosts)
         # `kubectl create configmap windows-instances --from-file=DIR`: one key per address, WMCO's BYOH
         # format (an env file cannot carry keys that start with a digit)
@@ -235,10 +290,12 @@ class Fleet:
             (instances / address).write_text(value)
         return write_private(path, json.dumps(self.manifest(), indent=2) + "\n")
 
-    def ssh_command(self, node: WindowsNode) -> list[str]:
+    def ssh_command(self, node: WindowsNode | LinuxNode) -> list[str]:
         """An OpenSSH command line that reaches ``node`` with host-key checking on."""
+        user, address = ((node.username, node.address) if isinstance(node, WindowsNode)
+                         else (node.config.username, node.config.address))
         return ["ssh", "-i", str(self.client_key_path), "-p", str(node.port),
                 "-o", f"UserKnownHostsFile={self.state_dir / 'known_hosts'}",
                 "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes",
-                "-o", "BatchMode=yes", f"{node.username}@{node.address}"]
+                "-o", "BatchMode=yes", f"{user}@{address}"]
 

@@ -5,17 +5,36 @@
 * the proxy's *MITM* CA (RSA, because mitmproxy reuses the CA key for the leaves it forges) is
   trusted by a node only after the reconciler imports it;
 * the *cluster* CA signs the API server's certificate (see proxyfleet.simulators.controlplane.cluster).
+
+Beside them, the real public roots (Mozilla's list, as ``certifi`` ships it): what a Linux
+distribution's trust store holds out of the box, and what a Windows node's shares with it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from pathlib import Path
 
+import certifi
 import trustme
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from proxyfleet.core.certificates import Certificate, certificates_in_bundle
+
+
+@functools.cache
+def public_roots() -> tuple[Certificate, ...]:
+    """The Mozilla root list as ``certifi`` ships it."""
+    with open(certifi.where(), "rb") as handle:
+        return tuple(certificates_in_bundle(handle.read()))
+
+
+def system_bundle_pem(lab_public_ca_pem: str) -> str:
+    """The cluster's system trust bundle: the public roots plus the lab's public CA."""
+    return "".join(c.pem() for c in public_roots()) + lab_public_ca_pem
 
 
 def new_public_ca() -> trustme.CA:

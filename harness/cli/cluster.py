@@ -12,8 +12,7 @@ from proxyfleet.harness.cli.running import wait_for_stop_signal
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.controlplane.install import InstallConfigError
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.pki import new_public_ca, write_certificate
-from proxyfleet.simulators.windows.trust import system_bundle_pem
+from proxyfleet.simulators.pki import new_public_ca, system_bundle_pem, write_certificate
 
 
 async def _run(settings: ControlPlaneSettings) -> None:

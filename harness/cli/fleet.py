@@ -1,4 +1,5 @@
-"""``proxyfleet fleet``: a fleet of simulated Windows nodes in the foreground."""
+"""``proxyfleet fleet``: a fleet of simulated Windows nodes, and Linux nodes beside them, in the
+foreground."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from proxyfleet.simulators.controlplane.authorization import NodeTokens
 from proxyfleet.simulators.controlplane.cluster import NODE_CREDENTIALS
 from proxyfleet.simulators.fleet import DEFAULT_SHELLS, Fleet, FleetError, FleetSettings
 from proxyfleet.simulators.kubelet import KubeletSettings
+from proxyfleet.simulators.linux.noderoot import FLAVOURS
 from proxyfleet.simulators.network import Endpoint, LabNetwork
 
 
@@ -48,12 +50,16 @@ async def _run(settings: FleetSettings) -> None:
     await fleet.start()
     try:
         manifest = settings.state_dir / "fleet.json"
-        click.echo(f"{len(fleet.nodes)} Windows nodes listening on port {fleet.port}")
+        linux = f" and {len(fleet.linux_nodes)} Linux ({settings.linux_flavour})" if fleet.linux_nodes else ""
+        click.echo(f"{len(fleet.nodes)} Windows{linux} nodes listening on port {fleet.port}")
         click.echo(f"fleet manifest: {manifest}")
         if fleet.nodes:
             command = " ".join(shlex.quote(part) for part in fleet.ssh_command(fleet.nodes[0]))
             click.echo(f"log in:        {command}")
             click.echo(f"run a command: {command} 'Get-Service kubelet'")
+        if fleet.linux_nodes:
+            command = " ".join(shlex.quote(part) for part in fleet.ssh_command(fleet.linux_nodes[0]))
+            click.echo(f"a Linux node:  {command} 'systemctl is-active kubelet'")
         click.echo("press Ctrl-C to stop", err=True)
         await wait_for_stop_signal()
     finally:
@@ -64,6 +70,10 @@ async def _run(settings: FleetSettings) -> None:
 @click.command()
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(0, 60000),
               help="How many nodes to start.")
+@click.option("--linux", "linux_nodes", default=0, show_default=True, type=click.IntRange(0, 30000),
+              help="How many Linux nodes to start beside them (needs root: mount namespaces).")
+@click.option("--linux-flavour", type=click.Choice(sorted(FLAVOURS)), default="rhcos", show_default=True,
+              help="The Linux nodes' kind: rhcos (OpenShift's workers) or debian (a CAPI cluster's).")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Where keys, node disks and fleet.json live.")
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
@@ -85,16 +95,18 @@ async def _run(settings: FleetSettings) -> None:
               help="Kubelets register with this cluster (its internal API name maps to its endpoint).")
 @click.option("--heartbeat-seconds", default=10.0, show_default=True, type=float,
               help="How often kubelets renew their lease.")
-def fleet(nodes: int, state_dir: Path, port: int, network: str, reboot_seconds: float,
+def fleet(nodes: int, linux_nodes: int, linux_flavour: str, state_dir: Path, port: int, network: str,
+          reboot_seconds: float,
           restart_reads_current_environment: bool, default_shell: str, service_stage_seconds: float,
           lost_exit_status_rate: float, kubeconfig: Path | None, heartbeat_seconds: float) -> None:
-    """Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."""
+    """Run simulated Windows (and Linux) nodes until SIGINT/SIGTERM and write DIR/fleet.json."""
     lab_network = LabNetwork()
     try:
         private_directory(state_dir)  # node keys go there: ours alone, or refused
         kubelet = kubelet_settings(kubeconfig, lab_network, heartbeat_seconds) if kubeconfig else None
         settings = FleetSettings(
-            nodes=nodes, state_dir=state_dir, port=port, network=network,
+            nodes=nodes, linux_nodes=linux_nodes, linux_flavour=linux_flavour, state_dir=state_dir, port=port,
+            network=network,
             reboot_duration=reboot_seconds, lab_network=lab_network, kubelet=kubelet,
             restart_reads_current_environment=restart_reads_current_environment, default_shell=default_shell,
             service_stage_seconds=service_stage_seconds, lost_exit_status_rate=lost_exit_status_rate)

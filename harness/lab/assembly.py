@@ -59,9 +59,9 @@ from proxyfleet.simulators.network import PROXY_NETWORK, Endpoint, LabNetwork, N
 from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, standard_hosts_file, start_origins
 from proxyfleet.simulators.origins.destinations import Destination, DestinationError
 from proxyfleet.simulators.origins.server import Violation
-from proxyfleet.simulators.pki import new_public_ca
+from proxyfleet.simulators.pki import new_public_ca, system_bundle_pem
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
-from proxyfleet.simulators.windows.trust import system_bundle_pem, windows_builtin_roots
+from proxyfleet.simulators.windows.trust import windows_builtin_roots
 
 log = logging.getLogger(__name__)
 # asyncio gives every TLS connection a 256 KiB read buffer; a lab holds thousands of them (each

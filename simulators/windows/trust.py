@@ -18,13 +18,13 @@ from __future__ import annotations
 import datetime as dt
 import functools
 
-import certifi
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from proxyfleet.core.certificates import Certificate, certificates_in_bundle
+from proxyfleet.core.certificates import Certificate
+from proxyfleet.simulators.pki import public_roots
 
 # Common names (or, without one, organisational units) of roots a Windows Server 2022 Root store
 # holds out of the box that the Mozilla list also carries.
@@ -51,18 +51,6 @@ WINDOWS_ONLY = (
     ("DigiCert High Assurance EV Root CA", "DigiCert Inc"),
     ("Baltimore CyberTrust Root", "Baltimore"),
 )
-
-
-@functools.cache
-def public_roots() -> tuple[Certificate, ...]:
-    """The Mozilla root list as ``certifi`` ships it."""
-    with open(certifi.where(), "rb") as handle:
-        return tuple(certificates_in_bundle(handle.read()))
-
-
-def system_bundle_pem(lab_public_ca_pem: str) -> str:
-    """The cluster's system trust bundle: the public roots plus the lab's public CA."""
-    return "".join(c.pem() for c in public_roots()) + lab_public_ca_pem
 
 
 def _names(certificate: Certificate) -> set[str]:

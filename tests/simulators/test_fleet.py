@@ -23,6 +23,7 @@ from proxyfleet.simulators.fleet import (
     _free_port,
     ephemeral_ports,
 )
+from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from tests.support import HANG, run_on, wait_until
 
 
@@ -125,3 +126,38 @@ def test_the_ssh_port_is_outside_the_ephemeral_range(tmp_path: Path) -> None:
 async def test_a_fleet_listens_outside_the_ephemeral_range(fleet: Fleet) -> None:
     low, high = ephemeral_ports()
     assert not low <= fleet.port <= high
+
+
+@pytest.mark.skipif(host_cannot_mount() is not None, reason=f"{host_cannot_mount()}")
+async def test_a_mixed_fleet_serves_linux_nodes_beside_windows_ones(tmp_path: Path) -> None:
+    settings = FleetSettings(nodes=1, linux_nodes=2, linux_flavour="debian", state_dir=tmp_path / "mixed")
+    async with Fleet(settings) as fleet:
+        manifest = json.loads((fleet.state_dir / "fleet.json").read_text())
+        assert [(n["name"], n["kind"], n["address"]) for n in manifest["nodes"]] == [
+            ("win-0001", "windows", "127.10.0.1"), ("linux-0001", "linux", "127.10.128.1"),
+            ("linux-0002", "linux", "127.10.128.2")]
+        assert {n["port"] for n in manifest["nodes"]} == {fleet.port}
+        assert manifest["nodes"][1]["flavour"] == "debian" and manifest["nodes"][1]["username"] == "core"
+        assert {p.name for p in (fleet.state_dir / "windows-instances").iterdir()} == {"127.10.0.1"}
+        linux = fleet.linux_nodes[1]
+        # OpenSSH, with the fleet's key and known_hosts, reaches the Linux node's real shell
+        ran = await asyncio.to_thread(_run, [*fleet.ssh_command(linux), "grep ^ID= /etc/os-release; systemctl is-active "
+                                                                       "containerd"])
+        assert ran == (0, "ID=debian\nactive\n")
+        # its trust store is the distribution's: Mozilla's ~150 roots, as Debian ships them
+        bundle = (linux.root / "etc/ssl/certs/ca-certificates.crt").read_text()
+        assert bundle.count("BEGIN CERTIFICATE") == len(settings.linux_public_roots) > 100
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    import subprocess
+
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return done.returncode, done.stdout
+
+
+def test_linux_nodes_need_a_known_flavour_and_a_host_that_can_run_them(tmp_path: Path) -> None:
+    with pytest.raises(FleetError, match="no Linux node flavour 'suse'; there are: debian, rhcos"):
+        FleetSettings(nodes=0, linux_nodes=1, linux_flavour="suse", state_dir=tmp_path)
+    with pytest.raises(FleetError, match=r"4 Windows nodes do not fit in 127\.10\.0\.0/29 \(at most 3\)"):
+        FleetSettings(nodes=4, state_dir=tmp_path, network="127.10.0.0/29")

@@ -3,10 +3,11 @@
 import contextlib
 import ssl
 
+import trustme
 from cryptography import x509
 
-from proxyfleet.core.certificates import Certificate
-from proxyfleet.simulators.pki import new_mitm_ca, renewed_ca
+from proxyfleet.core.certificates import Certificate, certificates_in_bundle
+from proxyfleet.simulators.pki import new_mitm_ca, public_roots, renewed_ca, system_bundle_pem
 
 
 def test_a_renewed_ca_has_the_same_subject_and_another_thumbprint() -> None:
@@ -36,3 +37,14 @@ def test_a_renewed_ca_issues_leaves_a_client_trusting_only_it_accepts() -> None:
         s_in.write(outgoing.read())
         incoming.write(s_out.read())
     assert tls_client.getpeercert()["subject"]  # verified against the renewed CA
+
+
+def test_the_public_root_set_is_production_sized() -> None:
+    assert 100 <= len(public_roots()) <= 250  # certifi: ~120-150 over the years
+    assert all(c.is_ca for c in public_roots())
+
+
+def test_the_system_bundle_adds_the_lab_public_ca() -> None:
+    ca = trustme.CA().cert_pem.bytes().decode()
+    bundle = certificates_in_bundle(system_bundle_pem(ca).encode())
+    assert len(bundle) == len(public_roots()) + 1
