@@ -1,0 +1,114 @@
+"""The POSIX shell a reference reconciler sends a Linux node: one command to observe what it owns
+(each file's digest, the node's flavour and boot, its services), one to apply a plan of changes.
+
+Files travel base64-encoded inside the command (its text reaches the node's shell through SSH, never
+a command line) and land atomically: written beside their target with their mode, then renamed
+over it, so a reader sees the old file or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import shlex
+from dataclasses import dataclass, field
+
+from proxyfleet.harness.reconciler.linuxfiles import FileSpec, Flavour
+
+
+class ObservationError(ValueError):
+    """The node's answer is not what the observation script prints."""
+
+
+@dataclass(frozen=True)
+class LinuxObservation:
+    """What a node holds of what the reconciler owns."""
+
+    os_id: str
+    boot_id: str
+    digests: dict[str, str | None]  # path -> sha256 of its content, None: missing
+    modes: dict[str, int] = field(default_factory=dict)
+    main_pids: dict[str, int] = field(default_factory=dict)  # service -> MainPID (0: not running)
+
+
+def digest(content: str) -> str:
+    """What ``sha256sum`` prints for a file holding ``content``."""
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def observe_script(paths: list[str], services: tuple[str, ...]) -> str:
+    """Print ``os ID``, ``boot ID``, one ``file DIGEST MODE PATH`` (``- - PATH`` when missing)
+    per path and one ``service PID UNIT`` per service."""
+    lines = [". /etc/os-release && echo \"os $ID\"", "echo \"boot $(cat /proc/sys/kernel/random/boot_id)\""]
+    for path in paths:
+        quoted = shlex.quote(path)
+        lines.append(f"if [ -f {quoted} ]; then echo \"file $(sha256sum < {quoted} | cut -d' ' -f1) "
+                     f"$(stat -c %a {quoted}) \"{quoted}; else echo \"file - - \"{quoted}; fi")
+    for service in services:
+        lines.append(f"echo \"service $(systemctl show -p MainPID --value {shlex.quote(service)}) {service}\"")
+    return "\n".join(lines) + "\n"
+
+
+def parse_observation(text: str) -> LinuxObservation:
+    """Read what ``observe_script`` printed; anything else is refused, naming the line."""
+    os_id = boot_id = ""
+    digests: dict[str, str | None] = {}
+    modes: dict[str, int] = {}
+    pids: dict[str, int] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        try:
+            if kind == "os":
+                os_id = rest.strip().strip('"')
+            elif kind == "boot":
+                boot_id = rest.strip().replace("-", "")
+            elif kind == "file":
+                sha, mode, path = rest.split(" ", 2)
+                digests[path] = None if sha == "-" else sha
+                if mode != "-":
+                    modes[path] = int(mode, 8)
+            elif kind == "service":
+                pid, unit = rest.split(" ", 1)
+                pids[unit] = int(pid)
+            else:
+                raise ValueError(kind)
+        except ValueError:
+            raise ObservationError(f"not an observation line: {line[:200]!r}") from None
+    if not os_id or not boot_id:
+        raise ObservationError("the node's answer names no os-release ID or boot id")
+    return LinuxObservation(os_id, boot_id, digests, modes, pids)
+
+
+def changed_files(wanted: dict[str, FileSpec], observed: LinuxObservation) -> dict[str, FileSpec]:
+    """The files whose content or mode differs from what is wanted."""
+    changed = {}
+    for path, spec in wanted.items():
+        have = observed.digests.get(path)
+        if spec.content is None:
+            if have is not None:
+                changed[path] = spec
+        elif have != digest(spec.content) or observed.modes.get(path) != spec.mode:
+            changed[path] = spec
+    return changed
+
+
+def apply_script(changes: dict[str, FileSpec], flavour: Flavour) -> str:
+    """Write or remove ``changes``; rebuild the trust bundle if the anchor changed; reload systemd
+    if a unit's drop-in changed. (Restarts and reboots are the caller's: a proxy change drains
+    and reboots, as the MCO does.)"""
+    lines = ["set -e", "umask 077"]
+    for path, spec in changes.items():
+        target = shlex.quote(path)
+        if spec.content is None:
+            lines.append(f"rm -f {target}")
+            continue
+        staged = shlex.quote(path + ".proxyfleet-new")
+        encoded = base64.b64encode(spec.content.encode()).decode()
+        lines += [f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0] or '/')}",
+                  f"printf '%s' {encoded} | base64 -d > {staged}",
+                  f"chmod {spec.mode:o} {staged}", f"mv -f {staged} {target}"]
+    if flavour.anchor in changes:
+        lines.append(f"{flavour.extract} >/dev/null")
+    if any(path.startswith("/etc/systemd/") for path in changes):
+        lines.append("systemctl daemon-reload")
+    return "\n".join(lines) + "\n"
