@@ -208,7 +208,10 @@ class NodeMounts:
         for a test's) is mounted over, the root is no longer reachable by its host path, but the
         working directory still is it. The host's procfs is bound read-only: a node's shell
         reaches its own descriptors through it, never the host kernel's settings."""
-        lines = [f"cd {shlex.quote(str(self.root))}", f"mount --bind -o ro /proc ./{HOST_PROC.lstrip('/')}"]
+        lines = [f"cd {shlex.quote(str(self.root))}",
+                 # the node's own name in its own UTS namespace (``hostname``, ``uname -n``)
+                 "{ [ ! -s ./etc/hostname ] || head -n 1 ./etc/hostname > /proc/sys/kernel/hostname; }",
+                 f"mount --bind -o ro /proc ./{HOST_PROC.lstrip('/')}"]
         for directory in OVERLAID:
             upper = self.root / directory.lstrip("/")
             work = self.root / WORK / directory.lstrip("/")
@@ -241,14 +244,15 @@ class NodeMounts:
 
     def mount(self) -> None:
         """Set up the node's namespace (blocking; idempotent): its own mount namespace with the
-        node's tree laid over the host's and the host's file systems read-only, and a network
-        namespace of its own with no interface up."""
+        node's tree laid over the host's and the host's file systems read-only, a network
+        namespace of its own with no interface up, and a UTS namespace holding the node's name
+        (its ``/etc/hostname``)."""
         if self.mounted:
             return
         read_only = host_storage_mounts(Path("/proc/self/mountinfo").read_text())
         script = f"{{ {self.setup_script(read_only)}; }} || exit 125; echo ready; exec cat"
-        holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--net", "/bin/bash", "-c",
-                                   script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--net", "--uts", "/bin/bash",
+                                   "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, start_new_session=True)
         assert holder.stdout is not None and holder.stderr is not None
         writable = []
@@ -297,5 +301,6 @@ class NodeMounts:
         if channel_fd is not None:
             moves += f" {CHANNEL_FD}>&{channel_fd} {channel_fd}>&-"
         script = f"{moves} || exit 125; cd /root && exec /bin/sh -c {shlex.quote(NODE_SHELL)}"
-        return ["nsenter", f"--mount=/proc/{holder}/ns/mnt", f"--net=/proc/{holder}/ns/net",
-                "/bin/bash", "-c", script]
+        namespaces = [f"--{kind}=/proc/{holder}/ns/{name}" for kind, name in (("mount", "mnt"), ("net", "net"),
+                                                                               ("uts", "uts"))]
+        return ["nsenter", *namespaces, "/bin/bash", "-c", script]

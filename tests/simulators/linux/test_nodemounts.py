@@ -49,13 +49,13 @@ def node(tmp_path: Path, flavour: Flavour = RHCOS_NODE) -> NodeMounts:
 @needs_mounts
 def test_the_shell_sees_the_nodes_files_and_the_hosts_programs(tmp_path: Path) -> None:
     mounts = node(tmp_path)
-    seen = on_node(mounts, "grep '^ID=' /etc/os-release; cat /etc/hostname; pwd; ls /usr/lib/systemd/system; "
-                           "id -un; ls /etc/pki/ca-trust/source/anchors | wc -l")
+    seen = on_node(mounts, "grep '^ID=' /etc/os-release; cat /etc/hostname; hostname; uname -n; pwd; "
+                           "ls /usr/lib/systemd/system; id -un; ls /etc/pki/ca-trust/source/anchors | wc -l")
     assert seen.returncode == 0, seen.stderr
-    # its os-release, its hostname, /root, only its own units (the host's are hidden), root by name
-    # (the host's passwd shows through), an empty anchors directory
-    assert seen.stdout.split("\n") == ['ID="rhcos"', "worker-a", "/root", "crio.service", "kubelet.service",
-                                       "root", "0", ""]
+    # its os-release, its hostname (the file and its UTS name), /root, only its own units (the
+    # host's are hidden), root by name (the host's passwd shows through), an empty anchors directory
+    assert seen.stdout.split("\n") == ['ID="rhcos"', "worker-a", "worker-a", "worker-a", "/root", "crio.service",
+                                       "kubelet.service", "root", "0", ""]
 
 
 RECONCILE = """set -e
