@@ -20,6 +20,8 @@ refused), SFTP, a node that stays off (``halt``, ``poweroff``), boot stages (ssh
 come back together). Its egress is ``nodeegress``'s; with ``kubelet`` settings the lab's kubelet
 (``simulators.kubelet``) runs while the node's kubelet.service does, with that process's
 environment, registering the Node and renewing its lease through the lab's network.
+With ``user_data`` (a CAPI machine's bootstrap data) its first boot runs cloud-init's
+``write_files`` and ``runcmd`` after the services started (``cloudinit``).
 """
 
 from __future__ import annotations
@@ -39,10 +41,18 @@ from proxyfleet.core.cancelling import stop_task, wait_until
 from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.kubelet import KubeletSettings, NodeIdentity, SimulatedKubelet
+from proxyfleet.simulators.linux.cloudinit import BOOT_FINISHED, OUTPUT_LOG, CloudConfig, WriteFile, parse_user_data
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
 from proxyfleet.simulators.linux.nodemounts import NodeMounts
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
-from proxyfleet.simulators.linux.nodeshell import ASKING, NodeCommand, install_commands, start_on_node, sync_proc
+from proxyfleet.simulators.linux.nodeshell import (
+    ASKING,
+    NodeCommand,
+    install_commands,
+    run_on_node,
+    start_on_node,
+    sync_proc,
+)
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
 from proxyfleet.simulators.network import LabNetwork
 from proxyfleet.simulators.nodeaccess import NodeAccess, NodeSSHServer, listen_until_bound
@@ -71,6 +81,8 @@ class LinuxNodeConfig(NodeAccess):
     seed: int = 0
     network: LabNetwork | None = None  # where the node's egress resolves names
     kubelet: KubeletSettings | None = None  # None: no simulated kubelet talks to an API server
+    # cloud-init user data for the first boot (a CAPI machine's bootstrap data): ``cloudinit``
+    user_data: str | None = None
 
 
 class _Server(NodeSSHServer):
@@ -136,6 +148,9 @@ class LinuxNode:
                         if config.kubelet is not None else None)
         self._kubelet_pid: int | None = None
         self.model.on_change = self._follow_kubelet
+        # its bootstrap data, refused now if not understood (``cloudinit.UserDataError``)
+        self.cloud_config: CloudConfig | None = (parse_user_data(config.user_data)
+                                                 if config.user_data is not None else None)
 
     @property
     def host_key_openssh(self) -> str:
@@ -155,6 +170,7 @@ class LinuxNode:
         self.model.use_root(self.mounts.view)
         await asyncio.to_thread(self._boot)
         self._follow_kubelet()
+        await self._cloud_init()
         await self._listen()
 
     def _boot(self) -> None:
@@ -265,6 +281,32 @@ class LinuxNode:
         self._follow_kubelet()
         await asyncio.to_thread(self.mounts.unmount)
         self.model.use_root(self.root)
+
+    async def _cloud_init(self) -> None:
+        """The first boot's cloud-init: after the services started (not ordered before them, as on
+        a real image), its files, then its commands; once per instance."""
+        if self.cloud_config is None or (self.model.root / BOOT_FINISHED.lstrip("/")).exists():
+            return
+        await asyncio.to_thread(self._write_files, self.cloud_config.write_files)
+        log_path = self.model.root / OUTPUT_LOG.lstrip("/")
+        for command in self.cloud_config.runcmd:
+            result = await run_on_node(self.model, self.mounts, command)
+            with log_path.open("ab") as output:  # as cloud-init's: what ran, what it said, how it ended
+                output.write(result.stdout + result.stderr)
+                if result.code != 0:
+                    output.write(f"runcmd: {command!r} exited {result.code}\n".encode())
+        finished = self.model.root / BOOT_FINISHED.lstrip("/")
+        finished.parent.mkdir(parents=True, exist_ok=True)
+        finished.write_text(f"{utc_now().isoformat()} - cloud-init finished\n")
+
+    def _write_files(self, files: tuple[WriteFile, ...]) -> None:
+        with self.model.lock:
+            for entry in files:
+                target = self.model.root / entry.path.lstrip("/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("ab" if entry.append else "wb") as handle:
+                    handle.write(entry.content)
+                target.chmod(entry.mode)
 
     def _follow_kubelet(self) -> None:
         """Start the lab's kubelet when kubelet.service has a new process (with its environment),
