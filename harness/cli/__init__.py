@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conformance": ("proxyfleet.harness.cli.conformance",
                     "Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."),
     "fleet": ("proxyfleet.harness.cli.fleet",
-              "Run simulated Windows nodes until SIGINT/SIGTERM and write DIR/fleet.json."),
+              "Run simulated Windows (and Linux) nodes until SIGINT/SIGTERM and write DIR/fleet.json."),
     "hosts": ("proxyfleet.harness.cli.hosts",
               "Print the lab's hosts file and egress address for a proxy you run yourself (--proxy-url)."),
     "noproxy": ("proxyfleet.harness.cli.noproxy",
