@@ -78,7 +78,7 @@ def holders_rss_mib(fleet: Fleet) -> float:
     """What the Linux nodes' namespace holders take together (each is its own process)."""
     total_kib = 0
     for node in fleet.linux_nodes:
-        status = Path(f"/proc/{node.mounts.view.parent.name}/status").read_text()
+        status = Path(f"/proc/{node.mounts.holder_pid}/status").read_text()
         total_kib += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
     return total_kib / 1024
 

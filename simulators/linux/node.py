@@ -285,7 +285,8 @@ class LinuxNode:
     async def _cloud_init(self) -> None:
         """The first boot's cloud-init: after the services started (not ordered before them, as on
         a real image), its files, then its commands; once per instance."""
-        if self.cloud_config is None or (self.model.root / BOOT_FINISHED.lstrip("/")).exists():
+        finished = self.model.root / BOOT_FINISHED.lstrip("/")
+        if self.cloud_config is None or finished.exists():
             return
         await asyncio.to_thread(self._write_files, self.cloud_config.write_files)
         log_path = self.model.root / OUTPUT_LOG.lstrip("/")
@@ -295,7 +296,6 @@ class LinuxNode:
                 output.write(result.stdout + result.stderr)
                 if result.code != 0:
                     output.write(f"runcmd: {command!r} exited {result.code}\n".encode())
-        finished = self.model.root / BOOT_FINISHED.lstrip("/")
         finished.parent.mkdir(parents=True, exist_ok=True)
         finished.write_text(f"{utc_now().isoformat()} - cloud-init finished\n")
 

@@ -228,14 +228,19 @@ class NodeMounts:
         return f"{script} && {{ {sealing}; }}" if sealing else script
 
     @property
+    def holder_pid(self) -> int:
+        """The process holding the node's namespaces (``NodeMountError`` while they are not up)."""
+        holder = self._holder
+        if holder is None or holder.poll() is not None:
+            raise NodeMountError(f"the node's namespace at {self.root} is not up (mount it first)")
+        return holder.pid
+
+    @property
     def view(self) -> Path:
         """The node's ``/`` as its processes see it, for the lab to read and write through (the
         overlays see what the lab changes only if it goes through them; an absolute link on the
         node resolves on the node)."""
-        holder = self._holder
-        if holder is None or holder.poll() is not None:
-            raise NodeMountError(f"the node's namespace at {self.root} is not up (mount it first)")
-        return Path(f"/proc/{holder.pid}/root")
+        return Path(f"/proc/{self.holder_pid}/root")
 
     @property
     def mounted(self) -> bool:
@@ -295,8 +300,7 @@ class NodeMounts:
             if fd is not None and fd < HANDED_OVER_FROM:
                 raise ValueError(f"descriptor {fd} handed to a node's shell must be numbered from "
                                  f"{HANDED_OVER_FROM} (handed_over)")
-        view = self.view  # (refused while the namespace is not up)
-        holder = view.parent.name
+        holder = self.holder_pid  # (refused while the namespace is not up)
         moves = f"exec {COMMAND_FD}<&{command_fd} {command_fd}<&-"
         if channel_fd is not None:
             moves += f" {CHANNEL_FD}>&{channel_fd} {channel_fd}>&-"

@@ -116,17 +116,12 @@ class BundleTrust:
 
     def __init__(self, path: str | None, data: bytes) -> None:
         self.path = path  # the node path it came from (None: no bundle file existed)
-        self.digest = hashlib.sha256(data).hexdigest()
         self.certificates = tuple(_certificates(data)) if data else ()
 
     @cached_property
     def context(self) -> ssl.SSLContext:
         """An SSL context trusting exactly these CAs (none: every certificate unknown)."""
         return trust_context([c.der for c in self.certificates])
-
-    def trusts(self, thumbprint: str) -> bool:
-        """Whether the CA with this thumbprint is among them."""
-        return any(c.thumbprint == thumbprint for c in self.certificates)
 
 
 _BUNDLES: weakref.WeakValueDictionary[tuple[str | None, str], BundleTrust] = weakref.WeakValueDictionary()

@@ -5,6 +5,7 @@ of it. Nothing changed is written twice."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE
 from proxyfleet.simulators.linux.truststores import DEBIAN as DEBIAN_TRUST
 from proxyfleet.simulators.linux.truststores import RHCOS as RHCOS_TRUST
+from tests.simulators.linux.sessions import run_on
 from tests.support import wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
@@ -52,11 +54,7 @@ async def node(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         await running.stop()
 
 
-async def run(node: LinuxNode, command: str) -> asyncssh.SSHCompletedProcess:
-    known = asyncssh.import_known_hosts(f"[127.0.0.1]:{node.port} {node.host_key_openssh}\n")
-    async with asyncssh.connect("127.0.0.1", node.port, username="core", client_keys=[KEY],
-                                known_hosts=known) as connection:
-        return await connection.run(command, check=False)
+run = functools.partial(run_on, key=KEY)
 
 
 async def reconcile(node: LinuxNode, flavour: Flavour, environment: dict[str, str | None], bundle: str) -> list[str]:

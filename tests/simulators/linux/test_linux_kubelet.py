@@ -5,6 +5,7 @@ it into the MITM proxy — the same kubelet as a Windows node's, judged by the s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from proxyfleet.simulators.kubelet import KubeletSettings
 from proxyfleet.simulators.linux.node import LinuxNode, LinuxNodeConfig
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import RHCOS_NODE
+from tests.simulators.linux.sessions import run_on
 from tests.support import wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
@@ -51,11 +53,7 @@ async def node(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
         await running.stop()
 
 
-async def run(node: LinuxNode, command: str) -> asyncssh.SSHCompletedProcess:
-    known = asyncssh.import_known_hosts(f"[{node.config.address}]:{node.port} {node.host_key_openssh}\n")
-    async with asyncssh.connect(node.config.address, node.port, username="core", client_keys=[KEY],
-                                known_hosts=known) as connection:
-        return await connection.run(command, check=False)
+run = functools.partial(run_on, key=KEY)
 
 
 async def read_node(lab: Lab, name: str) -> Any:

@@ -6,6 +6,7 @@ egress records, the proxy's flows, what the origins saw."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from proxyfleet.simulators.linux.nodeegress import CallerGone, caller_environmen
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTRANET_REGISTRY
+from tests.simulators.linux.sessions import run_on
 from tests.simulators.traffic import PROXY_NAME, Egress, egress_lab
 
 CANNOT_MOUNT = host_cannot_mount()
@@ -65,11 +67,7 @@ async def node(lab: Lab, request: pytest.FixtureRequest) -> AsyncIterator[LinuxN
         await running.stop()
 
 
-async def run(node: LinuxNode, command: str) -> asyncssh.SSHCompletedProcess:
-    known = asyncssh.import_known_hosts(f"[{node.config.address}]:{node.port} {node.host_key_openssh}\n")
-    async with asyncssh.connect(node.config.address, node.port, username=node.config.username, client_keys=[KEY],
-                                known_hosts=known) as connection:
-        return await connection.run(command, check=False)
+run = functools.partial(run_on, key=KEY)
 
 
 def anchor_command(lab: Lab, flavour: Flavour) -> str:

@@ -195,9 +195,11 @@ def test_a_node_that_cannot_be_mounted_says_why(tmp_path: Path) -> None:
 @needs_mounts
 def test_unmounting_ends_the_namespace_and_its_holder(tmp_path: Path) -> None:
     mounts = node(tmp_path)
-    holder = int(mounts.view.parent.name)
+    holder = mounts.holder_pid
     mounts.unmount()
     assert not mounts.mounted and not Path(f"/proc/{holder}").exists()
     with pytest.raises(NodeMountError, match="is not up"):
         _ = mounts.view
+    with pytest.raises(NodeMountError, match="is not up"):
+        _ = mounts.holder_pid
     mounts.unmount()  # idempotent

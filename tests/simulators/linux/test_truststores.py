@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import certifi
 import pytest
 import trustme
 
@@ -16,6 +17,8 @@ from proxyfleet.simulators.linux.truststores import (
     RHCOS_LEGACY_BUNDLE,
     debian_local_certificates,
     go_bundle,
+    go_roots,
+    read_bundle,
     rhcos_extract,
 )
 
@@ -88,3 +91,17 @@ def test_the_debian_rule_is_update_ca_certificates_own(tmp_path: Path) -> None:
     bundle = (tmp_path / DEBIAN.bundle.lstrip("/")).read_bytes()
     expected = b"".join(p.read_bytes() for p in debian_local_certificates(tmp_path))
     assert thumbprints(bundle) == thumbprints(expected) == thumbprints(added.cert_pem.bytes())
+
+
+def test_a_bundle_read_is_one_object_per_content_shared_by_every_reader(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for root in (first, second):
+        (root / "etc/ssl/certs").mkdir(parents=True)
+        (root / DEBIAN.bundle.lstrip("/")).write_bytes(Path(certifi.where()).read_bytes())
+    shared = read_bundle(first, DEBIAN.bundle)
+    assert read_bundle(second, DEBIAN.bundle) is shared and len(shared.certificates) > 100  # one copy, not two
+    (second / DEBIAN.bundle.lstrip("/")).write_bytes(Path(certifi.where()).read_bytes()[:-1] + b"\n\n")
+    assert read_bundle(second, DEBIAN.bundle) is not shared  # other bytes: another object
+    assert go_roots(first) is shared
+    missing = read_bundle(first, "/etc/no/such.pem")
+    assert missing.certificates == () and read_bundle(first, None).certificates == ()
