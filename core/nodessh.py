@@ -197,14 +197,16 @@ class NodeConnection:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def run(self, command: str, limit: float = 60.0) -> asyncssh.SSHCompletedProcess:
+    async def run(self, command: str, limit: float = 60.0, input: str | None = None) -> asyncssh.SSHCompletedProcess:
+        """One exec request; ``input`` (its whole stdin) is how data that must not be on a command
+        line reaches the node."""
         if self._connection is None:
             await self.connect()
         assert self._connection is not None
         self.round_trips += 1
         try:
             async with asyncio.timeout(limit):
-                return await self._connection.run(command, check=False)
+                return await self._connection.run(command, input=input, check=False)
         except (OSError, asyncssh.Error, TimeoutError) as exc:
             await self.close()
             raise Unreachable(f"lost the SSH session to {self.target.address}: {_reason(exc, limit)}") from None

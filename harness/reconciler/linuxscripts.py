@@ -1,9 +1,11 @@
 """The POSIX shell a reference reconciler sends a Linux node: one command to observe what it owns
 (each file's digest, the node's flavour and boot, its services), one to apply a plan of changes.
 
-Files travel base64-encoded inside the command (its text reaches the node's shell through SSH, never
-a command line) and land atomically: written beside their target with their mode, then renamed
-over it, so a reader sees the old file or the new one, never half.
+The files' contents travel on the command's stdin, one base64 line each, never in its text: sshd
+hands the command to the user's shell as its argument, which every local user of a real node can
+read in ``ps``, and ``proxy.env`` may carry a proxy's password. They land atomically: written
+beside their target with their mode, then renamed over it, so a reader sees the old file or the
+new one, never half.
 """
 
 from __future__ import annotations
@@ -92,23 +94,34 @@ def changed_files(wanted: dict[str, FileSpec], observed: LinuxObservation) -> di
     return changed
 
 
-def apply_script(changes: dict[str, FileSpec], flavour: Flavour) -> str:
+@dataclass(frozen=True)
+class ApplyCommand:
+    """The command that applies a plan, and its stdin (the files' contents)."""
+
+    command: str
+    stdin: str
+
+
+def apply_script(changes: dict[str, FileSpec], flavour: Flavour) -> ApplyCommand:
     """Write or remove ``changes``; rebuild the trust bundle if the anchor changed; reload systemd
     if a unit's drop-in changed. (Restarts and reboots are the caller's: a proxy change drains
     and reboots, as the MCO does.)"""
     lines = ["set -e", "umask 077"]
+    stdin: list[str] = []
     for path, spec in changes.items():
         target = shlex.quote(path)
         if spec.content is None:
             lines.append(f"rm -f {target}")
             continue
         staged = shlex.quote(path + ".proxyfleet-new")
-        encoded = base64.b64encode(spec.content.encode()).decode()
+        stdin.append(base64.b64encode(spec.content.encode()).decode() + "\n")
+        # printf is the shell's own: the content is on no command line on the node either
         lines += [f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0] or '/')}",
-                  f"printf '%s' {encoded} | base64 -d > {staged}",
+                  "IFS= read -r content || { echo 'proxyfleet: the file contents ended early' >&2; exit 1; }",
+                  f"printf '%s' \"$content\" | base64 -d > {staged}",
                   f"chmod {spec.mode:o} {staged}", f"mv -f {staged} {target}"]
     if flavour.anchor in changes:
         lines.append(f"{flavour.extract} >/dev/null")
     if any(path.startswith("/etc/systemd/") for path in changes):
         lines.append("systemctl daemon-reload")
-    return "\n".join(lines) + "\n"
+    return ApplyCommand("\n".join(lines) + "\n", "".join(stdin))

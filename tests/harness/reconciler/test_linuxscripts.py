@@ -66,7 +66,10 @@ async def reconcile(node: LinuxNode, flavour: Flavour, environment: dict[str, st
     assert observed.os_id == flavour.name and observed.boot_id == node.boots[-1].boot_id
     changes = changed_files(wanted, observed)
     if changes:
-        applied = await run(node, apply_script(changes, flavour))
+        apply = apply_script(changes, flavour)
+        # the contents (the password's too) travel on stdin only, never in the command's text
+        assert apply.stdin and not any(line in apply.command for line in apply.stdin.splitlines())
+        applied = await run(node, apply.command, apply.stdin)
         assert applied.exit_status == 0, applied.stderr
         boots = len(node.boots)
         await run(node, "systemctl reboot")
