@@ -28,6 +28,9 @@ INJECT_LABEL = "config.openshift.io/inject-trusted-cabundle"
 # The Windows Machine Config Operator's namespace and what it reads there.
 OPERATOR_NAMESPACE = "openshift-windows-machine-config-operator"
 INSTANCES = "windows-instances"  # BYOH instances: address -> "username=<user>"
+# Linux nodes the reference reconciler drives over SSH, in the same format (proxyfleet's own: the
+# MCO runs on the node and needs no such list).
+LINUX_INSTANCES = "linux-instances"
 KEY_SECRET = "cloud-private-key"
 KEY_FIELD = "private-key.pem"
 TRUSTED_CA = "trusted-ca"  # the operator's injected copy of the merged bundle

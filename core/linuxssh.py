@@ -14,7 +14,7 @@ from proxyfleet.core.nodessh import NodeConnection, ScriptFailed, Unreachable
 from proxyfleet.core.noproxy import redact_text
 
 BOOT_COMMAND = "cat /proc/sys/kernel/random/boot_id"
-REBOOT_COMMAND = "sudo systemctl reboot"
+REBOOT_COMMAND = "sudo -n systemctl reboot"
 
 
 def stderr_summary(stderr: str) -> str:

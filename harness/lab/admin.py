@@ -22,6 +22,7 @@ from proxyfleet.core.contract import (
     INSTANCES,
     KEY_FIELD,
     KEY_SECRET,
+    LINUX_INSTANCES,
     OPENSHIFT_CONFIG,
     OPERATOR_NAMESPACE,
     PROXY,
@@ -62,6 +63,13 @@ async def set_instances(api: client.ApiClient, instances: Iterable[tuple[str, st
                         namespace: str = OPERATOR_NAMESPACE) -> None:
     """windows-instances: ``address: username=<user>`` for each instance."""
     await _upsert_configmap(api, namespace, INSTANCES,
+                            {address: f"username={user}" for address, user in instances})
+
+
+async def set_linux_instances(api: client.ApiClient, instances: Iterable[tuple[str, str]],
+                              namespace: str = OPERATOR_NAMESPACE) -> None:
+    """linux-instances: ``address: username=<user>`` for each Linux node the reconciler drives."""
+    await _upsert_configmap(api, namespace, LINUX_INSTANCES,
                             {address: f"username={user}" for address, user in instances})
 
 

@@ -59,7 +59,7 @@ from proxyfleet.simulators.network import PROXY_NETWORK, Endpoint, LabNetwork, N
 from proxyfleet.simulators.origins.catalog import OriginPortError, Origins, standard_hosts_file, start_origins
 from proxyfleet.simulators.origins.destinations import Destination, DestinationError
 from proxyfleet.simulators.origins.server import Violation
-from proxyfleet.simulators.pki import new_public_ca, system_bundle_pem
+from proxyfleet.simulators.pki import new_public_ca, public_roots, system_bundle_pem
 from proxyfleet.simulators.proxy.runner import ProxyServer, ProxySettings
 from proxyfleet.simulators.windows.trust import windows_builtin_roots
 
@@ -128,6 +128,8 @@ def customer_settings(install_config: str | None, targets: list[tuple[str, int, 
 @dataclass
 class LabSettings:
     nodes: int = 3
+    linux_nodes: int = 0  # Linux nodes beside the Windows ones (they need root)
+    linux_flavour: str = "rhcos"
     state_dir: Path | None = None  # None: a temporary directory, removed at the end
     install_config: str | None = None
     proxy: bool = True
@@ -337,7 +339,9 @@ class Lab:
             default_shell=self.settings.default_shell, service_stage_seconds=self.settings.service_stage_seconds,
             lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
             public_roots=[Certificate.from_pem(self.public_ca.cert_pem.bytes()), *windows_builtin_roots()],
-            lab_network=self.network, kubelet=kubelet))
+            lab_network=self.network, kubelet=kubelet, linux_nodes=self.settings.linux_nodes,
+            linux_flavour=self.settings.linux_flavour,
+            linux_public_roots=[Certificate.from_pem(self.public_ca.cert_pem.bytes()), *public_roots()]))
         await self.fleet.start()
         self._stack.append(("fleet", self.fleet.stop))
         control_plane = self.control_plane

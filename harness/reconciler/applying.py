@@ -12,7 +12,8 @@ from proxyfleet.core.nodessh import HostKeyMismatch, NodeAddress, NodeConnection
 
 
 async def wait_for_new_boot(target: NodeAddress, client_key: asyncssh.SSHKey, pinned_host_key: str | None,
-                            old_boot: str, limit: float, poll: float = 0.2) -> tuple[NodeConnection, str, int]:
+                            old_boot: str, limit: float, poll: float = 0.2,
+                            kind: type[NodeConnection] = NodeConnection) -> tuple[NodeConnection, str, int]:
     """Wait until the node answers SSH again with a boot time other than ``old_boot``.
 
     Returns (the open connection that saw it, new boot time, connection attempts). Checking
@@ -23,7 +24,7 @@ async def wait_for_new_boot(target: NodeAddress, client_key: asyncssh.SSHKey, pi
     attempts = 0
     while time.monotonic() < deadline:
         attempts += 1
-        connection = NodeConnection(target, client_key, pinned_host_key, connect_timeout=5)
+        connection = kind(target, client_key, pinned_host_key, connect_timeout=5)
         try:
             await connection.connect()
             boot = await connection.boot_time()
@@ -50,17 +51,17 @@ class ConnectionPool:
         return len(self._open)
 
     async def acquire(self, target: NodeAddress, client_key: asyncssh.SSHKey, pinned_host_key: str | None,
-                      connect_timeout: float) -> NodeConnection:
-        """The node's open connection if it still matches, else a new one (connected)."""
+                      connect_timeout: float, kind: type[NodeConnection] = NodeConnection) -> NodeConnection:
+        """The node's open connection if it still matches, else a new one (connected) of ``kind``."""
         existing = self._open.pop(target.address, None)
         if existing is not None:
             same_key = existing.client_key.public_data == client_key.public_data
-            if (existing.is_open and existing.target == target and same_key
+            if (existing.is_open and type(existing) is kind and existing.target == target and same_key
                     and existing.host_key == (pinned_host_key or existing.host_key)):
                 existing.round_trips, existing.reused = 0, True
                 return existing
             await existing.close()
-        connection = NodeConnection(target, client_key, pinned_host_key, connect_timeout)
+        connection = kind(target, client_key, pinned_host_key, connect_timeout)
         await connection.connect()
         return connection
 

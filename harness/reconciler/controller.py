@@ -30,15 +30,26 @@ from proxyfleet.core.contract import (
     INSTANCES,
     KEY_FIELD,
     KEY_SECRET,
+    LINUX_INSTANCES,
     MESSAGE,
     OPERATOR_NAMESPACE,
     OPERATOR_REBOOT_TIMEOUT,
+    PROXY_VARIABLES,
     STATE_LABEL,
     TRUSTED_CA,
 )
 from proxyfleet.core.informer import internal_ip
-from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError, Unreachable, silence_command_logging
+from proxyfleet.core.linuxssh import LinuxNodeConnection
+from proxyfleet.core.nodessh import (
+    NodeAddress,
+    NodeConnection,
+    NodeError,
+    ScriptFailed,
+    Unreachable,
+    silence_command_logging,
+)
 from proxyfleet.core.noproxy import redact_text
+from proxyfleet.harness.reconciler import linuxscripts
 from proxyfleet.harness.reconciler.applying import ConnectionPool, wait_for_new_boot
 from proxyfleet.harness.reconciler.budget import DisruptionBudget
 from proxyfleet.harness.reconciler.desired import (
@@ -51,6 +62,8 @@ from proxyfleet.harness.reconciler.desired import (
 )
 from proxyfleet.harness.reconciler.draining import DrainSettings, NodeDrainer
 from proxyfleet.harness.reconciler.hostkeys import HostKeyPins, HostKeyPolicyError, KnownHosts
+from proxyfleet.harness.reconciler.linuxfiles import FLAVOURS, PROXY_ENV, FileSpec, Flavour, node_files
+from proxyfleet.harness.reconciler.linuxscripts import LinuxObservation, ObservationError
 from proxyfleet.harness.reconciler.queueing import WorkQueue
 from proxyfleet.harness.reconciler.reporting import (
     APPLIED_PROXY,
@@ -147,7 +160,8 @@ class Reconciler:
         self.api = api
         self.settings = settings or ReconcilerSettings()
         self.writer = ClusterWriter(api, self.settings.namespace)
-        self._instances: tuple[str, dict[str, str]] | None = None  # windows-instances, parsed, by version
+        # windows-instances and linux-instances, parsed, by ConfigMap and version
+        self._instances: dict[str, tuple[str, dict[str, str]]] = {}
         self.drainer = NodeDrainer(api, DrainSettings(self.settings.drain_timeout, self.settings.drain_retry))
         self.records: dict[str, NodeRecord] = {}
         # A worker is held through a node's whole reboot: leave room for the others beyond maxUnavailable.
@@ -204,28 +218,36 @@ class Reconciler:
         """windows-instances: address -> username (entries that do not parse are reported). Parsed
         once per version of the ConfigMap: every node's reconcile asks, and at 1,000 instances
         parsing it each time made the fleet's reconciles quadratic."""
+        return self._parsed_instances(INSTANCES)
+
+    def linux_instances(self) -> Mapping[str, str]:
+        """linux-instances: the Linux nodes this reconciler drives, address -> username."""
+        return self._parsed_instances(LINUX_INSTANCES)
+
+    def _parsed_instances(self, name: str) -> Mapping[str, str]:
         assert self.watch is not None
-        configmap = self.watch.configmaps.get(INSTANCES) or {}
+        configmap = self.watch.configmaps.get(name) or {}
         version = (configmap.get("metadata") or {}).get("resourceVersion")
-        if version is not None and self._instances is not None and self._instances[0] == version:
-            return self._instances[1]
+        cached = self._instances.get(name)
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
         found: dict[str, str] = {}
         for address, value in (configmap.get("data") or {}).items():
             key, sep, username = str(value).partition("=")
             if key.strip() != "username" or not sep or not username.strip():
                 self._report_once(None, "InvalidInstance",
-                                  f"windows-instances entry {address!r} must be 'username=<user>', "
+                                  f"{name} entry {address!r} must be 'username=<user>', "
                                   f"got {value!r}", "Warning")
                 continue
             found[address] = username.strip()
         if version is not None:
-            self._instances = (version, found)
+            self._instances[name] = (version, found)
         return found
 
     def managed_addresses(self) -> set[str]:
         """Instances plus nodes this reconciler configured earlier (to deconfigure if removed)."""
         assert self.watch is not None
-        addresses = set(self.instances())
+        addresses = set(self.instances()) | set(self.linux_instances())
         for node in self.watch.nodes.cache.values():
             if CONFIG_HASH in (node["metadata"].get("annotations") or {}):
                 address = internal_ip(node)
@@ -318,15 +340,18 @@ class Reconciler:
         # Decide nothing on a partial cache: without the Proxy, every node would look proxy-less.
         await self.watch.synced.wait()
         record = self.records.setdefault(address, NodeRecord())
-        instances = self.instances()
         node = self.watch.node_by_address(address)
+        labels = (node or {}).get("metadata", {}).get("labels") or {}
+        linux = address in self.linux_instances() or (
+            address not in self.instances() and labels.get("kubernetes.io/os") == "linux")
+        instances = self.linux_instances() if linux else self.instances()
         annotations = dict((node or {}).get("metadata", {}).get("annotations") or {})
         deconfigure = address not in instances
         if deconfigure and CONFIG_HASH not in annotations:
             await self.connections.discard(address)
             await self.budget.reachable(address, True)  # no longer an instance: not counted
             return None
-        username = instances.get(address) or annotations.get(USERNAME) or "Administrator"
+        username = instances.get(address) or annotations.get(USERNAME) or ("core" if linux else "Administrator")
         key = self._client_key()
         if key is None:
             self._report_once(node, "MissingSSHKey", f"Secret {KEY_SECRET} has no usable '{KEY_FIELD}'",
@@ -358,13 +383,17 @@ class Reconciler:
         connection: NodeConnection | None = None
         try:
             connection = await self.connections.acquire(NodeAddress(address, self.settings.ssh_port, username),
-                                                        key, expectation.key, self.settings.connect_timeout)
+                                                        key, expectation.key, self.settings.connect_timeout,
+                                                        LinuxNodeConnection if linux else NodeConnection)
             await self.budget.reachable(address, True)
             if expectation.first_contact:
                 # Recorded where only this namespace's admins can write, before anything is sent.
                 assert connection.host_key is not None
                 await self.host_keys.pin(address, connection.host_key)
-            connection = await self._converge(connection, node, annotations, desired, record, deconfigure)
+            if isinstance(connection, LinuxNodeConnection):
+                connection = await self._converge_linux(connection, node, annotations, desired, record, deconfigure)
+            else:
+                connection = await self._converge(connection, node, annotations, desired, record, deconfigure)
         except (NodeError, HostKeyPolicyError) as exc:
             if connection is not None:
                 await connection.close()
@@ -416,7 +445,8 @@ class Reconciler:
         Returns the new connection, the new boot time and how many connection attempts it took."""
         pinned = connection.pinned_host_key or connection.host_key
         fresh, new_boot, polls = await wait_for_new_boot(connection.target, connection.client_key, pinned,
-                                                         old_boot, self.settings.reboot_timeout)
+                                                         old_boot, self.settings.reboot_timeout,
+                                                         kind=type(connection))
         fresh.round_trips = 0  # its boot-time query is counted in polls
         return fresh, new_boot, polls
 
@@ -508,6 +538,134 @@ class Reconciler:
         await self._verify_and_finish(node, connection, desired, record, observed.boot_time, deconfigure,
                                       uncordon=False)
         return connection
+
+    # --- converging one Linux node ------------------------------------------------------------
+
+    async def _converge_linux(self, connection: LinuxNodeConnection, node: dict[str, Any] | None,
+                              annotations: dict[str, str], desired: DesiredState, record: NodeRecord,
+                              deconfigure: bool) -> LinuxNodeConnection:
+        """Bring one Linux node to ``desired`` the Machine Config Operator's way (``linuxfiles``):
+        a change to the proxy files drains and reboots it within the budget; a CA-only change is
+        extracted and CRI-O (containerd) restarted, with no reboot. Returns the connection in use."""
+        observed = await self._observe_linux(connection)
+        flavour = FLAVOURS.get(observed.os_id)
+        if flavour is None:
+            raise ScriptFailed(f"{connection.target.address} runs {observed.os_id!r}, a Linux this reconciler "
+                               f"does not configure (it knows: {', '.join(sorted(FLAVOURS))})")
+        pending = record.reboot_pending or annotations.get(REBOOT_PENDING)
+        if pending and self.rebooted_since(pending, observed.boot_id):
+            await self._verify_linux_and_finish(node, connection, flavour.services, desired, record, deconfigure)
+            return connection
+        changes = linuxscripts.changed_files(node_files(desired.environment, desired.bundle_pem, flavour), observed)
+        if not changes and not pending:
+            state = "deconfigured" if deconfigure else "configured"
+            labels = (node or {}).get("metadata", {}).get("labels") or {}
+            stale_revision = desired.revision is not None and annotations.get(APPLIED) != desired.revision
+            if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash() or stale_revision
+                    or labels.get(STATE_LABEL) != state or (not deconfigure and APPLIED_PROXY not in annotations)):
+                await self._record_done(node, record, desired, deconfigure, "already as desired")
+            elif record.state != state:
+                record.state, record.message = state, "already as desired"
+            return connection
+        if not pending and not linuxscripts.needs_reboot(changes, observed, PROXY_ENV):
+            # the MCO's rebootless changes: a CA is extracted and the runtime (not the kubelet)
+            # restarted; an environment file no unit reads is just written
+            await self._apply_linux(connection, node, changes, flavour, record, live=True)
+            if flavour.anchor in changes:
+                await connection.shell(f"sudo -n systemctl restart {flavour.runtime}")
+            await self._verify_linux_and_finish(node, connection, flavour.services, desired, record, deconfigure,
+                                                uncordon=False)
+            return connection
+        address = connection.target.address
+        async with self.budget.reboot(address):
+            desired = self._latest_desired(desired, deconfigure)
+            changes = linuxscripts.changed_files(node_files(desired.environment, desired.bundle_pem, flavour), observed)
+            if not pending and node is not None:
+                await self._set_state(node, record, "applying", f"{len(changes)} file(s) on the node",
+                                      {REBOOT_PENDING: observed.boot_id, USERNAME: connection.target.username},
+                                      strict=True)
+            record.reboot_pending = pending or observed.boot_id
+            await self._apply_linux(connection, node, changes, flavour, record, live=False)
+            if node is None:
+                node = await self.writer.find_node(address)
+            name = node["metadata"]["name"] if node is not None else address
+            self.rebooting.add(name)
+            self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
+            try:
+                if node is not None:
+                    record.cordoned_by = await self.writer.cordon_for_reboot(name)
+                    await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
+                    evicted = await self.drain(name)
+                    await self.writer.event(node, "RebootingNode", f"cordoned, {evicted} pod(s) evicted; restarting "
+                                                                   "so services pick up the new environment")
+                await connection.request_reboot()
+                record.reboots += 1
+                fresh, _, polls = await self.wait_for_boot(connection, record.reboot_pending)
+                assert isinstance(fresh, LinuxNodeConnection)
+                connection = fresh
+                record.polls = polls
+                await self._verify_linux_and_finish(node, connection, flavour.services, desired, record,
+                                                    deconfigure)
+            finally:
+                self.rebooting.discard(name)
+        return connection
+
+    async def _observe_linux(self, connection: LinuxNodeConnection) -> LinuxObservation:
+        every = sorted({path for flavour in FLAVOURS.values()
+                        for path in node_files(dict.fromkeys(PROXY_VARIABLES, "x"), "x", flavour)})
+        services = tuple(sorted({s for flavour in FLAVOURS.values() for s in flavour.services}))
+        try:
+            text = await connection.shell(linuxscripts.as_root(linuxscripts.observe_script(every, services)))
+        except Unreachable:
+            if not connection.reused:
+                raise
+            await connection.close()  # the kept connection went stale (say, an out-of-band reboot)
+            await connection.connect()
+            text = await connection.shell(linuxscripts.as_root(linuxscripts.observe_script(every, services)))
+        try:
+            return linuxscripts.parse_observation(text)
+        except ObservationError as exc:
+            raise ScriptFailed(f"{connection.target.address}: {exc}") from None
+
+    async def _apply_linux(self, connection: LinuxNodeConnection, node: dict[str, Any] | None,
+                           changes: dict[str, FileSpec], flavour: Flavour, record: NodeRecord, live: bool) -> None:
+        if not changes:
+            return
+        summary = "wrote " + ", ".join(sorted(changes))
+        record.state, record.message = "applying", summary
+        command = linuxscripts.apply_script(changes, flavour)
+        await connection.shell(linuxscripts.as_root(command.command), input=command.stdin)
+        record.changes += 1
+        log.info("applied on %s: %s", connection.target.address, summary)
+        if node is not None:
+            await self.writer.event(node, "ProxyConfigApplied", summary + (" (live, no reboot)" if live else ""))
+
+    async def _verify_linux_and_finish(self, node: dict[str, Any] | None, connection: LinuxNodeConnection,
+                                       services: tuple[str, ...], desired: DesiredState, record: NodeRecord,
+                                       deconfigure: bool, uncordon: bool = True) -> None:
+        """Every service runs with the cluster's proxy in both spellings (its process's own
+        environment, ``/proc/PID/environ``), waiting for services still starting."""
+        deadline = asyncio.get_running_loop().time() + self.settings.service_start_timeout
+        while True:
+            try:
+                answer = await connection.shell(linuxscripts.as_root(linuxscripts.verify_script(services)))
+                held = linuxscripts.parse_verification(answer)
+            except ObservationError as exc:
+                raise VerificationFailed(f"{connection.target.address}: {exc}") from None
+            down = [s for s in services if held.get(s, (0, {}))[0] == 0]
+            if not down:
+                break
+            if asyncio.get_running_loop().time() >= deadline:
+                raise VerificationFailed(f"services {down} did not start")
+            await asyncio.sleep(self.settings.service_poll)  # polling the node, not synchronising
+        for service in services:
+            wrong = linuxscripts.environment_mismatches(desired.environment, held[service][1])
+            if wrong:
+                raise VerificationFailed(f"{service} runs with {sorted(wrong)} other than the cluster wants")
+        if node is not None and uncordon:
+            await self.release_cordon(node["metadata"]["name"], record.cordoned_by)
+            record.cordoned_by = None
+        await self._record_done(node, record, desired, deconfigure, "configured and verified")
 
     def _latest_desired(self, desired: DesiredState, deconfigure: bool) -> DesiredState:
         """The node target from the cluster as the cache has it now (``desired`` when the cluster's

@@ -125,3 +125,70 @@ def apply_script(changes: dict[str, FileSpec], flavour: Flavour) -> ApplyCommand
     if any(path.startswith("/etc/systemd/") for path in changes):
         lines.append("systemctl daemon-reload")
     return ApplyCommand("\n".join(lines) + "\n", "".join(stdin))
+
+
+PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def verify_script(services: tuple[str, ...]) -> str:
+    """Print ``service PID UNIT`` for each service, then ``env UNIT NAME=VALUE`` for each proxy
+    variable its running process started with (read from ``/proc/PID/environ``)."""
+    pattern = "|".join(PROXY_NAMES)
+    lines = []
+    for service in services:
+        unit = shlex.quote(service)
+        lines.append(f"pid=$(systemctl show -p MainPID --value {unit}); echo \"service $pid {service}\"")
+        lines.append(f"if [ \"$pid\" != 0 ]; then tr '\\0' '\\n' < /proc/$pid/environ | grep -E '^({pattern})=' "
+                     f"| sed 's/^/env {service} /' || true; fi")
+    return "\n".join(lines) + "\n"
+
+
+def parse_verification(text: str) -> dict[str, tuple[int, dict[str, str]]]:
+    """Each service's MainPID (0: not running) and the proxy variables its process holds."""
+    found: dict[str, tuple[int, dict[str, str]]] = {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "service":
+            pid, _, unit = rest.partition(" ")
+            try:
+                found[unit] = (int(pid), {})
+            except ValueError:
+                raise ObservationError(f"not a verification line: {line[:80]!r}") from None
+        elif kind == "env":
+            unit, _, assignment = rest.partition(" ")
+            name, _, value = assignment.partition("=")
+            if unit in found:
+                found[unit][1][name] = value
+        else:
+            raise ObservationError(f"not a verification line: {line[:80]!r}")
+    return found
+
+
+def environment_mismatches(wanted: dict[str, str | None], held: dict[str, str]) -> list[str]:
+    """The proxy variables (either spelling) a service holds differently than ``wanted``."""
+    wrong = []
+    for name, value in wanted.items():
+        for spelling in (name, name.lower()):
+            if (held.get(spelling) or None) != value:
+                wrong.append(spelling)
+    return wrong
+
+
+def needs_reboot(changes: dict[str, FileSpec], observed: LinuxObservation, proxy_env: str) -> bool:
+    """Whether applying ``changes`` changes what a service reads (the MCO then drains and reboots):
+    a drop-in added, changed or removed, or the environment file changed while a drop-in reads it.
+    ``proxy.env`` written with no drop-in before or after (a proxy-less node's first pass) and the
+    CA anchor alone (extracted, the runtime restarted) need none."""
+    drop_ins = [p for p in (*changes, *observed.digests) if p.startswith("/etc/systemd/")]
+    if any(p in changes for p in drop_ins):
+        return True
+    if proxy_env in changes:
+        return any(observed.digests.get(p) is not None for p in drop_ins)
+    return False
+
+
+def as_root(script: str) -> str:
+    """``script`` run as root by the node's SSH user (RHCOS' ``core`` and CAPI images' users may
+    ``sudo`` without a password): the files it reads and writes are root's. Only the script's
+    text — paths and modes — is on the command line; the contents come on stdin."""
+    return "sudo -n sh -c " + shlex.quote(script)
