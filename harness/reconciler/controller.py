@@ -502,14 +502,7 @@ class Reconciler:
         if plan.upload_bundle:  # a copy for people and tools on the node; the imports come with the data
             await connection.put_files({BUNDLE_PATH: desired.bundle_pem.encode()})
         if not plan.changes_node and not pending:
-            state = "deconfigured" if deconfigure else "configured"
-            labels = (node or {}).get("metadata", {}).get("labels") or {}
-            stale_revision = desired.revision is not None and annotations.get(APPLIED) != desired.revision
-            if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash() or stale_revision
-                    or labels.get(STATE_LABEL) != state or (not deconfigure and APPLIED_PROXY not in annotations)):
-                await self._record_done(node, record, desired, deconfigure, "already as desired")
-            elif record.state != state:
-                record.state, record.message = state, "already as desired"  # the cluster already says so
+            await self._settle_unchanged(node, annotations, desired, record, deconfigure)
             return connection
         if plan.changes_environment or pending:
             # One budget slot from before the node changes until it is verified after its reboot.
@@ -558,14 +551,7 @@ class Reconciler:
             return connection
         changes = linuxscripts.changed_files(node_files(desired.environment, desired.bundle_pem, flavour), observed)
         if not changes and not pending:
-            state = "deconfigured" if deconfigure else "configured"
-            labels = (node or {}).get("metadata", {}).get("labels") or {}
-            stale_revision = desired.revision is not None and annotations.get(APPLIED) != desired.revision
-            if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash() or stale_revision
-                    or labels.get(STATE_LABEL) != state or (not deconfigure and APPLIED_PROXY not in annotations)):
-                await self._record_done(node, record, desired, deconfigure, "already as desired")
-            elif record.state != state:
-                record.state, record.message = state, "already as desired"
+            await self._settle_unchanged(node, annotations, desired, record, deconfigure)
             return connection
         if not pending and not linuxscripts.needs_reboot(changes, observed, PROXY_ENV):
             # the MCO's rebootless changes: a CA is extracted and the runtime (not the kubelet)
@@ -593,11 +579,7 @@ class Reconciler:
             self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
             try:
                 if node is not None:
-                    record.cordoned_by = await self.writer.cordon_for_reboot(name)
-                    await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
-                    evicted = await self.drain(name)
-                    await self.writer.event(node, "RebootingNode", f"cordoned, {evicted} pod(s) evicted; restarting "
-                                                                   "so services pick up the new environment")
+                    await self._cordon_and_drain(node, record)
                 await connection.request_reboot()
                 record.reboots += 1
                 fresh, _, polls = await self.wait_for_boot(connection, record.reboot_pending)
@@ -667,6 +649,27 @@ class Reconciler:
             record.cordoned_by = None
         await self._record_done(node, record, desired, deconfigure, "configured and verified")
 
+    async def _settle_unchanged(self, node: dict[str, Any] | None, annotations: dict[str, str],
+                                desired: DesiredState, record: NodeRecord, deconfigure: bool) -> None:
+        """Nothing to change on the node: record it unless the Node already says so."""
+        state = "deconfigured" if deconfigure else "configured"
+        labels = (node or {}).get("metadata", {}).get("labels") or {}
+        stale_revision = desired.revision is not None and annotations.get(APPLIED) != desired.revision
+        if (node is None or annotations.get(CONFIG_HASH) != desired.config_hash() or stale_revision
+                or labels.get(STATE_LABEL) != state or (not deconfigure and APPLIED_PROXY not in annotations)):
+            await self._record_done(node, record, desired, deconfigure, "already as desired")
+        elif record.state != state:
+            record.state, record.message = state, "already as desired"  # the cluster already says so
+
+    async def _cordon_and_drain(self, node: dict[str, Any], record: NodeRecord) -> None:
+        """Before a reboot: cordon the Node (remembering who had), evict its pods, say so."""
+        name = node["metadata"]["name"]
+        record.cordoned_by = await self.writer.cordon_for_reboot(name)
+        await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
+        evicted = await self.drain(name)
+        await self.writer.event(node, "RebootingNode", f"cordoned, {evicted} pod(s) evicted; restarting "
+                                                       "so services pick up the new environment")
+
     def _latest_desired(self, desired: DesiredState, deconfigure: bool) -> DesiredState:
         """The node target from the cluster as the cache has it now (``desired`` when the cluster's
         input is unusable at the moment: that is reported by the next pass)."""
@@ -708,11 +711,7 @@ class Reconciler:
         self.max_concurrent_reboots = max(self.max_concurrent_reboots, len(self.rebooting))
         try:
             if node is not None:
-                record.cordoned_by = await self.writer.cordon_for_reboot(name)
-                await self._set_state(node, record, "rebooting", "restarting to apply the proxy settings")
-                evicted = await self.drain(name)
-                await self.writer.event(node, "RebootingNode", f"cordoned, {evicted} pod(s) evicted; restarting "
-                                                               "so services pick up the new environment")
+                await self._cordon_and_drain(node, record)
             desired = await self._catch_up(connection, node, desired, record, deconfigure)
             attempts = 0
             while True:
