@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler.reporting import APPLIED_PROXY
 from proxyfleet.simulators.controlplane.resources import NODES
-from proxyfleet.simulators.windows.trust import public_roots
+from proxyfleet.simulators.pki import public_roots
 
 PROXY_URL = "http://proxy.corp.internal:3128"
 TICKS = os.sysconf("SC_CLK_TCK")
