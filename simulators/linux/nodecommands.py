@@ -2,7 +2,7 @@
 systemd's or the trust store's, not a file's — answered as the real programs answer.
 
 ``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload``,
-``is-active`` and ``show -p PROPERTY [--value]`` (``SHOWN_PROPERTIES``), with ``-q``/``--quiet``
+``is-active`` and ``show -p PROPERTY [--value] [--timestamp=STYLE]`` (``SHOWN_PROPERTIES``), with ``-q``/``--quiet``
 and ``--no-block`` (a job here ends before the call returns, so ``--no-block`` changes nothing),
 read as its getopt reads them (``-qp MainPID``, ``--property=``, ``--``; its errors in getopt's
 words); a unit named without a suffix is a ``.service``, as systemctl reads it. Its errors are its own
@@ -26,6 +26,7 @@ Everything else a reconciler sends runs as the host's real program on the node's
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +42,9 @@ UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", 
                  ".swap", ".automount")
 SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show", "reboot")
 # The properties ``show -p`` serves (``MainPID`` names the process whose /proc/PID/environ tells).
-SHOWN_PROPERTIES = ("MainPID", "ActiveState", "NeedDaemonReload")
+SHOWN_PROPERTIES = ("MainPID", "ActiveState", "NeedDaemonReload", "ExecMainStartTimestamp")
+# ``--timestamp=`` styles (systemctl(1), 252) this model prints; ``pretty`` is the default.
+TIMESTAMP_STYLES = ("pretty", "us", "µs", "utc", "us+utc", "µs+utc", "unix")
 # systemctl's other verbs (systemctl(1), 252): real, so not "unknown", but not modelled here.
 OTHER_VERBS = frozenset({
     "list-units", "list-sockets", "list-timers", "list-jobs", "list-dependencies", "list-unit-files",
@@ -98,6 +101,7 @@ class SystemctlOptions:
     quiet: bool = False
     value_only: bool = False
     properties: list[str] = field(default_factory=list)
+    timestamp: str = "pretty"
     words: list[str] = field(default_factory=list)
 
 
@@ -123,6 +127,14 @@ def systemctl_options(args: list[str]) -> SystemctlOptions:
                     raise OptionError(f"systemctl: option '--{name}' doesn't allow an argument")
                 options.quiet |= name == "quiet"
                 options.value_only |= name == "value"
+            elif name == "timestamp":
+                if not has_value:
+                    if not queue:
+                        raise OptionError("systemctl: option '--timestamp' requires an argument")
+                    value = queue.pop(0)
+                if value not in TIMESTAMP_STYLES:
+                    raise OptionError(f"Invalid value: {value}.")
+                options.timestamp = value
             elif name == "property":
                 if not has_value:
                     if not queue:
@@ -174,7 +186,7 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     if not units:
         return Outcome(1, stderr="Too few arguments.\n")
     if verb == "show":
-        return _show(node, units, properties, value_only)
+        return _show(node, units, properties, value_only, options.timestamp)
     if verb == "is-active":
         states = ["active" if u in node.systemd.running else "inactive" for u in units]
         code = 0 if any(s == "active" for s in states) else 3
@@ -184,7 +196,22 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     return Outcome(failed[0].code if failed else 0, stderr="".join(o.stderr for o in outcomes))
 
 
-def _show(node: LinuxNodeModel, units: list[str], properties: list[str], value_only: bool) -> Outcome:
+def format_timestamp(seconds: float, style: str) -> str:
+    """A wall-clock time as systemd prints it in ``style`` (the node's zone is UTC, so ``pretty``
+    and ``utc`` agree); 0: never, printed empty."""
+    if not seconds:
+        return ""
+    if style == "unix":
+        return f"@{int(seconds)}"
+    moment = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    text = moment.strftime("%a %Y-%m-%d %H:%M:%S")
+    if style in ("us", "µs", "us+utc", "µs+utc"):
+        text += f".{moment.microsecond:06d}"
+    return text + " UTC"
+
+
+def _show(node: LinuxNodeModel, units: list[str], properties: list[str], value_only: bool,
+          timestamp_style: str = "pretty") -> Outcome:
     """``systemctl show -p P,... [--value] UNIT...``: one block per unit, blank-line separated."""
     if not properties:
         return Outcome(1, stderr="proxyfleet's simulated systemctl shows only the properties asked for with -p "
@@ -198,7 +225,9 @@ def _show(node: LinuxNodeModel, units: list[str], properties: list[str], value_o
         process = node.systemd.running.get(unit)
         values = {"MainPID": str(process.pid if process else 0),
                   "ActiveState": "active" if process else "inactive",
-                  "NeedDaemonReload": "yes" if node.systemd.needs_daemon_reload(unit) else "no"}
+                  "NeedDaemonReload": "yes" if node.systemd.needs_daemon_reload(unit) else "no",
+                  "ExecMainStartTimestamp": format_timestamp(node.systemd.main_started.get(unit, 0.0),
+                                                             timestamp_style)}
         blocks.append("".join(f"{values[p]}\n" if value_only else f"{p}={values[p]}\n" for p in properties))
     return Outcome(0, stdout="\n".join(blocks))
 

@@ -26,7 +26,8 @@ environment), and ``systemctl`` verbs other than those below.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,7 @@ class ServiceProcess:
     environment: dict[str, str]
     started_at: float  # the node's clock
     roots: BundleTrust | None = None  # the CAs it loaded (Go: once per process)
+    started_wall: float = 0.0  # the wall clock (seconds since the epoch): ExecMainStartTimestamp
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,10 @@ class ServiceManager:
     loaded: dict[str, LoadedUnit] = field(default_factory=dict)
     running: dict[str, ServiceProcess] = field(default_factory=dict)
     journal: list[str] = field(default_factory=list)
+    wall_clock: Callable[[], float] = time.time
+    # When each unit's main process last started (wall clock), kept after it stops, as systemd
+    # keeps ExecMainStartTimestamp until the manager itself goes (a reboot).
+    main_started: dict[str, float] = field(default_factory=dict)
     _pids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def _stamps(self, sources: UnitSources) -> tuple[tuple[str, int], ...]:
@@ -182,7 +188,10 @@ class ServiceManager:
             self.journal += [f"{unit}: {exc}", f"{unit}: Failed with result 'resources'."]
             return Outcome(1, stderr=warning + job_failed(unit) + "\n")
         self.journal += [f"{unit}: {line}" for line in file_warnings.lines]
-        self.running[unit] = ServiceProcess(next(self._pids), environment, now, go_roots(self.root))
+        started = self.wall_clock()
+        self.running[unit] = ServiceProcess(next(self._pids), environment, now, roots=go_roots(self.root),
+                                            started_wall=started)
+        self.main_started[unit] = started
         return Outcome(0, stderr=warning)
 
     def boot(self, enabled: Iterable[str], now: float = 0.0, boot_id: str | None = None) -> dict[str, Outcome]:
@@ -198,6 +207,7 @@ class ServiceManager:
         """Power off: every service stopped, nothing loaded."""
         self.loaded.clear()
         self.running.clear()
+        self.main_started.clear()
 
     def stop(self, unit: str) -> Outcome:
         """Stop ``unit`` (a unit with no file anywhere is "not loaded", as systemctl says)."""

@@ -128,3 +128,21 @@ def test_short_options_bundle_and_options_go_anywhere(tmp_path: Path) -> None:
         assert (done.code, done.stdout) == (0, pid + "\n"), args
     quiet = run_command(node, "systemctl", ["-qp", "MainPID", "is-active", "crio"])
     assert (quiet.code, quiet.stdout) == (0, "")
+
+
+def test_exec_main_start_timestamp_in_each_style_and_kept_after_a_stop(tmp_path: Path) -> None:
+    node = model(tmp_path)
+    node.systemd.wall_clock = lambda: 1_795_000_000.25  # Wed 2026-11-18 11:06:40.25 UTC
+    assert run_command(node, "systemctl", ["restart", "kubelet"]).code == 0
+    shown = {style: run_command(node, "systemctl", ["show", f"--timestamp={style}", "-p", "ExecMainStartTimestamp",
+                                                    "--value", "kubelet"]).stdout
+             for style in ("pretty", "us+utc", "unix")}
+    assert shown == {"pretty": "Wed 2026-11-18 11:06:40 UTC\n", "us+utc": "Wed 2026-11-18 11:06:40.250000 UTC\n",
+                     "unix": "@1795000000\n"}
+    assert run_command(node, "systemctl", ["stop", "kubelet"]).code == 0
+    assert run_command(node, "systemctl", ["show", "-p", "ExecMainStartTimestamp", "kubelet"]).stdout == \
+        "ExecMainStartTimestamp=Wed 2026-11-18 11:06:40 UTC\n"
+    assert run_command(node, "systemctl", ["show", "-p", "ExecMainStartTimestamp", "never.service"]).stdout == \
+        "ExecMainStartTimestamp=\n"
+    refused = run_command(node, "systemctl", ["show", "--timestamp=soon", "-p", "MainPID", "kubelet"])
+    assert (refused.code, refused.stderr) == (1, "Invalid value: soon.\n")

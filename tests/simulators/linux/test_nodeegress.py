@@ -8,63 +8,35 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import asyncssh
 import certifi
 import pytest
-import pytest_asyncio
 
-from proxyfleet.simulators.linux.node import LinuxNode, LinuxNodeConfig
+from proxyfleet.simulators.linux.node import LinuxNode
 from proxyfleet.simulators.linux.nodeegress import CallerGone, caller_environment
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTRANET_REGISTRY
+from tests.simulators.linux.egresslab import LinuxEgressLab, lab_fixture, node_fixture
 from tests.simulators.linux.sessions import run_on
-from tests.simulators.traffic import PROXY_NAME, Egress, egress_lab
+from tests.simulators.traffic import PROXY_NAME
 
 CANNOT_MOUNT = host_cannot_mount()
 pytestmark = [pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}"),
               pytest.mark.asyncio(loop_scope="module")]
 SYSTEM_CAS = Path(certifi.where()).read_bytes()  # the lab's public CA is not among them
 KEY = asyncssh.generate_private_key("ssh-ed25519")
-PROXY = PROXY_NAME
+PROXY = PROXY_NAME  # the proxy as the lab's table names it
 IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
 
 
-@dataclass
-class Lab(Egress):
-    state: Path
-
-    @property
-    def proxy_url(self) -> str:
-        return f"http://{PROXY}:{self.proxy.port}"
+Lab = LinuxEgressLab
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def lab(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Lab]:
-    state = tmp_path_factory.mktemp("linux-egress")
-    async with egress_lab(state) as egress:
-        yield Lab(egress.network, egress.public_ca, egress.origins, egress.proxy, state)
-
-
-_addresses = iter(range(1, 250))
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def node(lab: Lab, request: pytest.FixtureRequest) -> AsyncIterator[LinuxNode]:
-    flavour: Flavour = getattr(request, "param", RHCOS_NODE)
-    name = f"worker-{next(_addresses)}"
-    running = LinuxNode(LinuxNodeConfig(name, f"127.10.9.{name.rsplit('-', 1)[1]}", 0, lab.state / name,
-                                        asyncssh.generate_private_key("ssh-ed25519"), [KEY.convert_to_public()],
-                                        flavour, SYSTEM_CAS, network=lab.network))
-    await running.start()
-    try:
-        yield running
-    finally:
-        await running.stop()
+lab = lab_fixture("linux-egress")
+node = node_fixture(KEY, SYSTEM_CAS, "127.10.9.")
 
 
 run = functools.partial(run_on, key=KEY)
