@@ -440,6 +440,26 @@ class Reconciler:
         """The script that applies ``plan`` (constant: the values travel in its data file)."""
         return apply_script()
 
+    def linux_files(self, desired: DesiredState, flavour: Flavour) -> dict[str, FileSpec]:
+        """Every file this reconciler owns on a Linux node of ``flavour``, as ``desired`` wants it."""
+        return node_files(desired.environment, desired.bundle_pem, flavour)
+
+    def linux_apply(self, changes: dict[str, FileSpec], flavour: Flavour) -> linuxscripts.ApplyCommand:
+        """The command that writes ``changes`` (and extracts the bundle, reloads systemd, as needed)."""
+        return linuxscripts.apply_script(changes, flavour)
+
+    def linux_reboots(self, changes: dict[str, FileSpec], observed: LinuxObservation) -> bool:
+        """Whether ``changes`` take a drain and reboot (the MCO's: any unit or ``proxy.env`` change)."""
+        return linuxscripts.needs_reboot(changes, observed, PROXY_ENV)
+
+    def linux_restarts(self, changes: dict[str, FileSpec], flavour: Flavour) -> tuple[str, ...]:
+        """The services a rebootless change restarts (the MCO's: the runtime, for a new CA)."""
+        return (flavour.runtime,) if flavour.anchor in changes else ()
+
+    def linux_mismatches(self, wanted: dict[str, str | None], held: dict[str, str]) -> list[str]:
+        """The proxy variables a Linux service holds other than ``wanted`` (both spellings)."""
+        return linuxscripts.environment_mismatches(wanted, held)
+
     async def wait_for_boot(self, connection: NodeConnection, old_boot: str) -> tuple[NodeConnection, str, int]:
         """After the restart request: SSH gone and back with a boot time other than ``old_boot``.
         Returns the new connection, the new boot time and how many connection attempts it took."""
@@ -549,23 +569,24 @@ class Reconciler:
         if pending and self.rebooted_since(pending, observed.boot_id):
             await self._verify_linux_and_finish(node, connection, flavour.services, desired, record, deconfigure)
             return connection
-        changes = linuxscripts.changed_files(node_files(desired.environment, desired.bundle_pem, flavour), observed)
+        changes = linuxscripts.changed_files(self.linux_files(desired, flavour), observed)
         if not changes and not pending:
             await self._settle_unchanged(node, annotations, desired, record, deconfigure)
             return connection
-        if not pending and not linuxscripts.needs_reboot(changes, observed, PROXY_ENV):
+        if not pending and not self.linux_reboots(changes, observed):
             # the MCO's rebootless changes: a CA is extracted and the runtime (not the kubelet)
             # restarted; an environment file no unit reads is just written
             await self._apply_linux(connection, node, changes, flavour, record, live=True)
-            if flavour.anchor in changes:
-                await connection.shell(f"sudo -n systemctl restart {flavour.runtime}")
+            restarts = self.linux_restarts(changes, flavour)
+            if restarts:
+                await connection.shell(f"sudo -n systemctl restart {' '.join(restarts)}")
             await self._verify_linux_and_finish(node, connection, flavour.services, desired, record, deconfigure,
                                                 uncordon=False)
             return connection
         address = connection.target.address
         async with self.budget.reboot(address):
             desired = self._latest_desired(desired, deconfigure)
-            changes = linuxscripts.changed_files(node_files(desired.environment, desired.bundle_pem, flavour), observed)
+            changes = linuxscripts.changed_files(self.linux_files(desired, flavour), observed)
             if not pending and node is not None:
                 await self._set_state(node, record, "applying", f"{len(changes)} file(s) on the node",
                                       {REBOOT_PENDING: observed.boot_id, USERNAME: connection.target.username},
@@ -615,7 +636,7 @@ class Reconciler:
             return
         summary = "wrote " + ", ".join(sorted(changes))
         record.state, record.message = "applying", summary
-        command = linuxscripts.apply_script(changes, flavour)
+        command = self.linux_apply(changes, flavour)
         await connection.shell(linuxscripts.as_root(command.command), input=command.stdin)
         record.changes += 1
         log.info("applied on %s: %s", connection.target.address, summary)
@@ -641,7 +662,7 @@ class Reconciler:
                 raise VerificationFailed(f"services {down} did not start")
             await asyncio.sleep(self.settings.service_poll)  # polling the node, not synchronising
         for service in services:
-            wrong = linuxscripts.environment_mismatches(desired.environment, held[service][1])
+            wrong = self.linux_mismatches(desired.environment, held[service][1])
             if wrong:
                 raise VerificationFailed(f"{service} runs with {sorted(wrong)} other than the cluster wants")
         if node is not None and uncordon:
