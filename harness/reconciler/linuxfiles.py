@@ -25,7 +25,8 @@ Where this reference does better than the MCO, and why:
 
 Debian (a CAPI node) gets the same files where Debian keeps them: the anchor in
 ``/usr/local/share/ca-certificates/`` (``.crt``, 0644: ``update-ca-certificates`` reads only those),
-containerd for CRI-O, ``/etc/mco`` created for the environment file.
+containerd for CRI-O, ``/etc/mco`` created for the environment file — which, having no MCO to own
+it there, goes when the proxy goes (on RHCOS it stays, comment only, as the MCO keeps it).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class Flavour:
     anchor_mode: int
     extract: str  # the command that rebuilds the bundle programs read
     runtime: str  # the container runtime's service
+    # Whether the node keeps proxy.env without a proxy (RHCOS: the MCO's from install); elsewhere
+    # it is the reconciler's own, and goes with the proxy.
+    keeps_proxy_env: bool = True
 
     @property
     def services(self) -> tuple[str, str]:
@@ -68,7 +72,7 @@ class Flavour:
 RHCOS = Flavour("rhcos", "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt", 0o600,
                 "update-ca-trust", "crio.service")
 DEBIAN = Flavour("debian", "/usr/local/share/ca-certificates/openshift-config-user-ca-bundle.crt", 0o644,
-                 "update-ca-certificates", "containerd.service")
+                 "update-ca-certificates", "containerd.service", keeps_proxy_env=False)
 FLAVOURS = {f.name: f for f in (RHCOS, DEBIAN)}
 
 
@@ -100,7 +104,8 @@ def proxy_env_text(environment: Mapping[str, str | None]) -> str:
 def node_files(environment: Mapping[str, str | None], bundle_pem: str, flavour: Flavour) -> dict[str, FileSpec]:
     """Every file the reconciler owns on a node of ``flavour``, as it should be."""
     configured = any(environment.get(name) for name in PROXY_VARIABLES)
-    files = {PROXY_ENV: FileSpec(proxy_env_text(environment), 0o600)}
+    kept = configured or flavour.keeps_proxy_env
+    files = {PROXY_ENV: FileSpec(proxy_env_text(environment) if kept else None, 0o600)}
     for service in flavour.services:
         files[f"/etc/systemd/system/{service}.d/{DROP_IN}"] = FileSpec(DROP_IN_TEXT if configured else None)
     files[flavour.anchor] = FileSpec(bundle_pem if bundle_pem.strip() else None, flavour.anchor_mode)

@@ -107,6 +107,16 @@ ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELE
 """
 
 
+# The MCO's /etc/mco/proxy.env on a cluster without a proxy: its comment alone.
+MCO_PROXY_ENV = "".join(f"# {line}\n" for line in (
+    "Proxy environment variables will be populated in this file. Properly",
+    "url encoded passwords with special characters will use '%<HEX><HEX>'.",
+    "Systemd requires that any % used in a password be represented as",
+    "%% in a unit file since % is a prefix for macros; this restriction does not",
+    "apply for environment files. Templates that need the proxy set should use",
+    "'EnvironmentFile=/etc/mco/proxy.env'."))
+
+
 @dataclass(frozen=True)
 class Flavour:
     """One kind of Linux worker: its files, its trust store, the services it starts at boot."""
@@ -136,6 +146,8 @@ RHCOS_NODE = Flavour(
         "/usr/lib/systemd/system/crio.service": RHCOS_CRIO,
         # written by the MCO's kubelet-auto-node-size unit before the kubelet starts
         "/etc/node-sizing.env": "SYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\n",
+        # on every node from install, proxy or not (the MCO's etc-mco-proxy.yaml base template, 0644)
+        "/etc/mco/proxy.env": MCO_PROXY_ENV,
     },
     runtime="crio.service",
     enabled=("crio.service", "kubelet.service"),

@@ -15,6 +15,7 @@ from proxyfleet.harness.reconciler.linuxfiles import (
     proxy_env_text,
 )
 from proxyfleet.simulators.linux.execenvironment import Warnings, load_environment_file
+from proxyfleet.simulators.linux.noderoot import MCO_PROXY_ENV
 
 PROXY = {"HTTP_PROXY": "http://proxy.corp:3128", "HTTPS_PROXY": "http://proxy.corp:3128",
          "NO_PROXY": ".cluster.local,.svc,10.0.0.0/16"}
@@ -47,10 +48,19 @@ def test_a_configured_rhcos_node_gets_the_mcos_files_in_both_spellings() -> None
     assert anchor.mode == 0o600 and anchor.content == "-----BEGIN CERTIFICATE-----\n"
 
 
-def test_without_a_proxy_the_drop_ins_and_the_anchor_go_and_the_env_file_keeps_its_comment() -> None:
-    files = node_files(dict.fromkeys(PROXY), "", DEBIAN)
-    assert files[PROXY_ENV].content == PROXY_ENV_HEADER
+def test_without_a_proxy_the_drop_ins_and_the_anchor_go_and_the_env_file_keeps_its_comment_on_rhcos() -> None:
+    files = node_files(dict.fromkeys(PROXY), "", RHCOS)
+    assert files[PROXY_ENV].content == PROXY_ENV_HEADER == MCO_PROXY_ENV  # what the MCO keeps there from install
     assert [p for p, f in files.items() if f.content is None] == [
+        "/etc/systemd/system/crio.service.d/10-mco-default-env.conf",
+        "/etc/systemd/system/kubelet.service.d/10-mco-default-env.conf",
+        "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"]
+
+
+def test_on_a_capi_node_without_a_proxy_the_env_file_goes_too_no_mco_keeps_it_there() -> None:
+    files = node_files(dict.fromkeys(PROXY), "", DEBIAN)
+    assert [p for p, f in files.items() if f.content is None] == [
+        PROXY_ENV,
         "/etc/systemd/system/containerd.service.d/10-mco-default-env.conf",
         "/etc/systemd/system/kubelet.service.d/10-mco-default-env.conf",
         "/usr/local/share/ca-certificates/openshift-config-user-ca-bundle.crt"]

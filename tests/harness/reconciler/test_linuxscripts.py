@@ -68,7 +68,8 @@ async def reconcile(node: LinuxNode, flavour: Flavour, environment: dict[str, st
     if changes:
         apply = apply_script(changes, flavour)
         # the contents (the password's too) travel on stdin only, never in the command's text
-        assert apply.stdin and not any(line in apply.command for line in apply.stdin.splitlines())
+        assert bool(apply.stdin) == any(spec.content is not None for spec in changes.values())
+        assert not any(line in apply.command for line in apply.stdin.splitlines())
         applied = await run(node, apply.command, apply.stdin)
         assert applied.exit_status == 0, applied.stderr
         boots = len(node.boots)

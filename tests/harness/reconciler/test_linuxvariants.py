@@ -76,6 +76,7 @@ async def test_each_linux_variant_is_caught_by_its_check_and_the_correct_ones_pa
     assert set(CAUGHT_BY) == {"correct", *LINUX_VARIANTS}  # every variant is tried here
     node = lab.fleet.linux_nodes[0]
     judge = Judge(lab, node, BundleCache())
+    baseline = await judge.look()  # the node out of the box
     ca = trustme.CA()
     settings = ReconcilerSettings(ssh_port=lab.fleet.port, resync_period=2.0, max_unavailable=1, settle_delay=0.3,
                                   reboot_timeout=30, backoff_base=0.2, backoff_max=1.0, service_start_timeout=5.0)
@@ -83,8 +84,6 @@ async def test_each_linux_variant_is_caught_by_its_check_and_the_correct_ones_pa
     await admin.set_linux_instances(lab.api(), [(node.config.address, "core")])
     async with cls(lab.api(), settings) as rec:
         await wait_until(lambda: settled(rec, node, -1), what="the first pass")
-        # the node as a proxy-less cluster keeps it: the MCO's proxy.env is there from install on RHCOS
-        baseline = await judge.look()
         before = rec.records[node.config.address].changes
         started = dt.datetime.now(dt.UTC)
         await admin.set_trusted_ca(lab.api(), ca.cert_pem.bytes().decode())

@@ -90,7 +90,7 @@ def test_an_openshift_workers_trust_store_is_extracted_and_found_by_go(tmp_path:
     extracted = thumbprints(legacy.read_bytes())
     assert extracted == list(dict.fromkeys(thumbprints(SYSTEM_CAS))) and len(extracted) > 100
     assert (tmp_path / RHCOS.anchors.lstrip("/")).is_dir() and not any((tmp_path / RHCOS.anchors.lstrip("/")).iterdir())
-    assert (tmp_path / "etc/mco").is_dir()
+    assert (tmp_path / "etc/mco/proxy.env").read_text().startswith("# Proxy environment variables")  # the MCO's
 
 
 @pytest.mark.skipif(UPDATE_CA_CERTIFICATES is None, reason="needs Debian's update-ca-certificates (ca-certificates)")
