@@ -100,7 +100,7 @@ def test_a_debian_nodes_bundle_is_its_own_not_the_hosts(tmp_path: Path) -> None:
 @needs_mounts
 def test_a_failing_command_says_so_with_its_own_exit_status(tmp_path: Path) -> None:
     mounts = node(tmp_path)
-    failed = on_node(mounts, "cat /etc/mco/proxy.env")
+    failed = on_node(mounts, "cat /etc/mco/no-such.env")
     assert failed.returncode == 1 and "No such file or directory" in failed.stderr
     quoted = on_node(mounts, "printf '%s\\n' \"it's   spaced\" 'a \"b\"'")
     assert quoted.stdout == "it's   spaced\na \"b\"\n"
