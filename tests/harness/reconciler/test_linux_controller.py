@@ -43,6 +43,18 @@ def held(node: LinuxNode, unit: str) -> dict[str, str]:
     return dict(process.environment) if process is not None else {}
 
 
+def main_pid(node: LinuxNode, unit: str) -> int | None:
+    """The unit's running process (None: not running, say mid-restart)."""
+    process = node.model.systemd.running.get(unit)
+    return process.pid if process is not None else None
+
+
+def restarted(node: LinuxNode, unit: str, old: int | None) -> bool:
+    """Whether the unit runs again as a process other than ``old`` (mid-restart it runs as none)."""
+    pid = main_pid(node, unit)
+    return pid is not None and pid != old
+
+
 def extracted(node: LinuxNode) -> set[str]:
     return {c.thumbprint for c in certificates_in_bundle((node.root / RHCOS.bundle.lstrip("/")).read_bytes())}
 
@@ -78,13 +90,14 @@ async def test_a_proxy_added_rotated_and_removed_on_linux_nodes(lab: Lab) -> Non
         assert rec.max_concurrent_reboots == 1  # maxUnavailable
 
         reboots = [len(n.boots) for n in members]
-        crio_pids = [n.model.systemd.running["crio.service"].pid for n in members]
+        crio_pids = [main_pid(n, "crio.service") for n in members]
+        assert None not in crio_pids
         await admin.set_trusted_ca(lab.api(), second_ca.cert_pem.bytes().decode())  # rotation
         second = Certificate.from_pem(second_ca.cert_pem.bytes()).thumbprint
         await wait_until(lambda: all(second in extracted(n) and first not in extracted(n) for n in members),
                          what="the rotated CA extracted")
-        await wait_until(lambda: all(n.model.systemd.running["crio.service"].pid != pid
-                                     for n, pid in zip(members, crio_pids, strict=True)), what="CRI-O restarted")
+        await wait_until(lambda: all(restarted(n, "crio.service", old) for n, old in zip(members, crio_pids, strict=True)),
+                         what="CRI-O restarted")
         assert [len(n.boots) for n in members] == reboots  # the MCO's rebootless CA change
 
         await admin.set_proxy(lab.api())  # removal
