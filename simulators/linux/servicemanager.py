@@ -80,7 +80,6 @@ class ServiceProcess:
     environment: dict[str, str]
     started_at: float  # the node's clock
     roots: BundleTrust | None = None  # the CAs it loaded (Go: once per process)
-    started_wall: float = 0.0  # the wall clock (seconds since the epoch): ExecMainStartTimestamp
 
 
 @dataclass(frozen=True)
@@ -188,10 +187,8 @@ class ServiceManager:
             self.journal += [f"{unit}: {exc}", f"{unit}: Failed with result 'resources'."]
             return Outcome(1, stderr=warning + job_failed(unit) + "\n")
         self.journal += [f"{unit}: {line}" for line in file_warnings.lines]
-        started = self.wall_clock()
-        self.running[unit] = ServiceProcess(next(self._pids), environment, now, roots=go_roots(self.root),
-                                            started_wall=started)
-        self.main_started[unit] = started
+        self.running[unit] = ServiceProcess(next(self._pids), environment, now, go_roots(self.root))
+        self.main_started[unit] = self.wall_clock()
         return Outcome(0, stderr=warning)
 
     def boot(self, enabled: Iterable[str], now: float = 0.0, boot_id: str | None = None) -> dict[str, Outcome]:
