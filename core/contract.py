@@ -6,6 +6,9 @@ from __future__ import annotations
 # The machine variables a proxied Windows node carries (names as written; Windows compares
 # them case-insensitively).
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+# Both spellings of each, as a Linux service must hold them: Go reads either, libcurl reads a
+# plain-HTTP proxy only as http_proxy.
+PROXY_SPELLINGS = tuple(s for name in PROXY_VARIABLES for s in (name, name.lower()))
 # The services whose egress the proxy settings govern; each reads its environment when it starts.
 EGRESS_SERVICES = ("containerd", "kubelet", "kube-proxy", "hybrid-overlay-node", "windows_exporter",
                    "windows-instance-config-daemon")

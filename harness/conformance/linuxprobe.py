@@ -29,12 +29,10 @@ import shlex
 from dataclasses import dataclass
 
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.contract import PROXY_VARIABLES
+from proxyfleet.core.contract import PROXY_SPELLINGS
 from proxyfleet.core.nodessh import NodeConnection, NodeError
 from proxyfleet.core.probetargets import check_image, check_url
 
-# Both spellings of every proxy variable: Go reads either, libcurl only ``http_proxy`` in lower case.
-PROXY_SPELLINGS = tuple(s for name in PROXY_VARIABLES for s in (name, name.lower()))
 KUBELET = "kubelet.service"
 
 

@@ -15,6 +15,7 @@ import hashlib
 import shlex
 from dataclasses import dataclass, field
 
+from proxyfleet.core.contract import PROXY_SPELLINGS
 from proxyfleet.harness.reconciler.linuxfiles import FileSpec, Flavour
 
 
@@ -127,13 +128,10 @@ def apply_script(changes: dict[str, FileSpec], flavour: Flavour) -> ApplyCommand
     return ApplyCommand("\n".join(lines) + "\n", "".join(stdin))
 
 
-PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
-
-
 def verify_script(services: tuple[str, ...]) -> str:
     """Print ``service PID UNIT`` for each service, then ``env UNIT NAME=VALUE`` for each proxy
     variable its running process started with (read from ``/proc/PID/environ``)."""
-    pattern = "|".join(PROXY_NAMES)
+    pattern = "|".join(PROXY_SPELLINGS)
     lines = []
     for service in services:
         unit = shlex.quote(service)
