@@ -29,6 +29,32 @@ class NodeAccess:
     authorized_keys: list[asyncssh.SSHKey]
 
 
+class AccessibleNode:
+    """What a node of either kind says of itself from its ``config``."""
+
+    config: NodeAccess
+
+    @property
+    def name(self) -> str:
+        """The node's host name (its Node's name too)."""
+        return self.config.name
+
+    @property
+    def address(self) -> str:
+        return self.config.address
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (the one asked for, or the one the system chose for 0 at its
+        first start), down or up."""
+        return self.config.port
+
+    @property
+    def host_key_openssh(self) -> str:
+        """The host's public key as a known_hosts entry names it."""
+        return self.config.host_key.export_public_key("openssh").decode().strip()
+
+
 class PublicKeyOnlyServer(asyncssh.SSHServer):
     """sshd's authentication as the nodes are configured: an authorized public key, nothing else
     (no passwords, keyboard-interactive or host-based); ``accepts`` says whose key gets in."""

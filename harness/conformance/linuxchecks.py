@@ -33,7 +33,9 @@ def service_environment(state: LinuxNodeState, wanted: Mapping[str, str | None])
     expected = both_spellings(wanted)
     wrong = []
     for unit, service in sorted(state.services.items()):
-        if not service.running:
+        if not service.found:
+            wrong.append(f"{unit} not found (no unit file)")
+        elif not service.running:
             wrong.append(f"{unit} not running")
         elif service.environment != expected:
             missing = sorted(set(expected) - set(service.environment))

@@ -1,6 +1,7 @@
 """Reading a node the way an administrator would: over SSH, one PowerShell round trip for its
 proxy variables, Root store, boot time and egress services, and ``crictl pull`` and ``curl.exe``
-for real traffic (``trafficcommands``: the destination travels as data).
+for real traffic (``trafficcommands``: the destination travels as data); a Linux node in one POSIX
+shell round trip (``observe_linux``: ``linuxprobe``, its bundle sent only when it changed).
 
 Connections are kept per node and reopened after a reboot; the host key is pinned on first contact
 (and handed to ``on_pin``, so that a run's later probes hold the node to it).
@@ -27,6 +28,7 @@ from proxyfleet.core.nodessh import (
     read_variables_script,
     services_script,
 )
+from proxyfleet.harness.conformance import linuxprobe
 from proxyfleet.harness.conformance.trafficcommands import fetch_command, pull_command
 
 
@@ -104,6 +106,9 @@ class NodeProbe:
         self._in_flight = 0
         self.busiest = 0  # the most round trips that were ever in flight at once
         self._queued: dict[str, float] = {}
+        # Linux nodes' extracted bundles: parsed once per content, sent again only when changed
+        self._bundles = linuxprobe.BundleCache()
+        self._bundle_digests: dict[str, str] = {}
 
     def queued(self, address: str) -> float:
         """Seconds the round trips to ``address`` have waited, in all, for a slot behind other nodes'
@@ -177,6 +182,20 @@ class NodeProbe:
         services = {name: _time((data.get("services") or {}).get(name)) for name in EGRESS_SERVICES}
         files = frozenset(str(f) for f in data.get("files") or [])
         return NodeState(environment, frozenset(str(t).upper() for t in root), boot, services, files)
+
+    async def observe_linux(self, address: str) -> linuxprobe.LinuxNodeState:
+        """One look at a Linux node (``linuxprobe``); raises ``NodeError`` when it cannot be read."""
+        connection = self._connection(address)
+        try:
+            async with self._slot(address):
+                state = await linuxprobe.observe(connection, self._bundles, self._bundle_digests.get(address, ""))
+        except NodeError:
+            self._connections.pop(address, None)
+            raise
+        finally:
+            self._pin(address, connection)
+        self._bundle_digests[address] = state.bundle_digest
+        return state
 
     async def pull(self, address: str, image: str) -> PullResult:
         """``crictl pull`` on the node: containerd's own environment decides the route. Raises

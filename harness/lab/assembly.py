@@ -345,7 +345,7 @@ class Lab:
         await self.fleet.start()
         self._stack.append(("fleet", self.fleet.stop))
         control_plane = self.control_plane
-        for node in self.fleet.nodes:
+        for node in self.fleet.every_node:
             # Was the Node cordoned as the machine went down and as it came back (exact, for the
             # conformance check "drained-while-down")?
             node.outage_observer = lambda n: control_plane.node_unschedulable(n.name)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import asyncssh
 
 from proxyfleet.core.cancelling import stop_task, wait_until
-from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
+from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch, WatchedOutages, utc_now
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.kubelet import KubeletSettings, NodeIdentity, SimulatedKubelet
 from proxyfleet.simulators.linux.cloudinit import BOOT_FINISHED, OUTPUT_LOG, CloudConfig, WriteFile, parse_user_data
@@ -55,7 +55,7 @@ from proxyfleet.simulators.linux.nodeshell import (
 )
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.nodeaccess import NodeAccess, NodeSSHServer, listen_until_bound
+from proxyfleet.simulators.nodeaccess import AccessibleNode, NodeAccess, NodeSSHServer, listen_until_bound
 
 log = logging.getLogger(__name__)
 NO_SHELL = "proxyfleet: interactive shells are not modelled on simulated Linux nodes; send a command\n"
@@ -119,8 +119,10 @@ class LinuxKubeletHost:
         return self.node.boots[-1].boot_id if self.node.boots else ""
 
 
-class LinuxNode:
+class LinuxNode(AccessibleNode, WatchedOutages):
     """A simulated Linux node on one event loop: ``await start()``, ``await stop()``."""
+
+    config: LinuxNodeConfig
 
     def __init__(self, config: LinuxNodeConfig) -> None:
         self.config = config
@@ -132,6 +134,7 @@ class LinuxNode:
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
         self.commands_run = 0
         self.boots: list[BootRecord] = []  # lab evidence: every power-on, with its id
+        self.watch = OutageWatch(self)  # lab evidence: sshd's outages, and the lab's observers of their edges
         self.connections: set[asyncssh.SSHServerConnection] = set()
         # False from the moment sshd stops: a connection the old listener accepted but had not yet
         # handed over is cut as it arrives (``_Server``).
@@ -151,11 +154,6 @@ class LinuxNode:
         # its bootstrap data, refused now if not understood (``cloudinit.UserDataError``)
         self.cloud_config: CloudConfig | None = (parse_user_data(config.user_data)
                                                  if config.user_data is not None else None)
-
-    @property
-    def host_key_openssh(self) -> str:
-        """The host's public key as a known_hosts entry names it."""
-        return self.config.host_key.export_public_key("openssh").decode().strip()
 
     async def start(self) -> None:
         """Lay out the node (first start only), boot it, and listen."""
@@ -222,7 +220,7 @@ class LinuxNode:
         if self.rebooting:
             return
         self.exit_statuses.decide(self.config.lost_exit_status_rate)
-        self._reboot = asyncio.get_running_loop().create_task(self._reboot_cycle(asking),
+        self._reboot = asyncio.get_running_loop().create_task(self._reboot_cycle(asking, utc_now()),
                                                               name=f"reboot {self.config.name}")
         self._reboot.add_done_callback(self._reboot_ended)
 
@@ -230,7 +228,7 @@ class LinuxNode:
         if not task.cancelled() and task.exception() is not None:
             log.error("%s: the reboot failed, the node is left without sshd: %r", self.config.name, task.exception())
 
-    async def _reboot_cycle(self, asking: NodeCommand | None) -> None:
+    async def _reboot_cycle(self, asking: NodeCommand | None, requested_at: dt.datetime) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: systemd stopping the units
         ended = self._sessions_ended.get(asking) if asking is not None else None
         if ended is not None and not self.exit_statuses.lost:
@@ -238,6 +236,7 @@ class LinuxNode:
             # never how fast this machine ran the rest of its command
             await wait_until(ended, STOP_TIMEOUT)
         await self._go_down()
+        self.watch.went_down(utc_now(), requested_at)
         self.boots[-1].shutdown_at = utc_now()
         await asyncio.to_thread(self._power_off)
         self._follow_kubelet()
@@ -245,6 +244,7 @@ class LinuxNode:
         await asyncio.to_thread(self._boot)
         self._follow_kubelet()
         await listen_until_bound(self._listen, self.config)
+        self.watch.came_up(utc_now())
 
     def _power_off(self) -> None:
         with self.model.lock:
@@ -265,12 +265,6 @@ class LinuxNode:
             await running.close()
         if acceptor is not None:
             await acceptor.wait_closed()
-
-    @property
-    def port(self) -> int:
-        """The port it listens on (the one asked for, or the one the system chose for 0 at its
-        first start), down or up."""
-        return self.config.port
 
     async def stop(self) -> None:
         """Power off: stop listening, end every command still running (idempotent)."""

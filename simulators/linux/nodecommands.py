@@ -36,13 +36,14 @@ from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.linux.noderoot import Flavour
 from proxyfleet.simulators.linux.servicemanager import Outcome, ServiceManager
 from proxyfleet.simulators.linux.truststores import RHCOS, rhcos_extract
+from proxyfleet.simulators.linux.unitpaths import unit_sources
 from proxyfleet.simulators.network import LabNetwork
 
 UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", ".slice", ".scope", ".device",
                  ".swap", ".automount")
 SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show", "reboot")
 # The properties ``show -p`` serves (``MainPID`` names the process whose /proc/PID/environ tells).
-SHOWN_PROPERTIES = ("MainPID", "ActiveState", "NeedDaemonReload", "ExecMainStartTimestamp")
+SHOWN_PROPERTIES = ("LoadState", "MainPID", "ActiveState", "NeedDaemonReload", "ExecMainStartTimestamp")
 # ``--timestamp=`` styles (systemctl(1), 252) this model prints; ``pretty`` is the default.
 TIMESTAMP_STYLES = ("pretty", "us", "µs", "utc", "us+utc", "µs+utc", "unix")
 # systemctl's other verbs (systemctl(1), 252): real, so not "unknown", but not modelled here.
@@ -223,7 +224,9 @@ def _show(node: LinuxNodeModel, units: list[str], properties: list[str], value_o
     blocks = []
     for unit in units:
         process = node.systemd.running.get(unit)
-        values = {"MainPID": str(process.pid if process else 0),
+        sources = unit_sources(node.systemd.root, unit)
+        found = sources.fragment is not None or bool(sources.drop_ins)
+        values = {"LoadState": "loaded" if found else "not-found", "MainPID": str(process.pid if process else 0),
                   "ActiveState": "active" if process else "inactive",
                   "NeedDaemonReload": "yes" if node.systemd.needs_daemon_reload(unit) else "no",
                   "ExecMainStartTimestamp": format_timestamp(node.systemd.main_started.get(unit, 0.0),

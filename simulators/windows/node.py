@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import datetime as dt
 import json
 import logging
@@ -22,10 +21,10 @@ import asyncssh
 
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
-from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, utc_now
+from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch, WatchedOutages, utc_now
 from proxyfleet.simulators.kubelet import KubeletSettings, SimulatedKubelet
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.nodeaccess import NodeAccess, listen_until_bound
+from proxyfleet.simulators.nodeaccess import AccessibleNode, NodeAccess, listen_until_bound
 from proxyfleet.simulators.windows.environment import EnvironmentBlock
 from proxyfleet.simulators.windows.kubelet import WindowsKubeletHost
 from proxyfleet.simulators.windows.machine import LAST_STAGE, MachineSettings, WindowsMachine
@@ -58,25 +57,10 @@ class NodeConfig(NodeAccess):
     kubelet: KubeletSettings | None = None  # None: no simulated kubelet talks to an API server
 
 
-@dataclass
-class Outage:
-    """One interval in which the node's SSH server refused connections. ``at_down``/``at_up`` hold
-    what the node's observer (the lab: "was the Node cordoned?") saw at each edge."""
-
-    down_at: dt.datetime
-    up_at: dt.datetime | None = None
-    at_down: Any = None
-    at_up: Any = None
-    # The pods a drain should have moved that were still bound to the node as it went down
-    # (None: not observed).
-    pods_at_down: tuple[str, ...] | None = None
-    # When the restart that caused it was asked for (None: not a restart, say an outage): what the
-    # reconciler knew then is what it could apply, while going down takes the machine's own time.
-    requested_at: dt.datetime | None = None
-
-
-class WindowsNode:
+class WindowsNode(AccessibleNode, WatchedOutages):
     """One node on its own loopback address."""
+
+    config: NodeConfig
 
     def __init__(self, config: NodeConfig, commands: CommandTable | None = None,
                  clock: Callable[[], dt.datetime] = utc_now) -> None:
@@ -91,14 +75,11 @@ class WindowsNode:
             self.machine.stores.machine_root.add(certificate)
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
         self.connections: set[asyncssh.SSHServerConnection] = set()
-        self.outages: list[Outage] = []
+        self.watch = OutageWatch(self)  # outages, and the lab's observers of their edges
         # False from the moment sshd stops: a connection the old listener had accepted but not yet
         # handed to sshd is cut when it arrives (see NodeSSHServer), or the listener's
         # wait_closed() would wait for it for as long as its client keeps it open.
         self.serving = False
-        # Called with the node as it goes down and comes back; the result is kept on the Outage.
-        self.outage_observer: Callable[[WindowsNode], Any] | None = None
-        self.pods_observer: Callable[[WindowsNode], tuple[str, ...]] | None = None
         # Asked as a reboot begins: True and this reboot never ends (a fault a scenario sets for
         # whichever node reboots first).
         self.reboot_gate: Callable[[WindowsNode], bool] | None = None
@@ -111,9 +92,6 @@ class WindowsNode:
         self.ssh_connections = 0
         self.ssh_commands = 0
         self._hang_next_reboot = False
-        # Called (synchronously, on the loop) each time the node goes down: lets a scenario act at
-        # that exact moment instead of polling for it.
-        self.down_listeners: list[Callable[[WindowsNode], None]] = []
         # The latest exec command lines, as Windows' process-creation events (4688) would record
         # them: lab evidence that no secret travels on a command line.
         self.command_lines: collections.deque[str] = collections.deque(maxlen=COMMAND_LINES_KEPT)
@@ -125,28 +103,12 @@ class WindowsNode:
     # --- identity ---------------------------------------------------------------------------
 
     @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def address(self) -> str:
-        return self.config.address
-
-    @property
-    def port(self) -> int:
-        return self.config.port
-
-    @property
     def username(self) -> str:
         return self.config.username
 
     @property
     def network(self) -> LabNetwork | None:
         return self.config.network
-
-    @property
-    def host_key_openssh(self) -> str:
-        return self.config.host_key.export_public_key("openssh").decode().strip()
 
     @property
     def is_listening(self) -> bool:
@@ -171,9 +133,7 @@ class WindowsNode:
             encoding="utf-8", errors="replace", allow_scp=False,
             line_editor=True, max_line_length=65536, login_timeout=30,
             keepalive_interval=0)
-        if self.outages and self.outages[-1].up_at is None:
-            self.outages[-1].up_at = self.machine.now()
-            self.outages[-1].at_up = self._observe_edge()
+        self.watch.came_up(self.machine.now())
 
     async def _stop_listening(self) -> None:
         """Refuse new connections and cut every open one.
@@ -193,22 +153,7 @@ class WindowsNode:
 
     async def _go_down(self, requested_at: dt.datetime | None = None) -> None:
         await self._stop_listening()
-        outage = Outage(self.machine.now(), at_down=self._observe_edge(), requested_at=requested_at)
-        if self.pods_observer is not None:
-            with contextlib.suppress(Exception):  # evidence only: never let it break a reboot
-                outage.pods_at_down = self.pods_observer(self)
-        self.outages.append(outage)
-        for listener in list(self.down_listeners):
-            listener(self)
-
-    def _observe_edge(self) -> Any:
-        observer = self.outage_observer
-        if observer is None:
-            return None
-        try:
-            return observer(self)
-        except Exception:  # evidence only: never let an observer break a reboot
-            return None
+        self.watch.went_down(self.machine.now(), requested_at)
 
     async def stop(self) -> None:
         """Stop serving (power off); safe to call more than once."""

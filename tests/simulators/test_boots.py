@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss
+import pytest
+
+from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch
 
 
 def test_boot_records_follow_one_another_even_when_the_clock_stands_still() -> None:
@@ -38,3 +40,33 @@ def test_the_decisions_repeat_for_the_same_seed_and_node() -> None:
 
     assert decisions(7, "worker-a") == decisions(7, "worker-a")
     assert decisions(7, "worker-a") != decisions(7, "worker-b")
+
+
+class _Node:
+    name = "worker-a"
+
+
+def test_an_outage_keeps_what_the_observers_saw_at_each_edge_and_tells_the_listeners() -> None:
+    node = _Node()
+    cordoned = [True]
+    heard: list[object] = []
+    watch = OutageWatch(node, outage_observer=lambda n: cordoned[0], pods_observer=lambda n: ("web-1",),
+                        down_listeners=[heard.append])
+    asked = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+    outage = watch.went_down(asked + dt.timedelta(seconds=1), requested_at=asked)
+    assert (outage.at_down, outage.pods_at_down, outage.requested_at, outage.up_at) == (True, ("web-1",), asked, None)
+    assert heard == [node]
+    cordoned[0] = False
+    watch.came_up(asked + dt.timedelta(seconds=5))
+    watch.came_up(asked + dt.timedelta(seconds=9))  # nothing open: nothing changes
+    assert (outage.up_at, outage.at_up) == (asked + dt.timedelta(seconds=5), False)
+
+
+def test_an_observer_that_fails_is_logged_and_never_breaks_the_reboot(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(node: object) -> bool:
+        raise RuntimeError("the API server is gone")
+
+    watch = OutageWatch(_Node(), outage_observer=broken)
+    outage = watch.went_down(dt.datetime(2026, 11, 27, tzinfo=dt.UTC))
+    assert outage.at_down is None and outage.pods_at_down is None
+    assert "an outage observer of worker-a failed" in caplog.text

@@ -16,6 +16,7 @@ import pytest
 from proxyfleet.core.certificates import Certificate, certificates_in_bundle
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError
 from proxyfleet.core.probetargets import ProbeTargetError
+from proxyfleet.harness.conformance import linuxchecks
 from proxyfleet.harness.conformance.linuxprobe import (
     DEBIAN,
     RHCOS,
@@ -134,14 +135,18 @@ async def test_the_bundle_travels_only_when_it_changed(lab: Lab, node: LinuxNode
 async def test_fetch_uses_the_kubelets_proxy_variables_with_curls_rules(lab: Lab, node: LinuxNode) -> None:
     url = f"http://{INTERNET_HTTP_SITE}/"
     upper = drop_in(RHCOS_NODE, "kubelet.service", f'Environment="HTTP_PROXY={lab.proxy_url}"')
-    await run(node, upper + "systemctl daemon-reload && systemctl restart kubelet")
+    restarted = await run(node, upper + "systemctl daemon-reload && systemctl restart kubelet")
+    assert restarted.exit_status == 0, restarted.stderr
+    assert node.model.systemd.running["kubelet.service"].environment["HTTP_PROXY"] == lab.proxy_url
     before = len(lab.proxy.flows())
     ignored = await run(node, fetch_command(url))
-    assert ignored.exit_status != 0  # curl ignores HTTP_PROXY; the firewall keeps the node off the internet
+    # curl ignores HTTP_PROXY and goes direct, where the firewall resets it (curl's exit 56)
+    assert ignored.exit_status == 56 and "Connection reset by peer" in ignored.stderr, ignored.stderr
     assert len(lab.proxy.flows()) == before
     lower = drop_in(RHCOS_NODE, "kubelet.service", f'Environment="HTTP_PROXY={lab.proxy_url}" '
                                                    f'"http_proxy={lab.proxy_url}"')
-    await run(node, lower + "systemctl daemon-reload && systemctl restart kubelet")
+    restarted = await run(node, lower + "systemctl daemon-reload && systemctl restart kubelet")
+    assert restarted.exit_status == 0, restarted.stderr
     fetched = await run(node, fetch_command(url))
     assert fetched.exit_status == 0, fetched.stderr
     assert any(INTERNET_HTTP_SITE in str(f.get("host", "")) for f in lab.proxy.flows()[before:])
@@ -174,3 +179,29 @@ async def test_an_unknown_distribution_is_refused_by_name() -> None:
         parse_probe("os arch\n", BundleCache())
     with pytest.raises(NodeError, match="not a line of the Linux probe"):
         parse_probe("os rhcos\nhello\n", BundleCache())
+
+
+async def test_what_the_probe_cannot_read_or_a_systemd_that_answers_otherwise_is_an_error_naming_it() -> None:
+    with pytest.raises(NodeError, match=r"systemctl show crio\.service answered without LoadState, ExecMainStartTimestamp"):
+        parse_probe("os rhcos\nboot b\nunit crio.service ActiveState=active|MainPID=7|NeedDaemonReload=no|\n",
+                    BundleCache())
+    with pytest.raises(NodeError, match="needs 251 or later"):  # systemd 247-250 ignore --timestamp= in show
+        parse_probe("os rhcos\nboot b\nunit crio.service LoadState=loaded|ActiveState=active|MainPID=7|"
+                    "NeedDaemonReload=no|ExecMainStartTimestamp=Wed 2026-11-18 11:06:40 CET|\n", BundleCache())
+    with pytest.raises(NodeError, match=r"cannot read /proc/7/environ of kubelet\.service: the probe must run as root"):
+        parse_probe("os rhcos\nboot b\nenviron-unreadable kubelet.service 7\n", BundleCache())
+
+
+async def test_a_missing_unit_a_value_with_a_newline_and_a_linked_file_are_seen_as_they_are(lab: Lab,
+                                                                                            node: LinuxNode) -> None:
+    cache = BundleCache()
+    setup = await run(node, "rm /usr/lib/systemd/system/crio.service && systemctl daemon-reload && "
+                            "ln -s /etc/hostname /etc/systemd/system/linked.conf && " +
+                            drop_in(RHCOS_NODE, "kubelet.service", 'Environment="NO_PROXY=a\\nfile /etc/forged"') +
+                            "systemctl daemon-reload && systemctl restart kubelet")
+    assert setup.exit_status == 0, setup.stderr
+    seen = await look(node, cache)
+    assert not seen.services["crio.service"].found
+    assert seen.services["kubelet.service"].environment == {"NO_PROXY": "a\nfile /etc/forged"}
+    assert "/etc/systemd/system/linked.conf" in seen.files and "/etc/forged" not in seen.files
+    assert "crio.service not found (no unit file)" in linuxchecks.service_environment(seen, {}).observed

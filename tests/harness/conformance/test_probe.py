@@ -20,6 +20,7 @@ from proxyfleet.core.probetargets import ProbeTargetError
 from proxyfleet.harness.conformance.labevidence import INTERNET_IMAGE, INTRANET_IMAGE
 from proxyfleet.harness.conformance.probe import NodeProbe
 from proxyfleet.simulators.fleet import Fleet, FleetSettings
+from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.network import PROXY_NETWORK, LabNetwork
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTRANET_SITE, start_origins
 from proxyfleet.simulators.windows.registry import MACHINE_ENVIRONMENT
@@ -190,3 +191,23 @@ async def test_a_url_a_probe_cannot_carry_is_refused_before_the_node_is_contacte
         assert node.ssh_commands == 0 and not node.machine.filesystem.exists("C:\\k\\f.txt")
     finally:
         await probe.close()
+
+
+@pytest.mark.skipif(host_cannot_mount() is not None, reason=f"{host_cannot_mount()}")
+async def test_a_linux_node_is_read_in_one_round_trip_its_bundle_only_when_it_changed(tmp_path: Path,
+                                                                                        public_ca: trustme.CA) -> None:
+    async with Fleet(FleetSettings(nodes=0, linux_nodes=1, state_dir=tmp_path)) as fleet:
+        assert fleet.client_key is not None
+        node = fleet.linux_nodes[0]
+        probe = NodeProbe(fleet.client_key, fleet.port, username="core")
+        try:
+            first = await probe.observe_linux(node.address)
+            assert first.boot_id == node.boots[-1].boot_id and first.trusted and first.os_id == "rhcos"
+            connection = probe._connections[node.address]
+            trips = connection.round_trips
+            assert probe._bundle_digests[node.address] == first.bundle_digest  # the next script is told it
+            again = await probe.observe_linux(node.address)
+            assert connection.round_trips == trips + 1 and again.trusted == first.trusted
+            assert again.bundle_digest == first.bundle_digest
+        finally:
+            await probe.close()

@@ -99,6 +99,8 @@ def alive(pid: int) -> bool:
 
 async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_read_afresh(node: LinuxNode) -> None:
     port = node.port
+    heard: list[LinuxNode] = []
+    node.down_listeners.append(heard.append)
     async with connect(node) as conn:
         old_id = (await conn.run("cat /proc/sys/kernel/random/boot_id", check=True)).stdout
         # a background job outlives its session, as after a real nohup (the session ends at once)
@@ -116,6 +118,11 @@ async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_r
         assert waiting.exit_status is None
     await wait_until(lambda: not node.rebooting, what="the reboot")
     assert [b.number for b in node.boots] == [1, 2] and node.boots[0].shutdown_at is not None
+    # the lab's evidence of the outage: asked, down, up, in that order, the asker told as it went down
+    [outage] = node.outages
+    assert outage.requested_at is not None and outage.up_at is not None
+    assert outage.requested_at <= outage.down_at <= node.boots[0].shutdown_at <= node.boots[1].booted_at <= outage.up_at
+    assert heard == [node]
     assert not alive(background)
     assert node.port == port  # sshd is back where it was
     async with connect(node) as conn:

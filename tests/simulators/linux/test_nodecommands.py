@@ -144,5 +144,7 @@ def test_exec_main_start_timestamp_in_each_style_and_kept_after_a_stop(tmp_path:
         "ExecMainStartTimestamp=Wed 2026-11-18 11:06:40 UTC\n"
     assert run_command(node, "systemctl", ["show", "-p", "ExecMainStartTimestamp", "never.service"]).stdout == \
         "ExecMainStartTimestamp=\n"
+    assert run_command(node, "systemctl", ["show", "-p", "LoadState", "--value", "never", "kubelet"]).stdout == \
+        "not-found\n\nloaded\n"
     refused = run_command(node, "systemctl", ["show", "--timestamp=soon", "-p", "MainPID", "kubelet"])
     assert (refused.code, refused.stderr) == (1, "Invalid value: soon.\n")
