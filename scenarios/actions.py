@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from proxyfleet.harness.conformance import CheckResult, Conformance
 from proxyfleet.harness.lab import DEFAULT_NO_PROXY
+from proxyfleet.simulators.linux.node import LinuxNode
 from proxyfleet.simulators.windows.node import WindowsNode
 
+AnyNode = WindowsNode | LinuxNode
 
-async def join(conformance: Conformance, nodes: list[WindowsNode] | None = None,
+
+async def join(conformance: Conformance, nodes: list[AnyNode] | None = None,
                name: str = "instances join") -> list[CheckResult]:
-    """Add instances to windows-instances (all nodes by default)."""
-    members = conformance.nodes if nodes is None else nodes
+    """Hand nodes to the reconciler (windows-instances, linux-instances): every node by default."""
+    members = conformance.every_node if nodes is None else nodes
     return await conformance.step(name, lambda: conformance.add_instances(members))
+
+
+def last_of_each_kind(conformance: Conformance) -> list[AnyNode]:
+    """The last node of each kind that has more than one (the others stay members): what a
+    membership scenario adds late or removes, so that a mixed fleet has both kinds' joins and
+    clean-ups judged."""
+    return [kind[-1] for kind in (conformance.nodes, conformance.linux_nodes) if len(kind) > 1]
 
 
 async def add_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PROXY) -> list[CheckResult]:

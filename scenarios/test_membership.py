@@ -4,30 +4,30 @@ windows-instances is cleaned (its variables and the certificates it was given re
 import pytest
 
 from proxyfleet.harness.conformance import Conformance
-from proxyfleet.scenarios.actions import add_proxy, change_proxy, join
+from proxyfleet.scenarios.actions import add_proxy, change_proxy, join, last_of_each_kind
 
 
 @pytest.mark.rollouts(3)
 @pytest.mark.workflow("join-after-change")
 @pytest.mark.lab(second_proxy=True)
 async def test_an_instance_added_after_a_change_gets_the_current_settings(conformance: Conformance) -> None:
-    if len(conformance.nodes) < 2:
-        pytest.skip("needs at least two nodes")
-    *first, late = conformance.nodes
-    await join(conformance, first)
+    late = last_of_each_kind(conformance)
+    if not late:
+        pytest.skip("needs at least two nodes of a kind")
+    await join(conformance, [n for n in conformance.every_node if n not in late])
     await add_proxy(conformance)
     await change_proxy(conformance, conformance.lab.proxy2_url)
-    await join(conformance, [late], name="a new instance joins")
+    await join(conformance, late, name="a new instance joins")
     conformance.assert_passed()
 
 
 @pytest.mark.workflow("deconfigure")
 async def test_an_instance_removed_from_windows_instances_is_cleaned(conformance: Conformance) -> None:
-    if len(conformance.nodes) < 2:
-        pytest.skip("needs at least two nodes")
+    leaving = last_of_each_kind(conformance)
+    if not leaving:
+        pytest.skip("needs at least two nodes of a kind")
     await join(conformance)
     await add_proxy(conformance)
-    leaving = conformance.nodes[-1]
-    await conformance.step("an instance is removed", lambda: conformance.remove_instances([leaving]),
-                           deconfigure=[leaving])
+    await conformance.step("an instance is removed", lambda: conformance.remove_instances(leaving),
+                           deconfigure=leaving)
     conformance.assert_passed()

@@ -133,7 +133,7 @@ class Collector:
 
 
 def summary_table(run: ConformanceRun) -> Table:
-    table = Table(title=f"proxyfleet conformance: {run.nodes} node(s), reconciler {run.variant}, "
+    table = Table(title=f"proxyfleet conformance: {run.fleet}, reconciler {run.variant}, "
                         f"{run.duration_s:.1f}s")
     for column in ("workflow", "scenario", "status", "checks", "failed checks (first)"):
         table.add_column(column, overflow="fold")
@@ -179,6 +179,7 @@ class RunOptions:
     """One run of the scenario suites."""
 
     nodes: int
+    linux_nodes: int = 0
     variant: str = "correct"
     workflows: tuple[str, ...] = ()
     reconciler_command: str | None = None
@@ -228,7 +229,7 @@ class RunOutcome:
 def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected: int) -> RunOutcome:
     """Run the scenarios in-process (xdist workers when more than one), collecting results."""
     started = time.monotonic()
-    run = ConformanceRun(nodes=options.nodes,
+    run = ConformanceRun(nodes=options.nodes + options.linux_nodes, linux_nodes=options.linux_nodes,
                          variant="external" if options.reconciler_command else options.variant)
     try:
         state_dir = private_directory(options.keep.resolve() if options.keep else scratch / "labs")
@@ -236,7 +237,8 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
         raise click.UsageError(f"--keep {exc}") from None
     ini = scratch / "pytest.ini"
     ini.write_text(INI)
-    parallel = options.workers or min(selected, default_workers(options.nodes, os.cpu_count() or 1))
+    parallel = options.workers or min(selected, default_workers(options.nodes + options.linux_nodes,
+                                                                os.cpu_count() or 1))
     if options.proxy.serial:
         parallel = 1  # one proxy address: one lab at a time
     args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
@@ -247,7 +249,8 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             # Scenarios differ threefold in length: idle workers take queued ones from busy ones,
             # and the plugin puts the longest first (the run is as long as its tail).
             *(["--dist", "worksteal"] if selected > 1 else []),
-            f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-variant={options.variant}",
+            f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-linux-nodes={options.linux_nodes}",
+            f"--proxyfleet-variant={options.variant}",
             *([f"--proxyfleet-converge-timeout={options.converge_timeout}"]
               if options.converge_timeout is not None else []),
             f"--proxyfleet-state-dir={state_dir}",
@@ -335,7 +338,8 @@ def report_options(function: Any) -> Any:
 
 # --help's headings: what a user sets up together (a test keeps every option under one)
 SECTIONS = (
-    ("Lab", ("config", "config_from", "nodes", "workflows", "shard", "converge_timeout", "workers", "keep")),
+    ("Lab", ("config", "config_from", "nodes", "linux_nodes", "workflows", "shard", "converge_timeout", "workers",
+             "keep")),
     ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
     ("Your proxy", PROXY_OPTION_NAMES),
     ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
@@ -357,6 +361,9 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @runfile.config_option(SECTIONS, expose=True)
 @runfile.config_from_option(SECTIONS)
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
+@click.option("--linux-nodes", default=0, show_default=True, type=click.IntRange(0, 2000),
+              help="Linux nodes (RHCOS workers) beside them in each lab, in linux-instances: a mixed fleet, every "
+                   "workflow judged on both kinds (needs root: each node's root is a mount namespace).")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
               help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")
 @report_options
@@ -376,7 +383,7 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @proxy_options
 @cluster_options
 @click.pass_context
-def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | None, nodes: int,
+def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | None, nodes: int, linux_nodes: int,
                 workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None,
@@ -387,6 +394,9 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
     effective = runfile.effective_config(ctx, SECTIONS)
     interrupt_on_sigterm()
     console = Console(stderr=True)
+    if linux_nodes and proxy.get("kubeconfig") is not None:
+        raise click.UsageError("--linux-nodes: only on the lab (an existing cluster's run judges the instances in "
+                               "windows-instances)")
     if shard is not None and proxy.get("kubeconfig") is not None:
         raise click.UsageError("--shard: only on the lab (a cluster's workflows share the cluster: one run at a time)")
     vendor = proxy_options_from(proxy)
@@ -421,7 +431,7 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
                       highlight=False)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
-        options = RunOptions(nodes=nodes, variant=variant, workflows=workflows,
+        options = RunOptions(nodes=nodes, linux_nodes=linux_nodes, variant=variant, workflows=workflows,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
                              reconciler_reboot_timeout=reconciler_reboot_timeout,
                              converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor,

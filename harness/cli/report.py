@@ -59,7 +59,7 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
     code = run.reported_exit
     word = verdict_of(code)
     line = Text(word, style=f"bold {'green' if word == 'PASSED' else 'red' if word == 'FAILED' else 'yellow'}")
-    line.append(f"  {len(run.scenarios)} scenario(s), {run.nodes} node(s) per lab, reconciler {run.variant}, "
+    line.append(f"  {len(run.scenarios)} scenario(s), {run.fleet} per lab, reconciler {run.variant}, "
                 f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
                 f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive", style="default")
     console.print(line)

@@ -52,6 +52,9 @@ class ClusterEvidence:
     def anyone_down(self, excluded: set[str]) -> bool:
         return False  # a node that is down shows as unreachable to the probes
 
+    def down_note(self, address: str) -> str:
+        return ""  # a real host that does not answer says nothing more
+
     async def settle(self) -> None:
         """A vendor's proxy may log a tunnel only when it closes (Squid): wait, with a deadline,
         until no connection to it is open (one that stays open: judge what is logged). The run's

@@ -68,6 +68,24 @@ class Deadline:
     kind: DeadlineKind = "planned"
 
 
+def _priced(plan: StepPlan, timings: RolloutTimings) -> float:
+    """The plan's reboot waves and evictions, priced with the lab's timings and margins."""
+    return plan.waves * WAVE_MARGIN * timings.wave_s + plan.rolling * EVICTION_MARGIN * timings.eviction_s
+
+
+def stuck_deadline(plan: StepPlan, timings: RolloutTimings | None, report_wait: float, stuck: int) -> Deadline:
+    """The deadline of a step in which ``stuck`` nodes never come back from their reboot: the
+    reconciler reports them only once its own reboot timeout is over (``report_wait``: that and a
+    margin), and a scenario may hold every other drain until then; the rest of the rollout comes
+    after, with the slots the stuck nodes do not keep (each keeps its own). Without the hosts'
+    timings (an existing cluster), the report wait and ``FLOOR``."""
+    rest = StepPlan(plan.rolling, max(1, plan.max_unavailable - stuck))
+    after = _priced(rest, timings) if timings is not None else FLOOR
+    return Deadline(math.ceil(report_wait + after),
+                    f"the stuck node's report (up to {report_wait:g} s), then {rest.rolling} node(s) to reboot in "
+                    f"{rest.waves} wave(s) of up to {rest.max_unavailable}", "stuck-report")
+
+
 def step_deadline(plan: StepPlan, timings: RolloutTimings | None, explicit: float | None = None) -> Deadline:
     """The step's deadline: ``explicit`` when given (``--converge-timeout``); ``FLOOR`` where the
     step reboots nothing or the hosts' timings are not known (an existing cluster); else its plan
@@ -76,9 +94,7 @@ def step_deadline(plan: StepPlan, timings: RolloutTimings | None, explicit: floa
         return Deadline(explicit, "--converge-timeout", "explicit")
     if timings is None or not plan.rolling:
         return Deadline(FLOOR, "no reboot in this step" if timings is not None else "the default")
-    waves = plan.waves * WAVE_MARGIN * timings.wave_s
-    evictions = plan.rolling * EVICTION_MARGIN * timings.eviction_s
-    planned = waves + evictions
+    planned = _priced(plan, timings)
     if planned <= FLOOR:
         return Deadline(FLOOR, f"{plan.rolling} node(s) to reboot fit in the least deadline")
     return Deadline(math.ceil(planned),

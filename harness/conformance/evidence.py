@@ -206,6 +206,9 @@ class EvidenceSource(Protocol):
     def anyone_down(self, excluded: set[str]) -> bool:
         """Whether a node outside ``excluded`` is down now (a real one shows only as unreachable)."""
 
+    def down_note(self, address: str) -> str:
+        """What the source knows of why a node does not answer ('' where nothing)."""
+
     async def settle(self) -> None:
         """Wait until what has happened so far is logged."""
 

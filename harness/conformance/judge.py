@@ -41,7 +41,7 @@ from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api
 from proxyfleet.core.looplag import poll_until, process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError, Unreachable
 from proxyfleet.core.noproxy import redact_url
-from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, routing
+from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, linuxchecks, routing
 from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
@@ -54,7 +54,13 @@ from proxyfleet.harness.conformance.converging import (
     revision_claims,
 )
 from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
-from proxyfleet.harness.conformance.deadlines import Deadline, RolloutTimings, StepPlan, step_deadline
+from proxyfleet.harness.conformance.deadlines import (
+    Deadline,
+    RolloutTimings,
+    StepPlan,
+    step_deadline,
+    stuck_deadline,
+)
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
     TRAFFIC_CHECKS,
@@ -71,6 +77,7 @@ from proxyfleet.harness.conformance.expectations import (
     status_matches_spec,
 )
 from proxyfleet.harness.conformance.labevidence import LabEvidence
+from proxyfleet.harness.conformance.linuxprobe import LinuxNodeState
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
 from proxyfleet.harness.conformance.routing import ProbeEvidence
@@ -78,6 +85,7 @@ from proxyfleet.harness.conformance.sightings import ChangeSightings
 from proxyfleet.harness.lab import Lab, admin
 from proxyfleet.harness.lab.snapshot import ClusterSnapshot
 from proxyfleet.simulators.controlplane.workloads import WORKLOAD_NAMESPACE
+from proxyfleet.simulators.linux.node import LinuxNode
 from proxyfleet.simulators.windows.machine import LAST_STAGE
 from proxyfleet.simulators.windows.node import WindowsNode
 
@@ -100,6 +108,19 @@ STUCK_REPORT_MARGIN = 60.0
 HOLD_NAME = "proxyfleet-drain-hold"  # the pods and budget that hold drains (``drains_held``)
 STUCK_REPORT_SHARE = 0.1
 REJUDGE_SETTLE = 10.0  # a lease renewal (1 s) and a status post (5 s) of the lab's kubelet, with room
+
+
+# The checks that judge a node's configuration, per kind: each recorded failed for an unreachable node.
+CONFIGURATION_CHECKS = {"windows": ("registry-env", "certificates"),
+                        "linux": ("service-environment", "units-loaded", "certificates")}
+
+# One look at a node, as its kind is read: PowerShell's on Windows, a POSIX shell's on Linux.
+NodeLook = NodeState | LinuxNodeState
+
+
+def trusted_of(state: NodeLook) -> frozenset[str]:
+    """What the node trusts: its Root store (Windows) or its extracted bundle (Linux)."""
+    return state.root if isinstance(state, NodeState) else state.trusted
 
 
 @dataclass(frozen=True)
@@ -142,9 +163,11 @@ class Conformance:
         if lab is not None:
             assert lab.fleet.client_key is not None
             self.api: client.ApiClient = lab.api()
-            self.probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
+            linux = lab.fleet.linux_nodes
+            self.probe = NodeProbe(lab.fleet.client_key, lab.fleet.port, linux=[n.address for n in linux],
+                                   usernames={n.address: n.config.username for n in linux})
             self.evidence = LabEvidence(lab)
-            self._addresses = [n.address for n in lab.fleet.nodes]
+            self._addresses = [n.address for n in lab.fleet.every_node]
         else:
             if cluster is None:
                 raise ValueError("a judge needs a lab or a cluster")
@@ -197,7 +220,18 @@ class Conformance:
 
     @property
     def nodes(self) -> list[WindowsNode]:
+        """The lab's Windows nodes (what the scenarios' host-side actions act on)."""
         return list(self.lab.fleet.nodes)
+
+    @property
+    def linux_nodes(self) -> list[LinuxNode]:
+        """The lab's Linux nodes (``--linux-nodes``): members of every step, judged by their kind's checks."""
+        return list(self.lab.fleet.linux_nodes)
+
+    @property
+    def every_node(self) -> list[WindowsNode | LinuxNode]:
+        """Every node of the lab's fleet, Windows first."""
+        return list(self.lab.fleet.every_node)
 
     @property
     def addresses(self) -> list[str]:
@@ -218,7 +252,7 @@ class Conformance:
         if self.cluster is not None:
             await self._start_on_cluster(self.cluster)
         states = await asyncio.gather(*(self._observe_retrying(a) for a in self._addresses))
-        self.baseline_roots = {a: s.root for a, s in zip(self._addresses, states, strict=True)}
+        self.baseline_roots = {a: trusted_of(s) for a, s in zip(self._addresses, states, strict=True)}
         self.baseline_files = {a: s.files for a, s in zip(self._addresses, states, strict=True)}
         for address in self._addresses:
             self._targets[address] = UNCONFIGURED
@@ -282,18 +316,18 @@ class Conformance:
         self.sightings.stop()
         await self.probe.close()
 
-    async def _observe_retrying(self, address: str, within: float = 30.0) -> NodeState:
+    async def _observe_retrying(self, address: str, within: float = 30.0) -> NodeLook:
         """Observe ``address``, asking again for ``within`` seconds while it cannot be reached; the
         last error when it never could be. The time is moved by the lab's own stall and by the time
         its looks queued for a probe slot behind other nodes' (at 1,000 nodes a first look's turn
         comes after a minute or more: that wait is the judge's, not the node's)."""
         queued = self.probe.queued(address)
-        seen: list[NodeState] = []
+        seen: list[NodeLook] = []
         errors: list[NodeError] = []
 
         async def observed() -> bool:
             try:
-                seen.append(await self.probe.observe(address))
+                seen.append(await self.probe.look(address))
             except HostKeyMismatch:
                 raise  # no reboot brings the pinned key back: asking again only delays the report
             except NodeError as exc:
@@ -331,16 +365,30 @@ class Conformance:
 
     # --- what an administrator does (cluster API only) --------------------------------------------
 
-    async def add_instances(self, nodes: Iterable[WindowsNode]) -> None:
+    async def add_instances(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
+        """Hand nodes to the reconciler: Windows nodes in windows-instances, Linux nodes in
+        linux-instances (each ConfigMap written only when its kind is among ``nodes``)."""
+        kinds = set()
         for node in nodes:
+            kinds.add(isinstance(node, LinuxNode))
             if node.address not in self.instances:
                 self.instances.append(node.address)
-        await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances])
+        await self._write_instances(kinds)
 
-    async def remove_instances(self, nodes: Iterable[WindowsNode]) -> None:
-        gone = {n.address for n in nodes}
+    async def remove_instances(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
+        gone = {n.address: isinstance(n, LinuxNode) for n in nodes}
         self.instances = [a for a in self.instances if a not in gone]
-        await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances])
+        await self._write_instances(set(gone.values()))
+
+    async def _write_instances(self, kinds: set[bool]) -> None:
+        """Write the instance ConfigMaps of the kinds given (True: Linux) from ``instances``."""
+        if False in kinds:
+            await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances
+                                                 if a not in self.probe.linux])
+        if True in kinds:
+            users = self.probe.usernames
+            await admin.set_linux_instances(self.api, [(a, users.get(a, "core")) for a in self.instances
+                                                       if a in self.probe.linux])
 
     async def cordon(self, addresses: Iterable[str], cordoned: bool = True) -> None:
         """Cordon (or uncordon) nodes as an administrator would (``kubectl cordon``); a reconciler
@@ -445,7 +493,7 @@ class Conformance:
         created = []
         try:
             nodes = await self._node_objects()
-            for node in self.nodes:
+            for node in self.every_node:
                 hostname = node_name(nodes, node.address)
                 name = f"{HOLD_NAME}-{hostname}"
                 pod = client.V1Pod(metadata=client.V1ObjectMeta(name=name, labels=labels), spec=client.V1PodSpec(
@@ -546,7 +594,7 @@ class Conformance:
                     before=dict(self._targets), positions=self.evidence.positions())
 
     async def step(self, name: str, action: Callable[[], Awaitable[None]] | None = None,
-                   deconfigure: Iterable[WindowsNode] = ()) -> list[CheckResult]:
+                   deconfigure: Iterable[WindowsNode | LinuxNode] = ()) -> list[CheckResult]:
         """Run ``action``, wait for convergence, check every instance (and every node removed in
         this step, for its clean-up). Returns the results (also kept in ``results``)."""
         removed = [n.address for n in deconfigure]
@@ -657,14 +705,24 @@ class Conformance:
     async def _node_objects(self) -> dict[str, dict[str, Any]]:
         return await clusterobjects.node_objects(self.api)
 
-    def _state_problem(self, step: Step, address: str, state: NodeState) -> str | None:
+    def _state_problem(self, step: Step, address: str, state: NodeLook) -> str | None:
+        """The first check the node's look fails of those a node must pass to have converged (its
+        kind's configuration, its trust, its services' restart), or None."""
         target = self._targets[address]
-        if state.environment != target.environment:
-            return "registry-env"
-        if address not in self.unknown_baseline and state.root != self._expected_root(address):
+        if isinstance(state, NodeState):
+            if state.environment != target.environment:
+                return "registry-env"
+            started = state.services
+        else:
+            if not linuxchecks.service_environment(state, target.environment).ok:
+                return "service-environment"
+            if not linuxchecks.units_loaded(state).ok:
+                return "units-loaded"
+            started = state.started()
+        if address not in self.unknown_baseline and trusted_of(state) != self._expected_root(address):
             return "certificates"
         if address in step.members and self._change(step, address) == "environment":
-            stale = [s for s, t in state.services.items() if t is None or t < step.started]
+            stale = [s for s, t in started.items() if t is None or t < step.started]
             if stale:
                 return "services-restarted"
         return None
@@ -674,7 +732,7 @@ class Conformance:
         reason each node that never did was still off at the deadline (``converging``)."""
         async def machine(address: str) -> str | None:
             try:
-                state = await self.probe.observe(address)
+                state = await self.probe.look(address)
             except NodeError as exc:
                 return f"unreachable ({exc})"
             return self._state_problem(step, address, state)
@@ -697,7 +755,7 @@ class Conformance:
         return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
                               self.quiet, self._deadline(step), lag.stalled)
 
-    async def _observe_when_back(self, address: str, failure: NodeError) -> NodeState | NodeError:
+    async def _observe_when_back(self, address: str, failure: NodeError) -> NodeLook | NodeError:
         """Observe ``address`` once its SSH answers again — for as long as a correct reconciler
         may keep a node in its reboot, moved by the lab's stall; ``failure`` if it never does."""
         async def back() -> bool:
@@ -706,7 +764,7 @@ class Conformance:
         if not await self._within_reboot_wait(back):
             return failure
         try:
-            return await self.probe.observe(address)
+            return await self.probe.look(address)
         except NodeError as exc:
             return exc
 
@@ -723,10 +781,13 @@ class Conformance:
         stop = kubelet.container_stop_seconds if kubelet is not None else 0.0
         return RolloutTimings(reboot, stop, self._lab.settings.settle_delay)
 
+    def _budget(self) -> int:
+        """maxUnavailable: the lab's (an existing cluster's reconciler declares none: 1)."""
+        return self._lab.max_unavailable if self._lab is not None else 1
+
     def _planned(self, rolling: int) -> Deadline:
         """The deadline of a step that reboots ``rolling`` nodes (``deadlines.step_deadline``)."""
-        budget = self._lab.max_unavailable if self._lab is not None else 1
-        return step_deadline(StepPlan(rolling, budget), self._timings(), self.converge_timeout)
+        return step_deadline(StepPlan(rolling, self._budget()), self._timings(), self.converge_timeout)
 
     def _deadline(self, step: Step) -> float:
         """The step's deadline: its plan (``_planned``: the members whose proxy variables change,
@@ -740,10 +801,16 @@ class Conformance:
         step.deadline = self._planned(rolling)
         if step.stuck:
             wait = self.report_wait()
-            if wait > step.deadline.seconds:
-                step.deadline = Deadline(wait, "the stuck node's report", "stuck-report")
-                step.note = (f"waits up to {wait:g} s for the stuck node's report: the reconciler's reboot timeout "
-                             f"({self.reboot_timeout:g} s) and a margin")
+            # Without --converge-timeout: the report, then the rest of the rollout (a scenario may
+            # hold every drain until the report; a wait for the report alone failed a correct
+            # reconciler whose remaining waves came after it on a loaded machine). With it: at
+            # least the report wait, never less.
+            stuck = (stuck_deadline(StepPlan(rolling, self._budget()), self._timings(), wait, len(step.stuck))
+                     if self.converge_timeout is None else Deadline(wait, "the stuck node's report", "stuck-report"))
+            if stuck.seconds > step.deadline.seconds:
+                step.deadline = stuck
+                step.note = (f"waits up to {stuck.seconds:g} s: the stuck node's report (the reconciler's reboot "
+                             f"timeout, {self.reboot_timeout:g} s, and a margin), then the rest of the rollout")
                 log.warning("%s: %s", step.name, step.note)
         return step.deadline.seconds
 
@@ -802,9 +869,9 @@ class Conformance:
         marks = self.evidence.marks()
         destinations = self.evidence.destinations()
 
-        async def gather(address: str) -> tuple[NodeState | NodeError, dict[str, Probed]]:
+        async def gather(address: str) -> tuple[NodeLook | NodeError, dict[str, Probed]]:
             try:
-                state: NodeState | NodeError = await self.probe.observe(address)
+                state: NodeLook | NodeError = await self.probe.look(address)
             except NodeError as exc:
                 if address not in step.deconfigured:
                     return exc, {}
@@ -927,7 +994,7 @@ class Conformance:
                                                      cache=self._credential_cache)
 
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
-                     state: NodeState | NodeError, pulls: dict[str, Probed], evidence: Evidence,
+                     state: NodeLook | NodeError, pulls: dict[str, Probed], evidence: Evidence,
                      overtaken: Callable[[HostRecord], bool]) -> None:
         """Gather each check's evidence for one node and record the pure checks' verdicts; a check
         whose evidence the source does not have is recorded ``skipped`` with the reason."""
@@ -939,25 +1006,40 @@ class Conformance:
         change = self._change(step, address)
         record("converged", checks.converged(problem, step.converged.get(address), self._deadline(step)))
         if isinstance(state, NodeError):
-            for check in ("registry-env", "certificates"):
-                record(check, checks.Verdict(False, "a readable node", f"unreachable: {state}"))
+            note = self.evidence.down_note(address)
+            for check in CONFIGURATION_CHECKS["linux" if address in self.probe.linux else "windows"]:
+                record(check, checks.Verdict(False, "a readable node",
+                                             f"unreachable: {state}" + (f" ({note})" if note else "")))
             return
-        record("registry-env", checks.registry_env(target.environment, state.environment))
+        # The node's configuration, as its kind holds it: on Windows the machine environment (the
+        # registry); on Linux what each egress service's process holds (/proc, the node's own
+        # evidence) and whether systemd loaded the units as their files are.
+        if isinstance(state, NodeState):
+            record("registry-env", checks.registry_env(target.environment, state.environment))
+        else:
+            record("service-environment", linuxchecks.service_environment(state, target.environment))
+            record("units-loaded", linuxchecks.units_loaded(state))
         others = {t: s for e in (step.before.get(address, UNCONFIGURED), *self._targets.values())
                   for t, s in e.bundle.items()}
         if address in self.unknown_baseline:
             self._verify_without_baseline(address, problem, state, record)
         else:
-            record("certificates", checks.certificates(self._expected_root(address), state.root, len(target.bundle),
-                                                       {**others, **target.bundle}, others,
-                                                       self._removed_while_kept(step, address, host)))
+            if isinstance(state, NodeState):
+                record("certificates", checks.certificates(
+                    self._expected_root(address), state.root, len(target.bundle), {**others, **target.bundle},
+                    others, self._removed_while_kept(step, address, host)))
+            else:
+                record("certificates", linuxchecks.certificates(state, self._expected_root(address),
+                                                                len(target.bundle)))
             if not target.configured:  # no proxy (any more): nothing of a reconciler's may stay behind
                 record("files", checks.leftover_files(state.files, self.baseline_files.get(address, frozenset())))
         if address not in step.members:
             return  # a deconfigured instance: only its clean-up is judged
-        record("services-restarted", checks.services_restarted(change, state.services, step.started))
-        record("service-environment", checks.service_environment(host.service_environments, target.environment)
-               if host is not None else self._lab_only("service-environment"))
+        started = state.services if isinstance(state, NodeState) else state.started()
+        record("services-restarted", checks.services_restarted(change, started, step.started))
+        if isinstance(state, NodeState):  # on Linux, judged above from the node's own /proc
+            record("service-environment", checks.service_environment(host.service_environments, target.environment)
+                   if host is not None else self._lab_only("service-environment"))
         self._verify_traffic(address, target, pulls, evidence, record)
         api_flows = None
         if evidence.kubelet_via_proxy is not None:  # the lab: the kubelet's own record of its requests
@@ -1028,7 +1110,7 @@ class Conformance:
         if customer:
             record("destinations", checks.all_of(customer))
 
-    def _verify_without_baseline(self, address: str, problem: str | None, state: NodeState,
+    def _verify_without_baseline(self, address: str, problem: str | None, state: NodeLook,
                                  record: Callable[[str, checks.Verdict], None]) -> None:
         """A node whose own Root store is not known yet: the certificate checks are skipped, and the
         first time it has converged without a proxy what it holds becomes its baseline."""
@@ -1037,9 +1119,9 @@ class Conformance:
         for check in ("certificates", "files"):
             record(check, checks.Verdict.skip(CHECK_FAMILIES[check], reason))
         if problem is None and not self._targets[address].configured and self.cluster is not None:
-            self.baseline_roots[address], self.baseline_files[address] = state.root, state.files
+            self.baseline_roots[address], self.baseline_files[address] = trusted_of(state), state.files
             self.unknown_baseline.discard(address)
-            self.cluster.save_baselines({address: (state.root, state.files)})
+            self.cluster.save_baselines({address: (trusted_of(state), state.files)})
 
     def _outages(self, address: str, host: HostRecord) -> list[checks.OutageEvidence]:
         """Each finished reboot with the cordon at its exact edges (the source's) and what the Node

@@ -15,7 +15,6 @@ import datetime as dt
 
 from cryptography import x509
 
-from proxyfleet.core.contract import EGRESS_SERVICES
 from proxyfleet.core.looplag import LagLog
 from proxyfleet.harness.conformance.evidence import (
     Evidence,
@@ -25,6 +24,7 @@ from proxyfleet.harness.conformance.evidence import (
     Step,
 )
 from proxyfleet.harness.conformance.expectations import Route
+from proxyfleet.harness.conformance.labhosts import LabHost
 from proxyfleet.harness.conformance.probe import PullResult
 from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.lab import Lab
@@ -33,7 +33,6 @@ from proxyfleet.harness.lab.vendor import VendorProxy
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from proxyfleet.simulators.origins.probes import new_probe_id, probe_in, tagged_image, tagged_url
 from proxyfleet.simulators.proxy.runner import ProxyServer
-from proxyfleet.simulators.windows.node import WindowsNode
 
 INTERNET_IMAGE = f"{INTERNET_REGISTRY}/openshift/windows-test:latest"
 INTRANET_IMAGE = f"{INTRANET_REGISTRY}/corp/agent:1.0"
@@ -61,6 +60,7 @@ class LabEvidence:
         # through a tunnelling proxy; an intercepting one shows its own CA instead.
         self._origin_issuer = x509.load_pem_x509_certificate(
             lab.public_ca.cert_pem.bytes()).subject.rfc4514_string()
+        self._by_address: dict[str, LabHost] = {}  # every node of the fleet, either kind (``_nodes``)
         self._indexed: Evidence | None = None
         self._by_origin_source: dict[tuple[str, str], list[int]] = {}
         self._foreign: dict[str, list[str]] = {}
@@ -78,27 +78,38 @@ class LabEvidence:
     def _proxies(self) -> list[ProxyServer | VendorProxy]:
         return [p for p in (self.lab.proxy, self.lab.proxy2) if p is not None]
 
-    def _nodes(self) -> list[WindowsNode]:
-        return list(self.lab.fleet.nodes)
+    def _nodes(self) -> list[LabHost]:
+        """Every node of the fleet as it is now (nodes join and leave), either kind."""
+        every = self.lab.fleet.every_node
+        if len(every) != len(self._by_address) or any(n.address not in self._by_address for n in every):
+            self._by_address = {n.address: LabHost.of(n) for n in every}
+        return list(self._by_address.values())
 
     def positions(self) -> dict[str, int]:
         found = {"violations": len(self.lab.origins.violations())}
         for node in self._nodes():
             found[f"boots:{node.address}"] = len(node.boots)
             found[f"outages:{node.address}"] = len(node.outages)
-            found[f"removals:{node.address}"] = len(node.machine.stores.machine_root.removed)
+            found[f"removals:{node.address}"] = len(node.root_removals)
         return found
 
     def activity(self, address: str) -> int | None:
         """Commands run on the node (the probe's own included), boots and service starts."""
-        node = self.lab.fleet.node(address)
-        return node.ssh_commands + len(node.boots) + sum(s.start_count for s in node.machine.services.values())
+        if address not in self._by_address:
+            self._nodes()
+        return self._by_address[address].activity()
 
     def listening(self) -> set[str] | None:
-        return {n.address for n in self._nodes() if n.is_listening}
+        return {n.address for n in self._nodes() if n.listening}
 
     def anyone_down(self, excluded: set[str]) -> bool:
-        return any(not n.is_listening for n in self._nodes() if n.address not in excluded)
+        return any(not n.listening for n in self._nodes() if n.address not in excluded)
+
+    def down_note(self, address: str) -> str:
+        if address not in self._by_address:
+            self._nodes()
+        host = self._by_address.get(address)
+        return host.down_note() if host is not None else ""
 
     async def settle(self) -> None:
         """Wait until a vendor proxy has logged the connections so far (Squid writes a tunnel's
@@ -112,7 +123,7 @@ class LabEvidence:
         for host in self._hosts:
             marks[f"origin:{host}"] = len(self.lab.origins.access_log(host))
         for node in self._nodes():
-            marks[f"egress:{node.address}"] = node.machine.egress.position
+            marks[f"egress:{node.address}"] = node.egress.position
         return marks
 
     def read(self, step: Step, marks: dict[str, int]) -> Evidence:
@@ -132,10 +143,10 @@ class LabEvidence:
             evidence.refusals.append((violation.origin, violation.source, violation.source_port))
         evidence.kubelet_via_proxy = {}
         for node in self._nodes():
-            records = node.machine.egress.since(marks.get(f"egress:{node.address}", 0))
+            records = node.egress.since(marks.get(f"egress:{node.address}", 0))
             evidence.egress[node.address] = records
             evidence.kubelet_via_proxy[node.address] = sum(
-                1 for r in node.machine.egress.records if r.client == "kubelet" and r.time >= step.started)
+                1 for r in node.egress.records if r.client == "kubelet" and r.time >= step.started)
         cordons = self.lab.control_plane.cordons
         evidence.hosts = {n.address: self._host_record(n, step.positions, cordons.changes(n.name))
                           for n in self._nodes()}
@@ -152,17 +163,17 @@ class LabEvidence:
         return evidence
 
     @staticmethod
-    def _host_record(node: WindowsNode, positions: dict[str, int],
+    def _host_record(node: LabHost, positions: dict[str, int],
                      cordon_changes: tuple[tuple[dt.datetime, bool], ...]) -> HostRecord:
         address = node.address
-        removed = node.machine.stores.machine_root.removed
+        removed = node.root_removals
         return HostRecord(
-            service_environments={s: node.process_environment(s) for s in EGRESS_SERVICES},
+            service_environments=node.service_environments(),
             boots=len(node.boots) - positions.get(f"boots:{address}", 0),
             outages=tuple(OutageRecord(o.down_at, o.up_at, o.at_down, o.at_up, o.pods_at_down, o.requested_at)
                           for o in node.outages[positions.get(f"outages:{address}", 0):]),
             root_removed=frozenset(removed[positions.get(f"removals:{address}", len(removed)):]),
-            commands=node.ssh_commands, listening=node.is_listening, cordon_changes=cordon_changes)
+            commands=node.commands, listening=node.listening, cordon_changes=cordon_changes)
 
     def traffic(self, address: str, destination: ProbedDestination, route: Route, result: PullResult,
                 evidence: Evidence, probe: str | None = None) -> ProbeEvidence:

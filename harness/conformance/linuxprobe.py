@@ -288,6 +288,9 @@ async def observe(connection: NodeConnection, cache: BundleCache, known_digest: 
     services is root's to read): the script on stdin of ``sudo -n sh``. Raises ``NodeError`` when
     the node cannot be read."""
     result = await connection.run("sudo -n sh", limit=20, input=probe_script(known_digest))
+    if result.exit_status is None:  # the channel closed with no exit status: the node went away
+        raise NodeError(f"lost the SSH session to {connection.target.address} before the Linux probe finished "
+                        f"(the node going down?){': ' + str(result.stderr).strip()[:300] if result.stderr else ''}")
     if result.exit_status != 0:
         raise NodeError(f"the Linux probe on {connection.target.address} exited {result.exit_status}: "
                         f"{str(result.stderr or '').strip()[:300]}")

@@ -45,6 +45,7 @@ def merge(reports: Sequence[tuple[str, ConformanceRun]]) -> ConformanceRun:
                              + ("it is a merged report" if run.shards else "it was not sharded"))
         for what, mine, theirs in (("proxyfleet version", run.version, first.version),
                                    ("nodes per lab", run.nodes, first.nodes),
+                                   ("Linux nodes per lab", run.linux_nodes, first.linux_nodes),
                                    ("reconciler", run.variant, first.variant),
                                    ("options", _without_shard(run.config), _without_shard(first.config))):
             if mine != theirs:
@@ -65,7 +66,7 @@ def merge(reports: Sequence[tuple[str, ConformanceRun]]) -> ConformanceRun:
     if missing:
         raise MergeError(f"part(s) {', '.join(missing)} missing: a run is merged from all {total} of its parts")
     ordered = [parts[k][1] for k in sorted(parts)]
-    merged = ConformanceRun(nodes=first.nodes, variant=first.variant,
+    merged = ConformanceRun(nodes=first.nodes, variant=first.variant, linux_nodes=first.linux_nodes,
                             scenarios=[s for run in ordered for s in run.scenarios],
                             duration_s=max(run.duration_s for run in ordered),  # side by side: the longest
                             config=_without_shard(first.config), version=first.version)

@@ -3,7 +3,7 @@ judge as fixtures, so a scenario is a few lines::
 
     @pytest.mark.workflow("runtime-add")
     async def test_my_case(conformance):
-        await conformance.step("join", lambda: conformance.add_instances(conformance.nodes))
+        await conformance.step("join", lambda: conformance.add_instances(conformance.every_node))
         ...
         conformance.assert_passed()
 
@@ -11,11 +11,11 @@ Against an existing cluster (``--proxyfleet-cluster FILE``, written by ``proxyfl
 --kubeconfig``) only the scenarios marked ``@pytest.mark.cluster`` run, with the
 ``cluster_conformance`` fixture; on the lab those are left out.
 
-Options: ``--proxyfleet-nodes``, ``--proxyfleet-variant`` (the built-in reconciler, or a broken
-one), ``--proxyfleet-reconciler-command`` (an external reconciler instead), ``--proxyfleet-converge-timeout``,
-``--proxyfleet-state-dir`` (keep each lab's files there). ``@pytest.mark.lab(...)`` passes
-``LabSettings`` fields to one scenario's lab. Each scenario's checks travel in the test report's
-``user_properties`` under ``proxyfleet`` (JSON), also from xdist workers.
+Options: ``--proxyfleet-nodes``, ``--proxyfleet-linux-nodes``, ``--proxyfleet-variant`` (the built-in reconciler,
+or a broken one), ``--proxyfleet-reconciler-command`` (an external reconciler instead),
+``--proxyfleet-converge-timeout``, ``--proxyfleet-state-dir`` (keep each lab's files there).
+``@pytest.mark.lab(...)`` passes ``LabSettings`` fields to one scenario's lab. Each scenario's checks
+travel in the test report's ``user_properties`` under ``proxyfleet`` (JSON), also from xdist workers.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("proxyfleet", "proxyfleet conformance lab")
     group.addoption("--proxyfleet-nodes", type=int, default=3, help="Windows nodes per scenario lab (default 3).")
+    group.addoption("--proxyfleet-linux-nodes", type=int, default=0,
+                    help="Linux nodes beside them (RHCOS workers; default 0; needs root).")
     group.addoption("--proxyfleet-variant", default="correct",
                     help="The built-in reconciler: 'correct' or a deliberately broken variant.")
     group.addoption("--proxyfleet-reconciler-command", default=None,
@@ -219,7 +221,8 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
     if state_root is not None:
         state_dir = state_root / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     settings: dict[str, Any] = {
-        "nodes": config.getoption("--proxyfleet-nodes"), "state_dir": state_dir,
+        "nodes": config.getoption("--proxyfleet-nodes"), "linux_nodes": config.getoption("--proxyfleet-linux-nodes"),
+        "state_dir": state_dir,
         "state_is_scratch": bool(config.getoption("--proxyfleet-state-is-scratch")),
         "reconciler": config.getoption("--proxyfleet-variant"),
         "reconciler_command": config.getoption("--proxyfleet-reconciler-command"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -88,12 +88,13 @@ class NodeProbe:
     def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator",
                  usernames: dict[str, str] | None = None, host_keys: dict[str, str] | None = None,
                  strict_host_keys: bool = False, on_pin: Callable[[str, str], None] | None = None,
-                 concurrency: int = PROBE_CONCURRENCY) -> None:
+                 concurrency: int = PROBE_CONCURRENCY, linux: Iterable[str] = ()) -> None:
         """``usernames``: per-address SSH users (else ``username``); ``host_keys``: keys known
         beforehand (a known_hosts file, or pins an earlier probe of the run made); a node presenting
         another is refused (``HostKeyMismatch``); ``strict_host_keys``: refuse an address without
         one instead of pinning its key on first contact; ``on_pin(address, key)``: told each pin
-        made on first contact."""
+        made on first contact; ``linux``: the addresses of Linux nodes (read with a POSIX shell, the
+        rest with PowerShell)."""
         self.client_key = client_key
         self.port = port
         self.username = username
@@ -109,6 +110,7 @@ class NodeProbe:
         # Linux nodes' extracted bundles: parsed once per content, sent again only when changed
         self._bundles = linuxprobe.BundleCache()
         self._bundle_digests: dict[str, str] = {}
+        self.linux: set[str] = set(linux)
 
     def queued(self, address: str) -> float:
         """Seconds the round trips to ``address`` have waited, in all, for a slot behind other nodes'
@@ -183,6 +185,10 @@ class NodeProbe:
         files = frozenset(str(f) for f in data.get("files") or [])
         return NodeState(environment, frozenset(str(t).upper() for t in root), boot, services, files)
 
+    async def look(self, address: str) -> NodeState | linuxprobe.LinuxNodeState:
+        """One look at the node, the way its kind is read (``observe`` or ``observe_linux``)."""
+        return await (self.observe_linux(address) if address in self.linux else self.observe(address))
+
     async def observe_linux(self, address: str) -> linuxprobe.LinuxNodeState:
         """One look at a Linux node (``linuxprobe``); raises ``NodeError`` when it cannot be read."""
         connection = self._connection(address)
@@ -198,15 +204,20 @@ class NodeProbe:
         return state
 
     async def pull(self, address: str, image: str) -> PullResult:
-        """``crictl pull`` on the node: containerd's own environment decides the route. Raises
-        ``ProbeTargetError`` (before contacting the node) for a reference it cannot carry."""
-        return await self._traffic(address, pull_command(image), 60)
+        """``crictl pull`` on the node: the runtime's own environment decides the route (on Linux
+        as root: the runtime's socket is root's). Raises ``ProbeTargetError`` (before contacting
+        the node) for a reference it cannot carry."""
+        command = linuxprobe.pull_command(image) if address in self.linux else pull_command(image)
+        return await self._traffic(address, command, 60)
 
     async def fetch(self, address: str, url: str) -> PullResult:
-        """``curl.exe`` on the node in a new SSH session, whose environment is the machine's (and
-        the user's) as it is now: what the real operator's e2e checks with ``curl.exe -v``. Raises
+        """A plain request as the node's clients make it: on Windows ``curl.exe`` in a new SSH
+        session, whose environment is the machine's (and the user's) as it is now — what the real
+        operator's e2e checks with ``curl.exe -v``; on Linux ``curl`` with exactly the proxy
+        variables the kubelet's process holds (``linuxprobe.fetch_command``). Raises
         ``ProbeTargetError`` (before contacting the node) for a URL it cannot carry."""
-        return await self._traffic(address, fetch_command(url), 30)
+        command = linuxprobe.fetch_command(url) if address in self.linux else fetch_command(url)
+        return await self._traffic(address, command, 30)
 
     async def _traffic(self, address: str, command: str, limit: float) -> PullResult:
         """``ok``: the program's own exit status was 0 (the command exits with it)."""

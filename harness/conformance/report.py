@@ -178,6 +178,8 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
                        errors=str(errors), skipped=str(skipped), time=f"{run.duration_s:.3f}")
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="nodes", value=str(run.nodes))
+    if run.linux_nodes:
+        ET.SubElement(properties, "property", name="linux_nodes", value=str(run.linux_nodes))
     ET.SubElement(properties, "property", name="variant", value=run.variant)
     suite.extend(cases)
     root = ET.Element("testsuites", name="proxyfleet")
@@ -453,7 +455,7 @@ def render_html(run: ConformanceRun) -> str:
     return ("<!doctype html><html><head><meta charset=utf-8><title>proxyfleet conformance</title>"
             f"<style>{_STYLE}</style></head><body><h1>proxyfleet conformance "
             f'<span class="badge {verdict}">{said}</span></h1>'
-            f"<p>{run.nodes} node(s) per lab, reconciler {_e(run.variant)}, {run.duration_s:.1f}s; scenarios: "
+            f"<p>{_e(run.fleet)} per lab, reconciler {_e(run.variant)}, {run.duration_s:.1f}s; scenarios: "
             f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped, "
             f"{summary['inconclusive']} inconclusive.</p>"
             f"{put_back_html}"

@@ -31,10 +31,13 @@ def verdict_of(exit_code: int) -> str:
 # Every check a scenario step can run, in report order, with what it proves.
 CHECK_FAMILIES: dict[str, str] = {
     "converged": "the node reached the cluster's settings before the deadline",
-    "registry-env": "machine HTTP_PROXY/HTTPS_PROXY/NO_PROXY equal Proxy status, byte for byte",
-    "certificates": "the Root store holds exactly the baseline plus the trusted bundle's certificates",
+    "registry-env": "Windows: machine HTTP_PROXY/HTTPS_PROXY/NO_PROXY equal Proxy status, byte for byte",
+    "units-loaded": "Linux: no egress unit's files changed since systemd loaded them (no daemon-reload owed)",
+    "certificates": "the Root store (Windows) or the extracted bundle every TLS client reads (Linux) holds "
+                    "exactly the baseline plus the trusted bundle's certificates",
     "services-restarted": "every egress service started after the change",
-    "service-environment": "every egress service runs with the proxy variables of Proxy status",
+    "service-environment": "every egress service runs with the proxy variables of Proxy status (on Linux in both "
+                           "spellings, read from /proc/PID/environ)",
     "pull-internet": "an image pull from the internet registry takes the route NO_PROXY decides",
     "pull-intranet": "an image pull from the intranet (NO_PROXY) registry takes the route NO_PROXY decides",
     "fetch-http": "a plain-HTTP request to an internet site (curl.exe, new session) takes HTTP_PROXY, not "
@@ -234,9 +237,10 @@ class ScenarioResult:
 class ConformanceRun:
     """A whole ``proxyfleet conformance`` run."""
 
-    nodes: int
+    nodes: int  # per lab, every kind
     variant: str
     scenarios: list[ScenarioResult] = field(default_factory=list)
+    linux_nodes: int = 0  # of them Linux (``--linux-nodes``)
     duration_s: float = 0.0
     # the options it ran with, as a run file holds them (group -> key -> value; credentials
     # redacted): what `proxyfleet conformance --config-from` reads back
@@ -251,6 +255,11 @@ class ConformanceRun:
     # report lists every shard with its scenarios and wall time (empty: not sharded)
     shards: list[dict[str, Any]] = field(default_factory=list)
     version: str = field(default_factory=installed_version)
+
+    @property
+    def fleet(self) -> str:
+        """The labs' fleet in words: "10 node(s)", or "10 node(s) (5 Linux)" for a mixed one."""
+        return f"{self.nodes} node(s)" + (f" ({self.linux_nodes} Linux)" if self.linux_nodes else "")
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -285,7 +294,7 @@ class ConformanceRun:
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "version": self.version, "duration_s": round(self.duration_s, 3),
-                "nodes": self.nodes,
+                "nodes": self.nodes, **({"linux_nodes": self.linux_nodes} if self.linux_nodes else {}),
                 "variant": self.variant, "config": self.config,
                 "exit_code": self.reported_exit,
                 **({"put_back": self.put_back} if self.put_back is not None else {}),
@@ -294,7 +303,7 @@ class ConformanceRun:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConformanceRun:
-        run = cls(nodes=int(data["nodes"]), variant=str(data["variant"]),
+        run = cls(nodes=int(data["nodes"]), variant=str(data["variant"]), linux_nodes=int(data.get("linux_nodes", 0)),
                   scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
                   duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}),
                   put_back=dict(data["put_back"]) if data.get("put_back") is not None else None,

@@ -435,7 +435,7 @@ class Lab:
     def _follow_pods(self) -> None:
         """Wake a node's kubelet when a pod bound to it changes (its pod watch, in effect)."""
         store = self.control_plane.store
-        kubelets = {node.kubelet.name: node.kubelet for node in self.fleet.nodes if node.kubelet is not None}
+        kubelets = {node.kubelet.name: node.kubelet for node in self.fleet.every_node if node.kubelet is not None}
         watcher = store.watch(PODS, None, store.resource_version, lambda obj: True)
 
         async def follow() -> None:
@@ -475,8 +475,11 @@ class Lab:
 
     @property
     def max_unavailable(self) -> int:
+        """The reconciler's disruption budget: given, or a share of every node it drives (one
+        budget for both kinds: the reference reconciler rolls them in one queue)."""
+        every = self.settings.nodes + self.settings.linux_nodes
         return self.settings.max_unavailable or max(self.settings.max_unavailable_floor,
-                                                    int(self.settings.nodes * self.settings.max_unavailable_share))
+                                                    int(every * self.settings.max_unavailable_share))
 
     async def _start_reconciler(self, variant: str, first: bool = True) -> None:
         settings = ReconcilerSettings(

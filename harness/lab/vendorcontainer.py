@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import secrets
 from collections.abc import Mapping
@@ -24,6 +25,8 @@ from typing import Any
 
 from proxyfleet.core.owners import Owner, current_owner, owner_gone
 from proxyfleet.core.secretfiles import write_private
+
+log = logging.getLogger(__name__)
 
 LABEL_PREFIX = "io.proxyfleet."
 OWNER_LABEL = LABEL_PREFIX + "owner-pid"  # with owner-start-time, owner-pid-namespace, owner-boot-id
@@ -89,27 +92,40 @@ def orphaned(labels: Mapping[str, str]) -> bool:
     return owner is not None and owner_gone(owner)
 
 
+def _listed(label: str) -> list[dict[str, Any]]:
+    """The containers carrying ``label`` as the engine lists them (id and labels in one call: the
+    SDK's ``containers.list`` inspects each one afterwards, and one removed meanwhile by another
+    lab's sweep failed the whole listing with 404)."""
+    return list(_docker().client.api.containers(all=True, filters={"label": label}))
+
+
+def _remove(container_id: str) -> bool:
+    """Remove a container, whatever its state; whether this call removed it (False: gone already,
+    another lab's sweep was first)."""
+    import docker.errors
+
+    try:
+        _docker().client.api.remove_container(container_id, force=True)
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409: its removal is already in progress (another sweep)
+            # housekeeping: another lab's leftover that will not go never stops this lab
+            log.warning("could not remove the proxy container %s: %s", container_id[:12], exc)
+        return False
+    return True
+
+
 def sweep_orphans() -> list[str]:
-    """Remove proxy containers whose owning process has provably ended (a lab killed outright)."""
-    removed = []
-    client = _docker().client
-    for container in client.containers.list(all=True, filters={"label": ROLE_LABEL + "=vendor-proxy"}):
-        if not orphaned(container.labels or {}):
-            continue
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-            removed.append(container.short_id)
-    return removed
+    """Remove proxy containers whose owning process has provably ended (a lab killed outright);
+    their short ids."""
+    return [c["Id"][:12] for c in _listed(ROLE_LABEL + "=vendor-proxy")
+            if orphaned(c.get("Labels") or {}) and _remove(c["Id"])]
 
 
 def remove_started(start: str) -> list[str]:
     """Remove the containers of one start (its ``START_LABEL``), whatever state they are in."""
-    removed = []
-    for container in _docker().client.containers.list(all=True, filters={"label": f"{START_LABEL}={start}"}):
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-            removed.append(container.short_id)
-    return removed
+    return [c["Id"][:12] for c in _listed(f"{START_LABEL}={start}") if _remove(c["Id"])]
 
 
 @atexit.register

@@ -452,7 +452,8 @@ class Reconciler:
         """Whether ``changes`` take a drain and reboot (the MCO's: any unit or ``proxy.env`` change)."""
         return linuxscripts.needs_reboot(changes, observed, PROXY_ENV)
 
-    def linux_restarts(self, changes: dict[str, FileSpec], flavour: Flavour) -> tuple[str, ...]:
+    def linux_restarts(self, changes: dict[str, FileSpec], observed: LinuxObservation,
+                       flavour: Flavour) -> tuple[str, ...]:
         """The services a rebootless change restarts (the MCO's: the runtime, for a new CA)."""
         return (flavour.runtime,) if flavour.anchor in changes else ()
 
@@ -577,7 +578,7 @@ class Reconciler:
             # the MCO's rebootless changes: a CA is extracted and the runtime (not the kubelet)
             # restarted; an environment file no unit reads is just written
             await self._apply_linux(connection, node, changes, flavour, record, live=True)
-            restarts = self.linux_restarts(changes, flavour)
+            restarts = self.linux_restarts(changes, observed, flavour)
             if restarts:
                 await connection.shell(f"sudo -n systemctl restart {' '.join(restarts)}")
             await self._verify_linux_and_finish(node, connection, flavour.services, desired, record, deconfigure,

@@ -8,9 +8,8 @@ Windows nodes. Three apply changes live, the way CAPI templates do (write, ``dae
 restart ``containerd``/CRI-O and the kubelet, no reboot), and break one step of it; a live apply
 done right is correct, so the judge may not require a reboot of a Linux node.
 
-They are kept apart from ``VARIANTS`` (the Windows self-test's list, each of which a Windows
-scenario run must catch) until the conformance suites judge Linux nodes: a Windows-only run cannot
-catch a Linux-only bug.
+They join ``VARIANTS`` (``conformance --variant``), and a mixed fleet's run must catch each
+(``conformance --linux-nodes``): a Windows-only run cannot catch a Linux-only bug.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.harness.reconciler.controller import Reconciler
 from proxyfleet.harness.reconciler.desired import DesiredState
 from proxyfleet.harness.reconciler.linuxfiles import DROP_IN, PROXY_ENV, FileSpec, Flavour
-from proxyfleet.harness.reconciler.linuxscripts import ApplyCommand, LinuxObservation
+from proxyfleet.harness.reconciler.linuxscripts import ApplyCommand, LinuxObservation, needs_reboot
 
 
 class LiveApply(Reconciler):
@@ -32,8 +31,14 @@ class LiveApply(Reconciler):
     def linux_reboots(self, changes: dict[str, FileSpec], observed: LinuxObservation) -> bool:
         return False
 
-    def linux_restarts(self, changes: dict[str, FileSpec], flavour: Flavour) -> tuple[str, ...]:
-        return flavour.services if changes else ()
+    def linux_restarts(self, changes: dict[str, FileSpec], observed: LinuxObservation,
+                       flavour: Flavour) -> tuple[str, ...]:
+        # what reads what changed: both services for their drop-ins or the environment file they
+        # read, the runtime for a new CA; nothing for a file no unit reads (a proxy-less node's
+        # proxy.env on its first pass)
+        if needs_reboot(changes, observed, PROXY_ENV):
+            return flavour.services
+        return super().linux_restarts(changes, observed, flavour)
 
 
 class UpperCaseOnly(Reconciler):
@@ -91,8 +96,9 @@ class RestartsRuntimeOnly(LiveApply):
     name = "linux-restarts-runtime-only"
     description = "restarts containerd (CRI-O) after a proxy change but not the kubelet, which keeps the old proxy"
 
-    def linux_restarts(self, changes: dict[str, FileSpec], flavour: Flavour) -> tuple[str, ...]:
-        return (flavour.runtime,) if changes else ()
+    def linux_restarts(self, changes: dict[str, FileSpec], observed: LinuxObservation,
+                       flavour: Flavour) -> tuple[str, ...]:
+        return tuple(s for s in super().linux_restarts(changes, observed, flavour) if s == flavour.runtime)
 
 
 class LeavesDropIn(Reconciler):

@@ -29,6 +29,7 @@ from proxyfleet.harness.reconciler.controller import (
 )
 from proxyfleet.harness.reconciler.desired import ChangePlan, DesiredState, ObservedState, plan_changes
 from proxyfleet.harness.reconciler.hostkeys import Expectation, HostKeyPins
+from proxyfleet.harness.reconciler.linuxvariants import LINUX_VARIANTS
 from proxyfleet.harness.reconciler.reporting import ClusterWriter
 from proxyfleet.harness.reconciler.scripts import by_subject_apply_script, unquoted_apply_script
 
@@ -426,7 +427,7 @@ VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,
     AppliesStaleSettings, IgnoresHostKeys, NoWarningEvents, FreesStuckSlot, SkipsDrain, RebootsWhileTerminating,
     DeletesPods,
-)}
+)} | LINUX_VARIANTS  # the Linux ones are caught only on a mixed fleet (``conformance --linux-nodes``)
 
 
 def reconciler_class(name: str | None) -> type[Reconciler]:

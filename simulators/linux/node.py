@@ -30,7 +30,9 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import os
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -140,6 +142,10 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         # handed over is cut as it arrives (``_Server``).
         self.serving = False
         self.exit_statuses = ExitStatusLoss(config.seed, config.name)  # decided when a reboot is asked for
+        # lab evidence: where an unfinished reboot is, since when (None: none under way), and how
+        # one failed (the simulator's own fault: the node is left down)
+        self.reboot_phase: tuple[str, dt.datetime] | None = None
+        self.reboot_failure: str | None = None
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._running: set[NodeCommand] = set()
         self._sessions_ended: dict[NodeCommand, asyncio.Event] = {}  # set once its exit is sent
@@ -225,26 +231,42 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         self._reboot.add_done_callback(self._reboot_ended)
 
     def _reboot_ended(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%s: the reboot failed, the node is left without sshd: %r", self.config.name, task.exception())
+        exc = None if task.cancelled() else task.exception()
+        if exc is not None:
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ is not None else None
+            self.reboot_failure = repr(exc) + (f" in {where.name} ({os.path.basename(where.filename)}:{where.lineno})"
+                                               if where is not None else "")
+            log.error("%s: the reboot failed, the node is left without sshd", self.config.name, exc_info=exc)
+
+    def _phase(self, phase: str) -> None:
+        """Where the reboot is (lab evidence: what a node that does not come back was doing)."""
+        self.reboot_phase = (phase, utc_now())
 
     async def _reboot_cycle(self, asking: NodeCommand | None, requested_at: dt.datetime) -> None:
+        self._phase("stopping units")
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: systemd stopping the units
         ended = self._sessions_ended.get(asking) if asking is not None else None
         if ended is not None and not self.exit_statuses.lost:
             # whether the asker hears its exit status is the lab's choice (lost_exit_status_rate),
             # never how fast this machine ran the rest of its command
+            self._phase("waiting for the asking command to end")
             await wait_until(ended, STOP_TIMEOUT)
+        self._phase("stopping sshd and its sessions")
         await self._go_down()
         self.watch.went_down(utc_now(), requested_at)
         self.boots[-1].shutdown_at = utc_now()
+        self._phase("powering off")
         await asyncio.to_thread(self._power_off)
         self._follow_kubelet()
+        self._phase("off")
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, kernel, initrd
+        self._phase("booting")
         await asyncio.to_thread(self._boot)
         self._follow_kubelet()
+        self._phase("starting sshd")
         await listen_until_bound(self._listen, self.config)
         self.watch.came_up(utc_now())
+        self.reboot_phase = None
 
     def _power_off(self) -> None:
         with self.model.lock:

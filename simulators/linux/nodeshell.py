@@ -25,6 +25,7 @@ import socket
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 
 from proxyfleet.simulators.linux.nodecommands import SYSTEMCTL_ALIASES, LinuxNodeModel, commands_for, run_command
 from proxyfleet.simulators.linux.nodeegress import EGRESS_COMMANDS, CallerGone
@@ -150,6 +151,24 @@ def _answer(model: LinuxNodeModel, pid: int, name: str, args: list[str]) -> int:
     return outcome.code
 
 
+def process_start_time(pid: int) -> int | None:
+    """When the process ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s 22nd
+    field); None when no process has that pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # the command's name (2nd field) is in parentheses and may hold spaces: count after its end
+    return int(stat[stat.rindex(b")") + 2:].split()[19])
+
+
+def _sync_proc_locked(model: LinuxNodeModel) -> None:
+    """``sync_proc`` taking turns with the model's other writers: a command starting while the node
+    powers off (which empties ``/proc``) once met its ``rmtree`` halfway and failed the reboot."""
+    with model.lock:
+        sync_proc(model)
+
+
 def _internal_error(name: str) -> Outcome:
     return Outcome(1, stderr=f"{name}: internal error in the simulated node; see the lab log\n")
 
@@ -207,6 +226,8 @@ class NodeCommand:
         self.process = process
         self._channel = channel
         self._server = asyncio.create_task(_serve(model, channel, self))
+        # when the kernel started it: a process later found under its pid is someone else's
+        self._started = process_start_time(process.pid)
 
     async def finished(self) -> int:
         """Wait for the command itself to end; its exit status. (What it left running in the
@@ -235,9 +256,13 @@ class NodeCommand:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._server
         # The group's id is the command's pid, which the kernel keeps allocated while any member
-        # lives: once they all ended this finds none (ESRCH), never someone else's group.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        # lives. Once they all ended (the command reaped, nothing left in the background) the pid
+        # is free, and may already be another group's leader — another command's shell, another
+        # node's namespace holder, whose node then lost its root: a process under that pid that
+        # started at another time is not ours, and its group is left alone.
+        if process_start_time(self.process.pid) in (self._started, None):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
         await self.process.wait()
         self._channel.close()
 
@@ -245,7 +270,7 @@ class NodeCommand:
 async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str) -> NodeCommand:
     """Start ``command`` on the node as ``sh -c`` runs it (stdin, stdout and stderr pipes); its
     text reaches the shell through a descriptor, never a command line (``nodemounts.argv``)."""
-    await asyncio.to_thread(sync_proc, model)
+    await asyncio.to_thread(_sync_proc_locked, model)
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
     handed: list[int] = []

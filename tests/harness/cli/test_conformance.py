@@ -71,6 +71,22 @@ CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "deletes-pods": ("runtime-add", "drained", 4),
 }
 
+# The Linux variants (``linuxvariants``), each caught on a mixed fleet (one Windows node, two Linux):
+# variant -> (the workflow that exposes it, the check that must name it; "a&b": both must)
+LINUX_CATCHES: dict[str, tuple[str, str]] = {
+    # curl ignores upper-case HTTP_PROXY: the plain-HTTP fetch goes direct, into the firewall
+    "linux-upper-case-only": ("runtime-add", "service-environment&fetch-http"),
+    "linux-no-daemon-reload": ("runtime-add", "units-loaded&service-environment"),
+    # the anchor is there, the extracted bundle every client reads is not: the MITM CA is trusted by nobody
+    "linux-no-update-ca-trust": ("runtime-add", "certificates&pull-internet"),
+    # the second proxy's percent-encoded credentials: systemd reads each % as a specifier
+    "linux-unquoted-environment": ("change", "service-environment"),
+    "linux-restarts-runtime-only": ("runtime-add", "service-environment&services-restarted"),
+    "linux-leaves-drop-in": ("remove", "files"),
+}
+# Reconcilers that differ from the reference and are correct: each must pass a mixed fleet.
+ALSO_CORRECT = {"linux-live-apply"}  # applies Linux changes live (the CAPI way) instead of rebooting
+
 
 # Variants whose mistake is an *action* during the rollout (a second reboot, an uncordon, two drains at
 # once, a credential written once the node is done): the judge sees it only if the step lasts until
@@ -87,12 +103,15 @@ ROLLOUT_ACTIONS = frozenset({
 })
 
 
-def conformance(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+def conformance(tmp_path: Path, *args: str, hang: float = 600) -> tuple[subprocess.CompletedProcess[str],
+                                                                       dict[str, object]]:
+    """One ``proxyfleet conformance`` run; ``hang``: when it is taken to hang (never a verdict: a run
+    of every workflow beside a loaded CI suite took over 600 s)."""
     report = tmp_path / "r.json"
     # A wide console: the summary table names each scenario's first failed check unwrapped
     # (a narrow one wraps "disruption-budget" across two lines).
     result = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--json", str(report), *args],
-                            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=hang, cwd=tmp_path,
                             env={**os.environ, "COLUMNS": "200"})
     assert report.exists(), result.stderr[-3000:]
     return result, json.loads(report.read_text())
@@ -113,13 +132,17 @@ def test_the_commands_exit_code_and_verdict(tmp_path: Path, pytest_code: int, sc
 
 
 def test_every_broken_variant_has_a_catch() -> None:
-    assert set(CATCHES) == set(VARIANTS) - {"correct"}
+    assert set(CATCHES) | set(LINUX_CATCHES) == set(VARIANTS) - {"correct"} - ALSO_CORRECT
+    assert not set(CATCHES) & set(LINUX_CATCHES)
     assert ROLLOUT_ACTIONS.issubset(CATCHES)
 
 
 @pytest.mark.slow
 def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: Path) -> None:
-    result, report = conformance(tmp_path, "--nodes", "10", "--junit", "r.xml", "--html", "r.html")
+    # a mixed fleet, five Windows nodes and five Linux ones (the main job runs ten Windows nodes):
+    # every workflow on both kinds, every check family of either seen
+    result, report = conformance(tmp_path, "--nodes", "5", "--linux-nodes", "5", "--junit", "r.xml",
+                                 "--html", "r.html", hang=2400)
     assert result.returncode == 0, result.stderr[-5000:]
     assert report["summary"] == {"passed": 12, "failed": 0, "skipped": 0, "inconclusive": 0}
     scenarios = report["scenarios"]
@@ -138,16 +161,40 @@ def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: P
     assert suite is not None and suite.get("failures") == "0" and int(suite.get("tests", "0")) > 50
     assert "PASSED" in (tmp_path / "r.html").read_text()
     assert "PASSED" in result.stderr
-    print(f"10-node conformance run: {report['duration_s']} s")
+    assert report["nodes"] == 10 and report["linux_nodes"] == 5
+    print(f"10-node mixed conformance run: {report['duration_s']} s")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(CATCHES))
-def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, variant: str) -> None:
+@pytest.mark.parametrize("variant", sorted(ALSO_CORRECT))
+def test_a_reconciler_that_differs_from_the_reference_and_is_correct_passes(tmp_path: Path, variant: str) -> None:
+    result, report = conformance(tmp_path, "--nodes", "1", "--linux-nodes", "2", "--workflow", "runtime-add",
+                                 "--workflow", "remove", "--variant", variant)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # it applied the Linux nodes' proxy live, with no reboot, and the judge asked for none
+    linux = {n for s in report["scenarios"] for c in s["checks"] if c["check"] == "units-loaded"  # type: ignore[union-attr]
+             for n in c["nodes"]}  # a Linux-only check: the Linux nodes
+    assert len(linux) == 2
+    rebooted = {n for s in report["scenarios"] for c in s["checks"] if c["check"] == "reboots"  # type: ignore[union-attr]
+                and c["observed"] != "0" for n in c["nodes"]}
+    assert not rebooted & linux, rebooted
+
+
+def catch(variant: str) -> tuple[str, str, list[str]]:
+    """The workflow that exposes a broken variant, the check(s) that must name it, and its fleet."""
+    if variant in LINUX_CATCHES:
+        workflow, check = LINUX_CATCHES[variant]
+        return workflow, check, ["--nodes", "1", "--linux-nodes", "2"]
     workflow, check, *count = CATCHES[variant]
+    return workflow, check, ["--nodes", str(count[0] if count else 2)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(CATCHES) + sorted(LINUX_CATCHES))
+def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, variant: str) -> None:
+    workflow, check, fleet = catch(variant)
     deadline = [] if variant in ROLLOUT_ACTIONS else ["--converge-timeout", "5"]
-    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
-                                 "--variant", variant, *deadline)
+    result, report = conformance(tmp_path, *fleet, "--workflow", workflow, "--variant", variant, *deadline)
     assert result.returncode == 1, result.stderr[-3000:]
     summary = report["summary"]
     assert isinstance(summary, dict) and summary["failed"] >= 1
@@ -192,6 +239,10 @@ def test_a_shard_left_empty_or_of_a_cluster_is_one_error_before_any_lab(tmp_path
                               "--ssh-key", "k", "--proxy-url", "http://p:3128", "--shard", "1/2"],
                              capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
     assert cluster.returncode == 2 and "--shard: only on the lab" in cluster.stderr
+    linux = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", "k",
+                            "--ssh-key", "k", "--proxy-url", "http://p:3128", "--linux-nodes", "2"],
+                           capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
+    assert linux.returncode == 2 and "--linux-nodes: only on the lab" in linux.stderr
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from proxyfleet.harness.conformance.deadlines import (
     RolloutTimings,
     StepPlan,
     step_deadline,
+    stuck_deadline,
 )
 
 # The lab's defaults: shutdown 0.2 + boot 0.6 + 4 service stages of 0.25 + a 1 s kubelet lease
@@ -56,3 +57,15 @@ def test_an_explicit_timeout_overrides_the_plan() -> None:
 def test_unknown_host_timings_keep_the_default() -> None:
     # an existing cluster: its hosts' reboot times are not known to the judge
     assert step_deadline(StepPlan(300, 1), None).seconds == FLOOR
+
+
+def test_a_stuck_nodes_step_waits_for_its_report_then_the_rest_of_the_rollout() -> None:
+    # maxUnavailable 2, one node stuck: it keeps its slot, the other 9 roll one at a time after the report
+    deadline = stuck_deadline(StepPlan(10, 2), LAB, report_wait=70.0, stuck=1)
+    assert deadline.kind == "stuck-report"
+    assert deadline.seconds == pytest.approx(70 + 10 * WAVE_MARGIN * 3.1 + 10 * EVICTION_MARGIN * 1.0, abs=1)
+    assert deadline.seconds > 70 + step_deadline(StepPlan(10, 2), LAB).seconds - FLOOR
+    assert "10 node(s) to reboot in 10 wave(s) of up to 1" in deadline.basis
+    # never a budget of 0, however many are stuck; an existing cluster's timings unknown: the least deadline after
+    assert "wave(s) of up to 1" in stuck_deadline(StepPlan(3, 1), LAB, 70.0, 2).basis
+    assert stuck_deadline(StepPlan(3, 1), None, 70.0, 1).seconds == 70 + FLOOR

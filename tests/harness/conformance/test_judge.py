@@ -51,7 +51,9 @@ def _cluster_judge(tmp_path: Path, reboot_timeout: float | None = None) -> Confo
     return Conformance(None, cluster=ClusterTarget(kubeconfig, key, PROXY), reconciler_reboot_timeout=reboot_timeout)
 
 
-@pytest.mark.parametrize(("declared", "deadline"), [(600.0, 720.0), (30.0, 93.0), (None, 720.0)])
+# the report wait (the declared timeout, 60 s and a tenth of it), then the rest of the rollout: an
+# existing cluster's reboot times are not known, so the least deadline
+@pytest.mark.parametrize(("declared", "deadline"), [(600.0, 780.0), (30.0, 153.0), (None, 780.0)])
 def test_a_step_with_a_stuck_node_waits_for_the_declared_reboot_timeout(tmp_path: Path, declared: float | None,
                                                                         deadline: float) -> None:
     """The judge adapts to the operator: the stuck node's report is waited for as long as the
@@ -61,8 +63,8 @@ def test_a_step_with_a_stuck_node_waits_for_the_declared_reboot_timeout(tmp_path
     judge._targets["10.0.0.5"] = UNCONFIGURED
     stuck = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {}, stuck=["10.0.0.5"])
     assert judge._deadline(stuck) == deadline
-    assert stuck.deadline is not None and stuck.deadline.kind == ("stuck-report" if deadline > FLOOR else "planned")
-    assert f"reboot timeout ({declared or 600:g} s) and a margin" in stuck.note
+    assert stuck.deadline is not None and stuck.deadline.kind == "stuck-report"
+    assert f"reboot timeout, {declared or 600:g} s, and a margin), then the rest of the rollout" in stuck.note
     plain = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {})
     assert judge._deadline(plain) == FLOOR and not plain.note
     assert plain.deadline is not None and plain.deadline.basis == "the default"  # an existing cluster's reboot times are not known
@@ -300,3 +302,37 @@ async def test_a_removed_instance_down_for_its_reboot_is_looked_at_once_it_is_ba
         await node.come_online()
         state = await asyncio.wait_for(looked, 60)
         assert isinstance(state, NodeState)
+
+
+async def test_a_mixed_lab_s_judge_hands_each_kind_to_its_own_configmap(tmp_path: Path) -> None:
+    """Windows nodes go to windows-instances as Administrator, Linux nodes to linux-instances as
+    their own user; removing one kind's node rewrites only that kind's list."""
+    from kubernetes import client as k8s
+
+    from proxyfleet.core.contract import LINUX_INSTANCES, OPERATOR_NAMESPACE
+    from proxyfleet.harness.lab import admin
+
+    async with Lab(LabSettings(nodes=1, linux_nodes=2, proxy=False, workloads=False, reconciler=None,
+                               state_dir=tmp_path / "lab")) as lab:
+        judge = Conformance(lab)
+        try:
+            windows, linux = judge.nodes[0], judge.linux_nodes
+            assert judge.addresses == [windows.address, *(n.address for n in linux)]
+            assert judge.probe.linux == {n.address for n in linux}
+            await judge.add_instances(judge.every_node)
+            assert await admin.instances(judge.api) == {windows.address: "Administrator"}
+            core = k8s.CoreV1Api(judge.api)
+
+            async def linux_listed() -> dict[str, str]:  # (the API server runs on this loop)
+                found = await asyncio.to_thread(core.read_namespaced_config_map, LINUX_INSTANCES, OPERATOR_NAMESPACE)
+                return dict(found.data or {})
+
+            assert await linux_listed() == {n.address: "username=core" for n in linux}
+            await judge.remove_instances(linux[-1:])
+            assert await linux_listed() == {linux[0].address: "username=core"}
+            assert await admin.instances(judge.api) == {windows.address: "Administrator"}
+            # each kind is looked at its own way
+            assert isinstance(await judge.probe.look(windows.address), NodeState)
+            assert not isinstance(await judge.probe.look(linux[0].address), NodeState)
+        finally:
+            await judge.close()

@@ -52,6 +52,8 @@ def test_every_variant_is_named() -> None:
                              "trusts-import-record", "http-from-https", "normalises-noproxy", "removes-by-subject",
                              "no-trusted-ca-restore", "never-retries-unreachable", "reboots-again-after-restart",
                              "applies-stale-settings", "ignores-host-keys", "no-warning-events", "skips-drain",
-                             "deletes-pods"}
+                             "deletes-pods", "linux-live-apply", "linux-upper-case-only", "linux-no-daemon-reload",
+                             "linux-no-update-ca-trust", "linux-unquoted-environment", "linux-restarts-runtime-only",
+                             "linux-leaves-drop-in"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
         reconciler_class("nope")

@@ -154,3 +154,30 @@ async def test_only_an_immediate_reboot_is_modelled_and_a_refusal_says_so(node: 
             refused = await conn.run(command, check=False)
             assert (refused.exit_status, refused.stderr[:len(said)]) == (1, said), command
     assert not node.rebooting and len(node.boots) == 1
+
+
+async def test_commands_starting_while_the_node_powers_off_never_fail_its_reboot(node: LinuxNode) -> None:
+    # A command's start brings /proc up to date while the power-off empties it: without taking turns,
+    # the two met halfway through one rmtree (FileNotFoundError) and the node never came back.
+    async def keep_starting() -> None:
+        while True:
+            try:
+                async with connect(node) as conn:
+                    while True:
+                        await conn.run("true", check=False)
+            except (asyncssh.Error, OSError):
+                await asyncio.sleep(0.05)  # down: try again, as a reconciler's looks do
+
+    starters = [asyncio.ensure_future(keep_starting()) for _ in range(6)]
+    try:
+        for _ in range(3):
+            boots = len(node.boots)
+            await wait_until(lambda: node.commands_run > 20 * (len(node.boots)), what="commands running")
+            node.request_reboot()
+            await wait_until(lambda: not node.rebooting, what="the reboot")
+            assert node.reboot_failure is None and node.reboot_phase is None
+            assert len(node.boots) == boots + 1 and node.is_listening
+    finally:
+        for starter in starters:
+            starter.cancel()
+        await asyncio.gather(*starters, return_exceptions=True)

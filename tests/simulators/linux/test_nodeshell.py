@@ -4,7 +4,9 @@ systemctl and update-ca-trust answered by the node's model, in their own words."
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from proxyfleet.simulators.linux.nodeshell import (
     ChannelError,
     install_commands,
     parse_requests,
+    process_start_time,
     run_on_node,
     start_on_node,
 )
@@ -209,3 +212,16 @@ async def test_the_node_runs_a_command_as_sh_dash_c_runs_it(tmp_path: Path, comm
     assert (on_node.code, on_node.stdout) == (here.returncode, here.stdout)
     # the node's errors differ from sh -c's own only by "eval: " after the line number
     assert on_node.stderr == here.stderr.replace(b": 1: ", b": 1: eval: ")
+
+
+def test_a_process_start_time_tells_a_reused_pid_from_the_process_it_was() -> None:
+    # what NodeCommand.close checks before it kills a finished command's group: a process found
+    # under the pid that started at another time is someone else's (pids wrap at pid_max)
+    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.05)"])
+    started = process_start_time(first.pid)
+    assert isinstance(started, int) and started > 0
+    assert process_start_time(first.pid) == started  # the same process: the same time
+    first.wait()
+    assert process_start_time(first.pid) is None  # reaped: no process under its pid (until reused)
+    mine = process_start_time(os.getpid())
+    assert mine is not None and mine <= started  # a process started earlier has an earlier time
