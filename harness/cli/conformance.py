@@ -362,8 +362,7 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @runfile.config_from_option(SECTIONS)
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
 @click.option("--linux-nodes", default=0, show_default=True, type=click.IntRange(0, 2000),
-              help="Linux nodes (RHCOS workers) beside them in each lab, in linux-instances: a mixed fleet, every "
-                   "workflow judged on both kinds (needs root: each node's root is a mount namespace).")
+              help="RHCOS workers beside them in each lab, in linux-instances: every workflow on a mixed fleet.")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
               help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")
 @report_options
