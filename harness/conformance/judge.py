@@ -809,8 +809,8 @@ class Conformance:
                      if self.converge_timeout is None else Deadline(wait, "the stuck node's report", "stuck-report"))
             if stuck.seconds > step.deadline.seconds:
                 step.deadline = stuck
-                step.note = (f"waits up to {stuck.seconds:g} s: the stuck node's report (the reconciler's reboot "
-                             f"timeout, {self.reboot_timeout:g} s, and a margin), then the rest of the rollout")
+                step.note = (f"waits up to {stuck.seconds:g} s: the stuck node's report — the reconciler's reboot "
+                             f"timeout ({self.reboot_timeout:g} s) and a margin — then the rest of the rollout")
                 log.warning("%s: %s", step.name, step.note)
         return step.deadline.seconds
 

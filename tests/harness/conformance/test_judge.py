@@ -64,7 +64,7 @@ def test_a_step_with_a_stuck_node_waits_for_the_declared_reboot_timeout(tmp_path
     stuck = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {}, stuck=["10.0.0.5"])
     assert judge._deadline(stuck) == deadline
     assert stuck.deadline is not None and stuck.deadline.kind == "stuck-report"
-    assert f"reboot timeout, {declared or 600:g} s, and a margin), then the rest of the rollout" in stuck.note
+    assert f"reboot timeout ({declared or 600:g} s) and a margin — then the rest of the rollout" in stuck.note
     plain = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {})
     assert judge._deadline(plain) == FLOOR and not plain.note
     assert plain.deadline is not None and plain.deadline.basis == "the default"  # an existing cluster's reboot times are not known
