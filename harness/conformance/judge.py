@@ -368,24 +368,24 @@ class Conformance:
     async def add_instances(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
         """Hand nodes to the reconciler: Windows nodes in windows-instances, Linux nodes in
         linux-instances (each ConfigMap written only when its kind is among ``nodes``)."""
-        kinds = set()
-        for node in nodes:
-            kinds.add(isinstance(node, LinuxNode))
+        added = list(nodes)
+        for node in added:
             if node.address not in self.instances:
                 self.instances.append(node.address)
-        await self._write_instances(kinds)
+        await self._write_instances(added)
 
     async def remove_instances(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
-        gone = {n.address: isinstance(n, LinuxNode) for n in nodes}
+        removed = list(nodes)
+        gone = {n.address for n in removed}
         self.instances = [a for a in self.instances if a not in gone]
-        await self._write_instances(set(gone.values()))
+        await self._write_instances(removed)
 
-    async def _write_instances(self, kinds: set[bool]) -> None:
-        """Write the instance ConfigMaps of the kinds given (True: Linux) from ``instances``."""
-        if False in kinds:
+    async def _write_instances(self, changed: list[WindowsNode | LinuxNode]) -> None:
+        """Write, from ``instances``, the instance ConfigMap of each kind among ``changed``."""
+        if any(not isinstance(n, LinuxNode) for n in changed):
             await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances
                                                  if a not in self.probe.linux])
-        if True in kinds:
+        if any(isinstance(n, LinuxNode) for n in changed):
             users = self.probe.usernames
             await admin.set_linux_instances(self.api, [(a, users.get(a, "core")) for a in self.instances
                                                        if a in self.probe.linux])

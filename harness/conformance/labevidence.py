@@ -93,11 +93,18 @@ class LabEvidence:
             found[f"removals:{node.address}"] = len(node.root_removals)
         return found
 
-    def activity(self, address: str) -> int | None:
-        """Commands run on the node (the probe's own included), boots and service starts."""
+    def _host(self, address: str) -> LabHost | None:
+        """The node at ``address`` (the fleet read again if it joined since)."""
         if address not in self._by_address:
             self._nodes()
-        return self._by_address[address].activity()
+        return self._by_address.get(address)
+
+    def activity(self, address: str) -> int | None:
+        """Commands run on the node (the probe's own included), boots and service starts."""
+        host = self._host(address)
+        if host is None:
+            raise KeyError(f"no lab node at {address}")
+        return host.activity()
 
     def listening(self) -> set[str] | None:
         return {n.address for n in self._nodes() if n.listening}
@@ -106,9 +113,7 @@ class LabEvidence:
         return any(not n.listening for n in self._nodes() if n.address not in excluded)
 
     def down_note(self, address: str) -> str:
-        if address not in self._by_address:
-            self._nodes()
-        host = self._by_address.get(address)
+        host = self._host(address)
         return host.down_note() if host is not None else ""
 
     async def settle(self) -> None:

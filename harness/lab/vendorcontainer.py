@@ -92,20 +92,20 @@ def orphaned(labels: Mapping[str, str]) -> bool:
     return owner is not None and owner_gone(owner)
 
 
-def _listed(label: str) -> list[dict[str, Any]]:
+def _listed(api: Any, label: str) -> list[dict[str, Any]]:
     """The containers carrying ``label`` as the engine lists them (id and labels in one call: the
     SDK's ``containers.list`` inspects each one afterwards, and one removed meanwhile by another
     lab's sweep failed the whole listing with 404)."""
-    return list(_docker().client.api.containers(all=True, filters={"label": label}))
+    return list(api.containers(all=True, filters={"label": label}))
 
 
-def _remove(container_id: str) -> bool:
+def _remove(api: Any, container_id: str) -> bool:
     """Remove a container, whatever its state; whether this call removed it (False: gone already,
     another lab's sweep was first)."""
     import docker.errors
 
     try:
-        _docker().client.api.remove_container(container_id, force=True)
+        api.remove_container(container_id, force=True)
     except docker.errors.NotFound:
         return False
     except docker.errors.APIError as exc:
@@ -119,13 +119,15 @@ def _remove(container_id: str) -> bool:
 def sweep_orphans() -> list[str]:
     """Remove proxy containers whose owning process has provably ended (a lab killed outright);
     their short ids."""
-    return [c["Id"][:12] for c in _listed(ROLE_LABEL + "=vendor-proxy")
-            if orphaned(c.get("Labels") or {}) and _remove(c["Id"])]
+    api = _docker().client.api  # one client (and one ping) for the whole sweep
+    return [c["Id"][:12] for c in _listed(api, ROLE_LABEL + "=vendor-proxy")
+            if orphaned(c.get("Labels") or {}) and _remove(api, c["Id"])]
 
 
 def remove_started(start: str) -> list[str]:
     """Remove the containers of one start (its ``START_LABEL``), whatever state they are in."""
-    return [c["Id"][:12] for c in _listed(f"{START_LABEL}={start}") if _remove(c["Id"])]
+    api = _docker().client.api
+    return [c["Id"][:12] for c in _listed(api, f"{START_LABEL}={start}") if _remove(api, c["Id"])]
 
 
 @atexit.register
