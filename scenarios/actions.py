@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from proxyfleet.harness.conformance import CheckResult, Conformance
 from proxyfleet.harness.lab import DEFAULT_NO_PROXY
 from proxyfleet.simulators.linux.node import LinuxNode
@@ -10,7 +12,7 @@ from proxyfleet.simulators.windows.node import WindowsNode
 AnyNode = WindowsNode | LinuxNode
 
 
-async def join(conformance: Conformance, nodes: list[AnyNode] | None = None,
+async def join(conformance: Conformance, nodes: Sequence[AnyNode] | None = None,
                name: str = "instances join") -> list[CheckResult]:
     """Hand nodes to the reconciler (windows-instances, linux-instances): every node by default."""
     members = conformance.every_node if nodes is None else nodes

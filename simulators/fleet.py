@@ -70,6 +70,8 @@ class FleetSettings:
     # ship them (a lab adds its public CA, which plays the public web PKI).
     linux_public_roots: list[Certificate] = field(default_factory=lambda: list(public_roots()))
     linux_flavour: str = "rhcos"  # "rhcos" (OpenShift's workers) or "debian" (a CAPI cluster's)
+    # Each Linux node's cloud-init user data for its first boot (CAPI machines' bootstrap data)
+    linux_user_data: str | None = None
     linux_name_prefix: str = "linux"
 
     def __post_init__(self) -> None:
@@ -206,7 +208,7 @@ class Fleet:
             flavour=flavour_named(self.settings.linux_flavour), system_cas_pem=system_cas,
             shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,
             lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
-            network=self.settings.lab_network, kubelet=self.settings.kubelet)
+            network=self.settings.lab_network, kubelet=self.settings.kubelet, user_data=self.settings.linux_user_data)
         return LinuxNode(config)
 
     @property

@@ -51,6 +51,7 @@ from proxyfleet.harness.lab.external import ENV_MODES
 from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.linux.noderoot import FLAVOURS as LINUX_FLAVOURS
 from proxyfleet.simulators.proxy.runner import ProxyError
 
 WORKFLOWS = ("install-time", "runtime-add", "change", "remove", "baseline", "join-after-change", "deconfigure",
@@ -180,6 +181,7 @@ class RunOptions:
 
     nodes: int
     linux_nodes: int = 0
+    linux_flavour: str = "rhcos"
     variant: str = "correct"
     workflows: tuple[str, ...] = ()
     reconciler_command: str | None = None
@@ -230,6 +232,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     """Run the scenarios in-process (xdist workers when more than one), collecting results."""
     started = time.monotonic()
     run = ConformanceRun(nodes=options.nodes + options.linux_nodes, linux_nodes=options.linux_nodes,
+                         linux_flavour=options.linux_flavour if options.linux_nodes else "",
                          variant="external" if options.reconciler_command else options.variant)
     try:
         state_dir = private_directory(options.keep.resolve() if options.keep else scratch / "labs")
@@ -250,6 +253,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
             # and the plugin puts the longest first (the run is as long as its tail).
             *(["--dist", "worksteal"] if selected > 1 else []),
             f"--proxyfleet-nodes={options.nodes}", f"--proxyfleet-linux-nodes={options.linux_nodes}",
+            f"--proxyfleet-linux-flavour={options.linux_flavour}",
             f"--proxyfleet-variant={options.variant}",
             *([f"--proxyfleet-converge-timeout={options.converge_timeout}"]
               if options.converge_timeout is not None else []),
@@ -285,7 +289,7 @@ class _Collected:
         self.items = list(session.items)
 
 
-def shard_scenarios(shard: Shard, workflows: tuple[str, ...]) -> list[str]:
+def shard_scenarios(shard: Shard, workflows: tuple[str, ...], linux_nodes: int = 0) -> list[str]:
     """The scenarios ``shard`` runs, found before any lab starts (a part left empty is a usage
     error here, not a worker's crash): the same parts every machine computes."""
     collected = _Collected()
@@ -294,6 +298,7 @@ def shard_scenarios(shard: Shard, workflows: tuple[str, ...]) -> list[str]:
         ini.write_text(INI)
         code = pytest.main([str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p",
                             "no:cacheprovider", "-p", "no:terminal", "-p", "no:xdist", "--collect-only",
+                            f"--proxyfleet-linux-nodes={linux_nodes}",
                             *(f"--proxyfleet-workflow={w}" for w in workflows)], plugins=[collected])
     if code != 0 or not collected.items:
         raise click.ClickException(f"the scenarios could not be listed for --shard (pytest exit code {code})")
@@ -338,8 +343,8 @@ def report_options(function: Any) -> Any:
 
 # --help's headings: what a user sets up together (a test keeps every option under one)
 SECTIONS = (
-    ("Lab", ("config", "config_from", "nodes", "linux_nodes", "workflows", "shard", "converge_timeout", "workers",
-             "keep")),
+    ("Lab", ("config", "config_from", "nodes", "linux_nodes", "linux_flavour", "workflows", "shard",
+             "converge_timeout", "workers", "keep")),
     ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
     ("Your proxy", PROXY_OPTION_NAMES),
     ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
@@ -362,7 +367,9 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @runfile.config_from_option(SECTIONS)
 @click.option("--nodes", default=10, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes per lab.")
 @click.option("--linux-nodes", default=0, show_default=True, type=click.IntRange(0, 2000),
-              help="RHCOS workers beside them in each lab, in linux-instances: every workflow on a mixed fleet.")
+              help="Linux workers beside them in each lab, in linux-instances: every workflow on a mixed fleet.")
+@click.option("--linux-flavour", default="rhcos", show_default=True, type=click.Choice(sorted(LINUX_FLAVOURS)),
+              help="The Linux workers' distribution: rhcos (CRI-O, update-ca-trust) or debian (containerd).")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
               help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")
 @report_options
@@ -383,6 +390,7 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @cluster_options
 @click.pass_context
 def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | None, nodes: int, linux_nodes: int,
+                linux_flavour: str,
                 workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None,
@@ -426,11 +434,12 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
         except VendorProxyError as exc:
             raise click.UsageError(str(exc)) from None
     if shard is not None:
-        console.print(f"shard {shard}: {', '.join(shard_scenarios(shard, workflows))}", markup=False,
+        console.print(f"shard {shard}: {', '.join(shard_scenarios(shard, workflows, linux_nodes))}", markup=False,
                       highlight=False)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
-        options = RunOptions(nodes=nodes, linux_nodes=linux_nodes, variant=variant, workflows=workflows,
+        options = RunOptions(nodes=nodes, linux_nodes=linux_nodes, linux_flavour=linux_flavour, variant=variant,
+                             workflows=workflows,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
                              reconciler_reboot_timeout=reconciler_reboot_timeout,
                              converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor,

@@ -177,6 +177,8 @@ class Conformance:
         self.cordons = CordonTimeline(self.api)
         self.sightings = ChangeSightings(self.api)
         self.instances: list[str] = []
+        # Members configured by their bootstrap data (CAPI machines), in no reconciler's instance list
+        self.bootstrapped: set[str] = set()
         # Nodes cordoned by an administrator: by the scenario, or already when the run began
         self.admin_cordoned: set[str] = set()
         self.run_cordoned: set[str] = set()  # those the scenario cordoned (an existing cluster's: to lift)
@@ -374,6 +376,21 @@ class Conformance:
                 self.instances.append(node.address)
         await self._write_instances(added)
 
+    async def add_bootstrapped(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
+        """Nodes that joined configured by their bootstrap data (CAPI machines' cloud-init), not by
+        the reconciler: members of every step from now on, in neither instance list, their target
+        the cluster's since their first boot, so a step that changes nothing in the cluster must
+        change nothing on them (no restart, no reboot). Their out-of-the-box trust is what they
+        trusted at the run's start less the cluster's bundle (their bootstrap brought that)."""
+        expected = await self._published()
+        for node in nodes:
+            address = node.address
+            if address not in self.instances:
+                self.instances.append(address)
+            self.bootstrapped.add(address)
+            self._targets[address] = expected
+            self.baseline_roots[address] -= frozenset(expected.bundle)
+
     async def remove_instances(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
         removed = list(nodes)
         gone = {n.address for n in removed}
@@ -381,13 +398,14 @@ class Conformance:
         await self._write_instances(removed)
 
     async def _write_instances(self, changed: list[WindowsNode | LinuxNode]) -> None:
-        """Write, from ``instances``, the instance ConfigMap of each kind among ``changed``."""
+        """Write, from ``instances`` (bootstrapped ones left out), the instance ConfigMap of each
+        kind among ``changed``."""
+        handed = [a for a in self.instances if a not in self.bootstrapped]
         if any(not isinstance(n, LinuxNode) for n in changed):
-            await admin.set_instances(self.api, [(a, "Administrator") for a in self.instances
-                                                 if a not in self.probe.linux])
+            await admin.set_instances(self.api, [(a, "Administrator") for a in handed if a not in self.probe.linux])
         if any(isinstance(n, LinuxNode) for n in changed):
             users = self.probe.usernames
-            await admin.set_linux_instances(self.api, [(a, users.get(a, "core")) for a in self.instances
+            await admin.set_linux_instances(self.api, [(a, users.get(a, "core")) for a in handed
                                                        if a in self.probe.linux])
 
     async def cordon(self, addresses: Iterable[str], cordoned: bool = True) -> None:

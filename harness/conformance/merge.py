@@ -46,6 +46,7 @@ def merge(reports: Sequence[tuple[str, ConformanceRun]]) -> ConformanceRun:
         for what, mine, theirs in (("proxyfleet version", run.version, first.version),
                                    ("nodes per lab", run.nodes, first.nodes),
                                    ("Linux nodes per lab", run.linux_nodes, first.linux_nodes),
+                                   ("Linux flavour", run.linux_flavour, first.linux_flavour),
                                    ("reconciler", run.variant, first.variant),
                                    ("options", _without_shard(run.config), _without_shard(first.config))):
             if mine != theirs:
@@ -67,6 +68,7 @@ def merge(reports: Sequence[tuple[str, ConformanceRun]]) -> ConformanceRun:
         raise MergeError(f"part(s) {', '.join(missing)} missing: a run is merged from all {total} of its parts")
     ordered = [parts[k][1] for k in sorted(parts)]
     merged = ConformanceRun(nodes=first.nodes, variant=first.variant, linux_nodes=first.linux_nodes,
+                            linux_flavour=first.linux_flavour,
                             scenarios=[s for run in ordered for s in run.scenarios],
                             duration_s=max(run.duration_s for run in ordered),  # side by side: the longest
                             config=_without_shard(first.config), version=first.version)

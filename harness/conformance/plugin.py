@@ -74,7 +74,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("proxyfleet", "proxyfleet conformance lab")
     group.addoption("--proxyfleet-nodes", type=int, default=3, help="Windows nodes per scenario lab (default 3).")
     group.addoption("--proxyfleet-linux-nodes", type=int, default=0,
-                    help="Linux nodes beside them (RHCOS workers; default 0; needs root).")
+                    help="Linux nodes beside them (default 0; needs root).")
+    group.addoption("--proxyfleet-linux-flavour", default="rhcos",
+                    help="Their distribution: rhcos (default; an OpenShift worker) or debian (a CAPI one).")
     group.addoption("--proxyfleet-variant", default="correct",
                     help="The built-in reconciler: 'correct' or a deliberately broken variant.")
     group.addoption("--proxyfleet-reconciler-command", default=None,
@@ -137,6 +139,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # The repro scenario runs only for `proxyfleet repro`, and then alone.
     wanted = {"repro"} if config.getoption("--proxyfleet-repro") else set(config.getoption("--proxyfleet-workflow"))
     on_cluster = config.getoption("--proxyfleet-cluster") is not None
+    linux = config.getoption("--proxyfleet-linux-nodes") > 0
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
@@ -146,6 +149,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             keep.append(item)  # not a proxyfleet scenario: not ours to filter
         elif (item.get_closest_marker("cluster") is not None) != on_cluster:
             drop.append(item)  # a lab's scenario on a cluster run, or the other way round
+        elif not linux and _needs_linux(item):
+            drop.append(item)  # CAPI machines to judge, in a run without Linux nodes
         elif (workflow in wanted) if wanted else workflow != "repro":
             keep.append(item)
         else:
@@ -169,6 +174,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if workers > 1 and all(item.get_closest_marker("workflow") for item in keep):
         keep = worksteal_order(keep, workers, _cost)
     items[:] = keep
+
+
+def _needs_linux(item: pytest.Item) -> bool:
+    """A scenario about Linux nodes only (its lab makes them CAPI machines)."""
+    marker = item.get_closest_marker("lab")
+    return marker is not None and marker.kwargs.get("linux_bootstrap") is not None
 
 
 T = TypeVar("T")
@@ -222,6 +233,7 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         state_dir = state_root / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     settings: dict[str, Any] = {
         "nodes": config.getoption("--proxyfleet-nodes"), "linux_nodes": config.getoption("--proxyfleet-linux-nodes"),
+        "linux_flavour": config.getoption("--proxyfleet-linux-flavour"),
         "state_dir": state_dir,
         "state_is_scratch": bool(config.getoption("--proxyfleet-state-is-scratch")),
         "reconciler": config.getoption("--proxyfleet-variant"),

@@ -180,6 +180,7 @@ def write_junit(run: ConformanceRun, path: Path) -> None:
     ET.SubElement(properties, "property", name="nodes", value=str(run.nodes))
     if run.linux_nodes:
         ET.SubElement(properties, "property", name="linux_nodes", value=str(run.linux_nodes))
+        ET.SubElement(properties, "property", name="linux_flavour", value=run.linux_flavour)
     ET.SubElement(properties, "property", name="variant", value=run.variant)
     suite.extend(cases)
     root = ET.Element("testsuites", name="proxyfleet")

@@ -241,6 +241,7 @@ class ConformanceRun:
     variant: str
     scenarios: list[ScenarioResult] = field(default_factory=list)
     linux_nodes: int = 0  # of them Linux (``--linux-nodes``)
+    linux_flavour: str = ""  # theirs (``--linux-flavour``; empty: no Linux nodes)
     duration_s: float = 0.0
     # the options it ran with, as a run file holds them (group -> key -> value; credentials
     # redacted): what `proxyfleet conformance --config-from` reads back
@@ -258,8 +259,10 @@ class ConformanceRun:
 
     @property
     def fleet(self) -> str:
-        """The labs' fleet in words: "10 node(s)", or "10 node(s) (5 Linux)" for a mixed one."""
-        return f"{self.nodes} node(s)" + (f" ({self.linux_nodes} Linux)" if self.linux_nodes else "")
+        """The labs' fleet in words: "10 node(s)", or "10 node(s) (5 Linux)" for a mixed one (its
+        distribution named if not RHCOS, the default: "(5 Linux, debian)")."""
+        flavour = f", {self.linux_flavour}" if self.linux_flavour not in ("", "rhcos") else ""
+        return f"{self.nodes} node(s)" + (f" ({self.linux_nodes} Linux{flavour})" if self.linux_nodes else "")
 
     def summary(self) -> dict[str, int]:
         counts = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -295,6 +298,7 @@ class ConformanceRun:
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary(), "version": self.version, "duration_s": round(self.duration_s, 3),
                 "nodes": self.nodes, **({"linux_nodes": self.linux_nodes} if self.linux_nodes else {}),
+                **({"linux_flavour": self.linux_flavour} if self.linux_flavour else {}),
                 "variant": self.variant, "config": self.config,
                 "exit_code": self.reported_exit,
                 **({"put_back": self.put_back} if self.put_back is not None else {}),
@@ -304,6 +308,7 @@ class ConformanceRun:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ConformanceRun:
         run = cls(nodes=int(data["nodes"]), variant=str(data["variant"]), linux_nodes=int(data.get("linux_nodes", 0)),
+                  linux_flavour=str(data.get("linux_flavour", "")),
                   scenarios=[ScenarioResult.from_json(s) for s in data.get("scenarios") or []],
                   duration_s=float(data.get("duration_s", 0.0)), config=dict(data.get("config") or {}),
                   put_back=dict(data["put_back"]) if data.get("put_back") is not None else None,

@@ -88,6 +88,16 @@ async def instances(api: client.ApiClient, namespace: str = OPERATOR_NAMESPACE) 
     return users
 
 
+async def put_secret(api: client.ApiClient, namespace: str, name: str, data: dict[str, str], key: str) -> str:
+    """Create or replace an Opaque Secret, then read ``key`` back from the API server."""
+    core = client.CoreV1Api(api)
+    body = client.V1Secret(metadata=client.V1ObjectMeta(name=name, namespace=namespace), type="Opaque",
+                           data={k: base64.b64encode(v.encode()).decode() for k, v in data.items()})
+    await _create_or_replace(core.create_namespaced_secret, core.replace_namespaced_secret, name, namespace, body)
+    stored = await _call(core.read_namespaced_secret, name, namespace)
+    return base64.b64decode((stored.data or {})[key]).decode()
+
+
 async def set_trusted_ca(api: client.ApiClient, bundle_pem: str, name: str = "corp-ca") -> None:
     await _upsert_configmap(api, OPENSHIFT_CONFIG, name, {BUNDLE_KEY: bundle_pem})
 

@@ -39,7 +39,7 @@ from proxyfleet.core.kubeconfig import api_client
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.process_limits import raise_open_file_limit
-from proxyfleet.harness.lab import admin
+from proxyfleet.harness.lab import admin, capibootstrap
 from proxyfleet.harness.lab.addressclaims import NoFreeLabIndex, claim_lab_index, release
 from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
 from proxyfleet.harness.lab.vendor import (
@@ -130,6 +130,9 @@ class LabSettings:
     nodes: int = 3
     linux_nodes: int = 0  # Linux nodes beside the Windows ones (they need root)
     linux_flavour: str = "rhcos"
+    # CAPI machines instead: the Linux nodes (Debian) boot with the proxy in their bootstrap data,
+    # rendered from the install's proxy in this style (``capibootstrap.STYLES``; needs install_proxy).
+    linux_bootstrap: str | None = None
     state_dir: Path | None = None  # None: a temporary directory, removed at the end
     install_config: str | None = None
     proxy: bool = True
@@ -327,6 +330,7 @@ class Lab:
         for server in self.origins.servers:
             server.on_violation = self._log_violation
 
+        user_data = await self._capi_bootstrap() if self.settings.linux_bootstrap is not None else None
         kubelet = KubeletSettings(api_url=self.control_plane.internal_url,
                                   token=self.control_plane.kubelet_token, ca_pem=self.control_plane.ca_pem,
                                   lease_interval=self.settings.heartbeat,
@@ -340,7 +344,8 @@ class Lab:
             lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
             public_roots=[Certificate.from_pem(self.public_ca.cert_pem.bytes()), *windows_builtin_roots()],
             lab_network=self.network, kubelet=kubelet, linux_nodes=self.settings.linux_nodes,
-            linux_flavour=self.settings.linux_flavour,
+            linux_flavour="debian" if user_data is not None else self.settings.linux_flavour,
+            linux_user_data=user_data,
             linux_public_roots=[Certificate.from_pem(self.public_ca.cert_pem.bytes()), *public_roots()]))
         await self.fleet.start()
         self._stack.append(("fleet", self.fleet.stop))
@@ -544,6 +549,20 @@ class Lab:
             await reconciler.stop()
 
         self._stack.append(("external reconciler", stop))
+
+    async def _capi_bootstrap(self) -> str:
+        """What cluster-apps-operator and CAPI's bootstrap provider give each Linux machine: the
+        Secret ``<cluster>-systemd-proxy`` from the cluster's proxy (written to the control plane),
+        read back as ``contentFrom.secret`` resolves it, with the proxy's CA, as cloud-init user data."""
+        assert self.settings.linux_bootstrap is not None
+        try:
+            style = capibootstrap.style_named(self.settings.linux_bootstrap)
+            if not self.settings.install_proxy:
+                raise capibootstrap.BootstrapError("a CAPI bootstrap carries the install's proxy: set install_proxy")
+            drop_in = await capibootstrap.publish_secret(self.api())
+        except capibootstrap.BootstrapError as exc:
+            raise LabError(f"CAPI bootstrap data: {exc}") from None
+        return capibootstrap.user_data(style, drop_in, self.user_ca_pem().decode())
 
     def _install_config_with_proxy(self) -> str:
         """An install-config that sets the lab proxy and trusts its (pre-generated) MITM CA."""

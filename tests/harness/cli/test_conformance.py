@@ -144,7 +144,8 @@ def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: P
     result, report = conformance(tmp_path, "--nodes", "5", "--linux-nodes", "5", "--junit", "r.xml",
                                  "--html", "r.html", hang=2400)
     assert result.returncode == 0, result.stderr[-5000:]
-    assert report["summary"] == {"passed": 12, "failed": 0, "skipped": 0, "inconclusive": 0}
+    # the twelve scenarios and the CAPI machines' install-time (a run with Linux nodes only)
+    assert report["summary"] == {"passed": 13, "failed": 0, "skipped": 0, "inconclusive": 0}
     scenarios = report["scenarios"]
     assert isinstance(scenarios, list)
     assert {s["workflow"] for s in scenarios} == {"install-time", "runtime-add", "change", "remove", "baseline",
@@ -178,6 +179,25 @@ def test_a_reconciler_that_differs_from_the_reference_and_is_correct_passes(tmp_
     rebooted = {n for s in report["scenarios"] for c in s["checks"] if c["check"] == "reboots"  # type: ignore[union-attr]
                 and c["observed"] != "0" for n in c["nodes"]}
     assert not rebooted & linux, rebooted
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("variant", "failing"), [("correct", set()),
+                                                  ("linux-no-update-ca-trust", {"certificates", "pull-internet"})])
+def test_debian_workers_are_judged_like_rhcos_ones(tmp_path: Path, variant: str, failing: set[str]) -> None:
+    """``--linux-flavour debian``: containerd, Debian's trust store and update-ca-certificates; the
+    reference passes (the install-time workflow's CAPI machines too), a forgotten
+    update-ca-certificates is caught as on RHCOS."""
+    result, report = conformance(tmp_path, "--nodes", "1", "--linux-nodes", "2", "--linux-flavour", "debian",
+                                 "--workflow", "runtime-add", "--workflow", "install-time", "--variant", variant,
+                                 *(["--converge-timeout", "5"] if failing else []))
+    assert result.returncode == (1 if failing else 0), result.stderr[-3000:]
+    assert report["linux_flavour"] == "debian"
+    assert ConformanceRun.from_json(report).fleet == "3 node(s) (2 Linux, debian)"
+    names = {s["name"] for s in report["scenarios"]}  # type: ignore[index]
+    assert "test_capi_machines_boot_with_the_proxy_in_their_bootstrap_data" in names
+    failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
+    assert failing <= failed and (failed or not failing), failed
 
 
 def catch(variant: str) -> tuple[str, str, list[str]]:
