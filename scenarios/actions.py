@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from proxyfleet.harness.conformance import CheckResult, Conformance
@@ -53,3 +54,24 @@ async def remove_proxy(conformance: Conformance, trusted_ca: str | None = "corp-
         await conformance.set_proxy("", trusted_ca=trusted_ca)
 
     return await conformance.step(name, action)
+
+
+def linux_anchor_removed(ca_pem: bytes) -> str:
+    """Out of band on a Linux node, as root: every trust anchor that holds the proxy's CA deleted,
+    and the bundle extracted again without it (``update-ca-trust`` on RHCOS, Debian's
+    ``update-ca-certificates --fresh``) — found by the CA's own text, wherever a reconciler put it."""
+    marker = shlex.quote(ca_pem.decode().splitlines()[2])  # a line of the certificate's body
+    return ("for f in /etc/pki/ca-trust/source/anchors/* /usr/local/share/ca-certificates/*; do\n"
+            f"  if [ -f \"$f\" ] && grep -qF -- {marker} \"$f\"; then rm -f -- \"$f\" || exit 1; fi\n"
+            "done\n"
+            "if command -v update-ca-trust >/dev/null; then update-ca-trust extract || exit 1\n"
+            "else update-ca-certificates --fresh >/dev/null || exit 1; fi\n")
+
+
+def linux_runtime_unproxied() -> str:
+    """Out of band on a Linux node, as root: the container runtime's local unit overrides
+    (``/etc/systemd/system/<runtime>.service.d``, where a proxy drop-in goes) deleted, systemd
+    reloaded and the runtime restarted — it runs without the proxy until the reconciler repairs it."""
+    return ("if systemctl is-active crio >/dev/null 2>&1; then runtime=crio; else runtime=containerd; fi\n"
+            'rm -rf -- "/etc/systemd/system/$runtime.service.d" || exit 1\n'
+            'systemctl daemon-reload && systemctl restart "$runtime"\n')

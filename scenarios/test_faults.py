@@ -1,6 +1,7 @@
 """Faults during rollouts, in two scenarios (each on its own lab, in parallel with the others).
 
-Hosts and network, one step each:
+Hosts and network, one step each (on a mixed fleet, one node of each kind off the network and
+one rekeyed; the stuck one is whichever node of either kind the reconciler reboots first):
 * an instance off the network when the proxy is added: the others proceed (the reconciler did
   not take it down: it does not use up maxUnavailable); it converges with one reboot once back;
 * an instance's SSH host key replaced before a change: the reconciler refuses it and says so in
@@ -42,20 +43,29 @@ OTHER_NO_PROXY = f"{DEFAULT_NO_PROXY},.partner.example"
 async def test_host_and_network_faults(conformance: Conformance) -> None:
     lab = conformance.lab
     await join(conformance)
-    away, rekeyed = conformance.nodes[-1], conformance.nodes[0]
+    # on a mixed fleet, one node of each kind: the last off the network, the first rekeyed
+    kinds = [kind for kind in (conformance.nodes, conformance.linux_nodes) if kind]
+    away, rekeyed = [kind[-1] for kind in kinds], [kind[0] for kind in kinds]
+    each = "one instance" if len(kinds) == 1 else "one instance of each kind"
 
     async def change_while_away() -> None:
-        await conformance.take_offline(away)
+        for node in away:
+            await conformance.take_offline(node)
         await publish_proxy(conformance)
 
-    await conformance.step("proxy added while one instance is off the network", change_while_away)
-    await conformance.step("the instance is back", lambda: conformance.bring_online(away))
+    async def back() -> None:
+        for node in away:
+            await conformance.bring_online(node)
+
+    await conformance.step(f"proxy added while {each} is off the network", change_while_away)
+    await conformance.step("the instance is back" if len(kinds) == 1 else "the instances are back", back)
 
     async def rekey_then_change() -> None:
-        await conformance.replace_host_key(rekeyed)
+        for node in rekeyed:
+            await conformance.replace_host_key(node)
         await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY, https_url=lab.proxy_https_url)
 
-    await conformance.step("one instance's host key replaced, then NO_PROXY changed", rekey_then_change)
+    await conformance.step(f"{each}'s host key replaced, then NO_PROXY changed", rekey_then_change)
 
     async def change_with_one_stuck() -> None:
         # Whichever node the reconciler reboots first never comes back. From then until the

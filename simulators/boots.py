@@ -68,6 +68,18 @@ class OutageWatch:
     outage_observer: Callable[[Any], Any] | None = None  # the lab: "is the Node cordoned?"
     pods_observer: Callable[[Any], tuple[str, ...]] | None = None  # the lab: pods a drain should have moved
     down_listeners: list[Callable[[Any], None]] = field(default_factory=list)
+    # Asked as a reboot begins: True and this reboot never ends (a fault a scenario sets for
+    # whichever node reboots first); ``hang_next``: the next one never ends, whatever the gate says.
+    reboot_gate: Callable[[Any], bool] | None = None
+    hang_next: bool = False
+
+    def hangs(self) -> bool:
+        """Whether the reboot beginning now never ends (decided before anyone hears it go down;
+        ``hang_next`` is used up by it)."""
+        gate = self.reboot_gate
+        hang = self.hang_next or (gate is not None and gate(self.subject))
+        self.hang_next = False
+        return hang
 
     def _observe(self, observer: Callable[[Any], Any] | None) -> Any:
         if observer is None:
@@ -130,6 +142,18 @@ class WatchedOutages:
     @property
     def down_listeners(self) -> list[Callable[[Any], None]]:
         return self.watch.down_listeners
+
+    @property
+    def reboot_gate(self) -> Callable[[Any], bool] | None:
+        return self.watch.reboot_gate
+
+    @reboot_gate.setter
+    def reboot_gate(self, gate: Callable[[Any], bool] | None) -> None:
+        self.watch.reboot_gate = gate
+
+    def hang_next_reboot(self) -> None:
+        """The next reboot goes down and never comes back (a failed update, a hung firmware)."""
+        self.watch.hang_next = True
 
     @property
     def outage_observer(self) -> Callable[[Any], Any] | None:

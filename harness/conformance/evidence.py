@@ -38,6 +38,8 @@ from proxyfleet.simulators.egress.records import EgressRecord
 LAB_ONLY: dict[str, str] = {
     "service-environment": "needs lab evidence: a service's environment is not observable on Windows",
     "firewall": "needs lab evidence: the egress firewall's refusals are the lab network's record",
+    "unit-environment": "needs lab evidence: what a unit's files give it at the next boot is the lab's model of "
+                        "systemd reading them",
     # A real host's System event log does record each boot (Kernel-General event 12); the probes
     # read only its last boot time, which cannot count them.
     "reboots": "needs lab evidence: the probes read a host's last boot time, which cannot tell how many reboots "
@@ -120,6 +122,9 @@ class HostRecord:
     # Its Node's cordon changes as the store committed them — the outages' clock — oldest first
     # (None: not recorded; the judge's watch of the Nodes is used instead)
     cordon_changes: tuple[tuple[dt.datetime, bool], ...] | None = None
+    # Linux: each egress unit's proxy variables from its files alone, as its next boot would start
+    # it (None: it would not start); empty on Windows
+    boot_environments: dict[str, dict[str, str] | None] = field(default_factory=dict)
 
 
 @dataclass

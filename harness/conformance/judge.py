@@ -77,6 +77,7 @@ from proxyfleet.harness.conformance.expectations import (
     status_matches_spec,
 )
 from proxyfleet.harness.conformance.labevidence import LabEvidence
+from proxyfleet.harness.conformance.labhosts import LabHost
 from proxyfleet.harness.conformance.linuxprobe import LinuxNodeState
 from proxyfleet.harness.conformance.probe import NodeProbe, NodeState, PullResult
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, CheckResult, ChecksFailed, Status
@@ -432,9 +433,10 @@ class Conformance:
         if self.run_cordoned:
             await self.cordon(sorted(self.run_cordoned), cordoned=False)
 
-    async def on_host(self, node: WindowsNode, script: str) -> None:
-        """Change a node out of band, as someone logged on to the host would (PowerShell over SSH,
-        not through the cluster): the reconciler is expected to notice at its next resync.
+    async def on_host(self, node: WindowsNode | LinuxNode, script: str) -> None:
+        """Change a node out of band, as someone logged on to the host would (over SSH, not
+        through the cluster: PowerShell on Windows, reporting ``ok``; a POSIX shell as root on
+        Linux, exiting 0): the reconciler is expected to notice at its next resync.
 
         A node still in its reboot (a step may end before every reboot it started is over) is
         waited for, as that person would — for as long as a correct reconciler may keep a node in
@@ -452,23 +454,28 @@ class Conformance:
         if not await self._within_reboot_wait(reached):
             raise AssertionError(f"{node.address} did not take an SSH session for the out-of-band "
                                  f"change within {self.report_wait():g}s: {refused[-1]}")
-        result = await self.probe.run_script(node.address, script)
-        if result is not None and not (isinstance(result, dict) and result.get("ok")):
-            raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")
+        if isinstance(node, LinuxNode):
+            status, said = await self.probe.run_as_root(node.address, script)
+            if status != 0:
+                raise AssertionError(f"the out-of-band change on {node.address} exited {status}: {said[-500:]}")
+        else:
+            result = await self.probe.run_script(node.address, script)
+            if result is not None and not (isinstance(result, dict) and result.get("ok")):
+                raise AssertionError(f"the out-of-band change on {node.address} did not report success: {result!r}")
         self._drifted.add(node.address)
 
-    async def take_offline(self, node: WindowsNode) -> None:
+    async def take_offline(self, node: WindowsNode | LinuxNode) -> None:
         """Cut a node off the network (its SSH refuses; the machine keeps running). Until it is
         back, steps do not wait for it or judge it, and its target stays what it last held."""
         await node.go_offline()
         self.offline.add(node.address)
 
-    async def bring_online(self, node: WindowsNode) -> None:
+    async def bring_online(self, node: WindowsNode | LinuxNode) -> None:
         """End ``take_offline``: the node must then converge like any other."""
         await node.come_online()
         self.offline.discard(node.address)
 
-    def hang_next_reboot(self, node: WindowsNode) -> None:
+    def hang_next_reboot(self, node: WindowsNode | LinuxNode) -> None:
         """The node's next reboot never ends: the others must still converge within the budget,
         and the reconciler must report this one."""
         node.hang_next_reboot()
@@ -478,20 +485,20 @@ class Conformance:
         """The first node to go down for a reboot from now on never comes back — whichever the
         reconciler chose, so the stuck node is one of the first of the rollout and the rest of it
         must fit in the budget that node keeps using."""
-        def gate(node: WindowsNode) -> bool:
-            for each in self.nodes:
+        def gate(node: WindowsNode | LinuxNode) -> bool:
+            for each in self.every_node:
                 each.reboot_gate = None
             self.stuck.add(node.address)
             return True
 
-        for node in self.nodes:
+        for node in self.every_node:
             node.reboot_gate = gate
 
-    async def replace_host_key(self, node: WindowsNode) -> None:
+    async def replace_host_key(self, node: WindowsNode | LinuxNode) -> None:
         """Give a node a new SSH host key (the judge trusts the new one; a reconciler must not)."""
         await node.replace_host_key()
         await self.probe.forget(node.address)
-        self.rekeyed[node.address] = (node.ssh_commands, dt.datetime.now(dt.UTC))
+        self.rekeyed[node.address] = (LabHost.of(node).commands, dt.datetime.now(dt.UTC))
 
     @contextlib.asynccontextmanager
     async def drains_held(self) -> AsyncIterator[None]:
@@ -530,7 +537,7 @@ class Conformance:
         """How long a stuck node's report may take: the reconciler's reboot timeout and a margin."""
         return self.reboot_timeout + STUCK_REPORT_MARGIN + STUCK_REPORT_SHARE * self.reboot_timeout
 
-    async def wait_for_report(self, node: WindowsNode, since: dt.datetime) -> bool:
+    async def wait_for_report(self, node: WindowsNode | LinuxNode, since: dt.datetime) -> bool:
         """Wait until a Warning Event about ``node`` written since ``since`` exists, for at most
         ``report_wait()`` (moved by the lab's own stall); whether one came."""
         async def reported() -> bool:
@@ -545,16 +552,16 @@ class Conformance:
         whether it did."""
         return await poll_until(done, self.report_wait(), 0.5)
 
-    async def wait_for_a_reboot(self, within: float | None = None) -> WindowsNode:
+    async def wait_for_a_reboot(self, within: float | None = None) -> WindowsNode | LinuxNode:
         """Return the moment any node goes down (told by the node itself, not found by polling, so
         what the scenario does next happens while that node is down, however loaded the machine)."""
-        down: asyncio.Future[WindowsNode] = asyncio.get_running_loop().create_future()
+        down: asyncio.Future[WindowsNode | LinuxNode] = asyncio.get_running_loop().create_future()
 
-        def heard(node: WindowsNode) -> None:
+        def heard(node: WindowsNode | LinuxNode) -> None:
             if not down.done():
                 down.set_result(node)
 
-        for node in self.nodes:
+        for node in self.every_node:
             node.down_listeners.append(heard)
         # A first reboot comes after a drain: at 100 nodes under load that took longer than a
         # fixed 30 s. The step's own deadline bounds it, moved by the lab's stall meanwhile.
@@ -572,7 +579,7 @@ class Conformance:
             raise AssertionError(f"gave up after {limit:g}s (and the lab's own stall) waiting for a node to go "
                                  "down for its reboot") from None
         finally:
-            for node in self.nodes:
+            for node in self.every_node:
                 node.down_listeners.remove(heard)
 
     async def tamper_trusted_ca(self, delete: bool) -> None:
@@ -1058,6 +1065,9 @@ class Conformance:
         if isinstance(state, NodeState):  # on Linux, judged above from the node's own /proc
             record("service-environment", checks.service_environment(host.service_environments, target.environment)
                    if host is not None else self._lab_only("service-environment"))
+        else:
+            record("unit-environment", linuxchecks.unit_environment(host.boot_environments, target.environment)
+                   if host is not None else self._lab_only("unit-environment"))
         self._verify_traffic(address, target, pulls, evidence, record)
         api_flows = None
         if evidence.kubelet_via_proxy is not None:  # the lab: the kubelet's own record of its requests

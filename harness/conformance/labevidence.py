@@ -173,7 +173,7 @@ class LabEvidence:
         address = node.address
         removed = node.root_removals
         return HostRecord(
-            service_environments=node.service_environments(),
+            service_environments=node.service_environments(), boot_environments=node.boot_environments(),
             boots=len(node.boots) - positions.get(f"boots:{address}", 0),
             outages=tuple(OutageRecord(o.down_at, o.up_at, o.at_down, o.at_up, o.pods_at_down, o.requested_at)
                           for o in node.outages[positions.get(f"outages:{address}", 0):]),

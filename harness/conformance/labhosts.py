@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from proxyfleet.core.contract import EGRESS_SERVICES
+from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.linux.node import LinuxNode
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -89,6 +89,17 @@ class LabHost:
             return self.node.commands_run + len(self.node.boots)
         return (self.node.ssh_commands + len(self.node.boots)
                 + sum(s.start_count for s in self.node.machine.services.values()))
+
+    def boot_environments(self) -> dict[str, dict[str, str] | None]:
+        """A Linux node's egress units' proxy variables as their files alone give them — what the
+        next boot would start each with, without the manager's runtime environment (``systemctl
+        set-environment``) — None: it would not start. Empty for a Windows node."""
+        if not isinstance(self.node, LinuxNode):
+            return {}
+        systemd = self.node.model.systemd
+        found = {u: systemd.environment_at_boot(u) for u in self.node.model.flavour.services}
+        return {u: None if env is None else {k: v for k, v in env.items() if k.upper() in PROXY_VARIABLES}
+                for u, env in found.items()}
 
     def service_environments(self) -> dict[str, dict[str, str] | None]:
         """Each egress service's running process' environment (None: not running): on Windows the

@@ -52,6 +52,27 @@ def service_environment(state: LinuxNodeState, wanted: Mapping[str, str | None])
                    "every service" if not wrong else "; ".join(wrong[:3]))
 
 
+def unit_environment(environments: Mapping[str, Mapping[str, str] | None], wanted: Mapping[str, str | None]) -> Verdict:
+    """What each egress unit's own files give it (``Environment=``, ``EnvironmentFile=``, as a
+    new boot's systemd reads them; lab evidence) is Proxy status in both spellings: the
+    configuration survives a reboot, not only the running processes (``systemctl
+    set-environment`` reaches them and is gone at the next boot)."""
+    expected = both_spellings(wanted)
+    wrong = []
+    for unit, environment in sorted(environments.items()):
+        if environment is None:
+            wrong.append(f"{unit} would not start")
+        elif dict(environment) != expected:
+            missing = sorted(set(expected) - set(environment))
+            other = {k: v for k, v in environment.items() if expected.get(k) != v}
+            wrong.append(f"{unit}: " + "; ".join(filter(None, [
+                f"missing {', '.join(missing)}" if missing else "", f"holds {env_text(other)}" if other else ""])))
+    described = (f"{env_text(wanted)} in both spellings from every egress unit's files" if expected
+                 else "no proxy variable in any egress unit's files")
+    return Verdict(not wrong, described, "every unit, as its next boot starts it" if not wrong
+                   else "; ".join(wrong[:3]) + " (at the next boot)")
+
+
 def units_loaded(state: LinuxNodeState) -> Verdict:
     """No egress unit's files changed since systemd loaded them."""
     stale = sorted(unit for unit, service in state.services.items() if service.needs_reload)

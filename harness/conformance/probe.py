@@ -164,6 +164,20 @@ class NodeProbe:
         finally:
             self._pin(address, connection)
 
+    async def run_as_root(self, address: str, script: str) -> tuple[int | None, str]:
+        """A POSIX shell script as root on a Linux node (on stdin of ``sudo -n sh``, never on a
+        command line): its exit status (None: the session was cut first) and what it said."""
+        connection = self._connection(address)
+        try:
+            async with self._slot(address):
+                result = await connection.run("sudo -n sh", limit=30, input=script)
+        except NodeError:
+            self._connections.pop(address, None)
+            raise
+        finally:
+            self._pin(address, connection)
+        return result.exit_status, (str(result.stdout or "") + str(result.stderr or "")).strip()
+
     def _pin(self, address: str, connection: NodeConnection) -> None:
         """Pin the key a first contact was shown (once its handshake is done, whatever the command
         then did: a later connection must show the same)."""

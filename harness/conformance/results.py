@@ -33,6 +33,8 @@ CHECK_FAMILIES: dict[str, str] = {
     "converged": "the node reached the cluster's settings before the deadline",
     "registry-env": "Windows: machine HTTP_PROXY/HTTPS_PROXY/NO_PROXY equal Proxy status, byte for byte",
     "units-loaded": "Linux: no egress unit's files changed since systemd loaded them (no daemon-reload owed)",
+    "unit-environment": "Linux: each egress unit's own files (Environment=, EnvironmentFile=) give it Proxy status "
+                        "in both spellings at its next boot, not only the running process (set-environment)",
     "certificates": "the Root store (Windows) or the extracted bundle every TLS client reads (Linux) holds "
                     "exactly the baseline plus the trusted bundle's certificates",
     "services-restarted": "every egress service started after the change",

@@ -14,11 +14,14 @@ They join ``VARIANTS`` (``conformance --variant``), and a mixed fleet's run must
 
 from __future__ import annotations
 
+import re
+import shlex
+
 from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.harness.reconciler.controller import Reconciler
 from proxyfleet.harness.reconciler.desired import DesiredState
-from proxyfleet.harness.reconciler.linuxfiles import DROP_IN, PROXY_ENV, FileSpec, Flavour
-from proxyfleet.harness.reconciler.linuxscripts import ApplyCommand, LinuxObservation, needs_reboot
+from proxyfleet.harness.reconciler.linuxfiles import DROP_IN, PROXY_ENV, FileSpec, Flavour, proxy_env_text
+from proxyfleet.harness.reconciler.linuxscripts import ApplyCommand, LinuxObservation, digest, needs_reboot
 
 
 class LiveApply(Reconciler):
@@ -111,7 +114,50 @@ class LeavesDropIn(Reconciler):
                 if not (spec.content is None and path.endswith(f".d/{DROP_IN}"))}
 
 
+class SetEnvironment(LiveApply):
+    name = "linux-set-environment"
+    description = ("gives the services the proxy with systemctl set-environment and a restart, no drop-in: they "
+                   "run with it until the next boot forgets it")
+
+    def linux_files(self, desired: DesiredState, flavour: Flavour) -> dict[str, FileSpec]:
+        files = super().linux_files(desired, flavour)
+        return {path: spec for path, spec in files.items() if not path.endswith(f".d/{DROP_IN}")}
+
+    def linux_apply(self, changes: dict[str, FileSpec], flavour: Flavour) -> ApplyCommand:
+        command = super().linux_apply(changes, flavour)
+        env = changes.get(PROXY_ENV)
+        if env is None:
+            return command
+        held = _environment_file_values(env.content or "")
+        names = [spelling for name in PROXY_VARIABLES for spelling in (name, name.lower())]
+        lines = [f"systemctl unset-environment {' '.join(names)}"]
+        if held:
+            lines.append("systemctl set-environment " + " ".join(shlex.quote(f"{k}={v}") for k, v in held.items()))
+        return ApplyCommand(command.command + "\n".join(lines) + "\n", command.stdin)
+
+    def linux_restarts(self, changes: dict[str, FileSpec], observed: LinuxObservation,
+                       flavour: Flavour) -> tuple[str, ...]:
+        # the manager's environment reaches a service at its start: both, when proxy values come
+        # or go (not for a proxy-less node's first proxy.env)
+        if PROXY_ENV in changes:
+            before = observed.digests.get(PROXY_ENV)
+            had = before is not None and before != digest(proxy_env_text({}))
+            if had or _environment_file_values(changes[PROXY_ENV].content or ""):
+                return flavour.services
+        return super().linux_restarts(changes, observed, flavour)
+
+
+def _environment_file_values(text: str) -> dict[str, str]:
+    """The ``NAME="value"`` lines of the reconciler's own environment file, unescaped."""
+    held = {}
+    for line in text.splitlines():
+        name, sep, raw = line.partition("=")
+        if sep and not line.startswith("#") and raw.startswith('"') and raw.endswith('"'):
+            held[name] = re.sub(r"\\(.)", r"\1", raw[1:-1])
+    return held
+
+
 LINUX_VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     LiveApply, UpperCaseOnly, NoDaemonReload, NoUpdateCaTrust, UnquotedEnvironment, RestartsRuntimeOnly,
-    LeavesDropIn,
+    LeavesDropIn, SetEnvironment,
 )}

@@ -245,6 +245,7 @@ class LinuxNode(AccessibleNode, WatchedOutages):
     async def _reboot_cycle(self, asking: NodeCommand | None, requested_at: dt.datetime) -> None:
         self._phase("stopping units")
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: systemd stopping the units
+        hang = self.watch.hangs()  # decided before anyone hears it go down
         ended = self._sessions_ended.get(asking) if asking is not None else None
         if ended is not None and not self.exit_statuses.lost:
             # whether the asker hears its exit status is the lab's choice (lost_exit_status_rate),
@@ -258,6 +259,9 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         self._phase("powering off")
         await asyncio.to_thread(self._power_off)
         self._follow_kubelet()
+        if hang:
+            self._phase("hung (a fault the scenario set: it never boots again)")
+            await asyncio.Event().wait()  # until the fleet stops it
         self._phase("off")
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, kernel, initrd
         self._phase("booting")
@@ -287,6 +291,24 @@ class LinuxNode(AccessibleNode, WatchedOutages):
             await running.close()
         if acceptor is not None:
             await acceptor.wait_closed()
+
+    async def go_offline(self) -> None:
+        """Drop off the network (an outage, not a reboot): connections cut (sshd hangs up their
+        sessions), new ones refused; the services and the kubelet keep running."""
+        await self._go_down()
+        self.watch.went_down(utc_now())
+
+    async def come_online(self) -> None:
+        """End an outage started by ``go_offline``."""
+        await listen_until_bound(self._listen, self.config)
+        self.watch.came_up(utc_now())
+
+    async def replace_host_key(self) -> None:
+        """A new SSH host key, as after a reinstall or a restored image: sshd restarts with it
+        (open sessions are cut; no outage is recorded: the machine stays up)."""
+        self.config.host_key = asyncssh.generate_private_key("ssh-ed25519")
+        await self._go_down()
+        await listen_until_bound(self._listen, self.config)
 
     async def stop(self) -> None:
         """Power off: stop listening, end every command still running (idempotent)."""

@@ -2,7 +2,9 @@
 systemd's or the trust store's, not a file's — answered as the real programs answer.
 
 ``systemctl`` (systemd 252): ``start``, ``stop``, ``restart``, ``try-restart``, ``daemon-reload``,
-``is-active`` and ``show -p PROPERTY [--value] [--timestamp=STYLE]`` (``SHOWN_PROPERTIES``), with ``-q``/``--quiet``
+``is-active``, ``show -p PROPERTY [--value] [--timestamp=STYLE]`` (``SHOWN_PROPERTIES``), and the
+manager's environment (``set-environment``, ``unset-environment``, ``show-environment``: services
+started later inherit it, a reboot forgets it), with ``-q``/``--quiet``
 and ``--no-block`` (a job here ends before the call returns, so ``--no-block`` changes nothing),
 read as its getopt reads them (``-qp MainPID``, ``--property=``, ``--``; its errors in getopt's
 words); a unit named without a suffix is a ``.service``, as systemctl reads it. Its errors are its own
@@ -27,6 +29,7 @@ Everything else a reconciler sends runs as the host's real program on the node's
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +44,10 @@ from proxyfleet.simulators.network import LabNetwork
 
 UNIT_SUFFIXES = (".service", ".socket", ".target", ".timer", ".mount", ".path", ".slice", ".scope", ".device",
                  ".swap", ".automount")
-SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show", "reboot")
+SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-active", "show", "reboot",
+                "set-environment", "unset-environment", "show-environment")
+# The manager's environment verbs: their arguments are assignments or names, not units.
+ENVIRONMENT_VERBS = ("set-environment", "unset-environment", "show-environment")
 # The properties ``show -p`` serves (``MainPID`` names the process whose /proc/PID/environ tells).
 SHOWN_PROPERTIES = ("LoadState", "MainPID", "ActiveState", "NeedDaemonReload", "ExecMainStartTimestamp")
 # ``--timestamp=`` styles (systemctl(1), 252) this model prints; ``pretty`` is the default.
@@ -53,8 +59,8 @@ OTHER_VERBS = frozenset({
     "force-reload", "isolate", "kill", "clean", "freeze", "thaw", "is-failed", "status", "cat",
     "set-property", "bind", "mount-image", "help", "reset-failed", "enable", "disable", "reenable",
     "preset", "preset-all", "is-enabled", "mask", "unmask", "link", "revert", "add-wants", "add-requires",
-    "edit", "get-default", "set-default", "show-environment", "set-environment", "unset-environment",
-    "import-environment", "daemon-reexec", "log-level", "log-target", "service-watchdogs", "is-system-running",
+    "edit", "get-default", "set-default", "import-environment", "daemon-reexec", "log-level", "log-target",
+    "service-watchdogs", "is-system-running",
     "default", "rescue", "emergency", "halt", "poweroff", "kexec", "exit", "switch-root", "suspend",
     "hibernate", "hybrid-sleep", "suspend-then-hibernate", "start-transient",
 })
@@ -172,7 +178,10 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     quiet, value_only, properties, words = options.quiet, options.value_only, options.properties, options.words
     if not words:
         return Outcome(1, stderr="Too few arguments.\n")  # 252 lists units here; not modelled: say so
-    verb, units = words[0], [unit_name(w) for w in words[1:]]
+    verb = words[0]
+    if verb in ENVIRONMENT_VERBS:
+        return manager_environment(node, verb, words[1:])
+    units = [unit_name(w) for w in words[1:]]
     if verb not in SERVED_VERBS:
         if verb in OTHER_VERBS:
             return Outcome(1, stderr=f"proxyfleet's simulated systemctl does not model '{verb}' (it serves: "
@@ -195,6 +204,41 @@ def systemctl(node: LinuxNodeModel, args: list[str]) -> Outcome:
     outcomes = [_one(node, verb, unit) for unit in units]
     failed = [o for o in outcomes if o.code != 0]
     return Outcome(failed[0].code if failed else 0, stderr="".join(o.stderr for o in outcomes))
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PLAIN = re.compile(r"[A-Za-z0-9_\-+=/.,:@%~^]*\Z")  # printed as is by show-environment
+
+
+def _shell_value(value: str) -> str:
+    """A value as ``show-environment`` prints it: as is when plain, else ``$'…'`` escaped."""
+    if _PLAIN.match(value):
+        return value
+    escaped = "".join({"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}.get(c, c) for c in value)
+    return f"$'{escaped}'"
+
+
+def manager_environment(node: LinuxNodeModel, verb: str, words: list[str]) -> Outcome:
+    """``systemctl set-environment VAR=VALUE…``, ``unset-environment VAR…``, ``show-environment``:
+    the manager's runtime environment, which services started later inherit and a reboot forgets."""
+    systemd = node.systemd
+    if verb == "show-environment":
+        if words:
+            return Outcome(1, stderr="Too many arguments.\n")
+        shown = systemd.manager_environment()
+        return Outcome(0, stdout="".join(f"{k}={_shell_value(v)}\n" for k, v in sorted(shown.items())))
+    if not words:
+        return Outcome(1, stderr="Too few arguments.\n")
+    if verb == "set-environment":
+        pairs = [w.partition("=") for w in words]
+        if any(not sep or not _NAME.match(name) for name, sep, _ in pairs):
+            return Outcome(1, stderr="Failed to set environment: Invalid environment assignments\n")
+        systemd.set_environment({name: value for name, _, value in pairs})
+        return Outcome(0)
+    if any(not _NAME.match(w.partition("=")[0]) for w in words):
+        return Outcome(1, stderr="Failed to unset environment: Invalid environment variable names or assignments\n")
+    systemd.unset_environment(w.partition("=")[0] for w in words)
+    return Outcome(0)
 
 
 def format_timestamp(seconds: float, style: str) -> str:

@@ -16,6 +16,9 @@ The traps it reproduces (systemd.unit(5), systemctl(1), systemd 252):
   started reaches it only when it restarts.
 - A missing environment file that is not optional (``-``) fails the start: "Job for … failed
   because of unavailable resources or another system error."
+- ``systemctl set-environment`` changes the manager's own environment: every service started
+  after it gets it (below its units' ``Environment=``), until the manager goes — a reboot forgets
+  it. ``environment_at_boot`` is what a unit's files alone give it: what survives a reboot.
 
 The state is plain data; the files are the node's, under its root directory. Not modelled: unit
 dependencies and ordering, templates' instances beyond their drop-ins, socket or timer
@@ -109,6 +112,8 @@ class ServiceManager:
     # When each unit's main process last started (wall clock), kept after it stops, as systemd
     # keeps ExecMainStartTimestamp until the manager itself goes (a reboot).
     main_started: dict[str, float] = field(default_factory=dict)
+    # ``systemctl set-environment``'s: the manager's runtime environment, gone at a reboot
+    runtime_environment: dict[str, str] = field(default_factory=dict)
     _pids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def _stamps(self, sources: UnitSources) -> tuple[tuple[str, int], ...]:
@@ -117,6 +122,13 @@ class ServiceManager:
 
     def load(self, unit: str) -> LoadedUnit:
         """Read the unit's files now, as ``daemon-reload`` (or a first use) does."""
+        loaded = self._read_unit(unit)
+        self.loaded[unit] = loaded
+        self.journal += loaded.warnings
+        return loaded
+
+    def _read_unit(self, unit: str) -> LoadedUnit:
+        """The unit as its files on disk define it now (nothing kept)."""
         sources = unit_sources(self.root, unit)
         if sources.fragment is None and not sources.drop_ins:
             raise UnitNotFound(f"Unit {unit} not found.")
@@ -134,11 +146,32 @@ class ServiceManager:
                     environment_setting(assignment.value, context, environment, warnings, path, assignment.line)
                 elif assignment.key == "EnvironmentFile":
                     environment_file_setting(assignment.value, context, files, warnings, path, assignment.line)
-        loaded = LoadedUnit(unit, sources, self._stamps(sources), environment, tuple(files),
-                            tuple(warnings.lines))
-        self.loaded[unit] = loaded
-        self.journal += warnings.lines
-        return loaded
+        return LoadedUnit(unit, sources, self._stamps(sources), environment, tuple(files), tuple(warnings.lines))
+
+    def environment_at_boot(self, unit: str) -> dict[str, str] | None:
+        """The environment ``unit`` would start with at the next boot: its files on disk read
+        afresh (as a new manager reads them), its environment files as they are now, and only the
+        manager's boot environment — nothing set at runtime (``set-environment``). None: it would
+        not start (no unit file, or an environment file missing that is not optional)."""
+        try:
+            loaded = self._read_unit(unit)
+            files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
+            return service_environment({**MANAGER_ENVIRONMENT, **loaded.environment}, files, Warnings())
+        except (UnitNotFound, EnvironmentFileError):
+            return None
+
+    def set_environment(self, assignments: dict[str, str]) -> None:
+        """``systemctl set-environment``: services started from now on get these."""
+        self.runtime_environment.update(assignments)
+
+    def unset_environment(self, names: Iterable[str]) -> None:
+        """``systemctl unset-environment``."""
+        for name in names:
+            self.runtime_environment.pop(name, None)
+
+    def manager_environment(self) -> dict[str, str]:
+        """The manager's environment block (``systemctl show-environment``)."""
+        return {**MANAGER_ENVIRONMENT, **self.runtime_environment}
 
     def needs_daemon_reload(self, unit: str) -> bool:
         """Whether the unit's files on disk are not those it was loaded from (systemd's
@@ -182,7 +215,8 @@ class ServiceManager:
         files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
         file_warnings = Warnings()
         try:
-            environment = service_environment({**MANAGER_ENVIRONMENT, **loaded.environment}, files, file_warnings)
+            environment = service_environment({**self.manager_environment(), **loaded.environment}, files,
+                                              file_warnings)
         except EnvironmentFileError as exc:
             self.journal += [f"{unit}: {exc}", f"{unit}: Failed with result 'resources'."]
             return Outcome(1, stderr=warning + job_failed(unit) + "\n")
@@ -201,8 +235,9 @@ class ServiceManager:
         return {unit: self.start(unit, now) for unit in enabled}
 
     def shutdown(self) -> None:
-        """Power off: every service stopped, nothing loaded."""
+        """Power off: every service stopped, nothing loaded, the runtime environment gone."""
         self.loaded.clear()
+        self.runtime_environment.clear()
         self.running.clear()
         self.main_started.clear()
 

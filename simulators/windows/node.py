@@ -80,9 +80,6 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         # handed to sshd is cut when it arrives (see NodeSSHServer), or the listener's
         # wait_closed() would wait for it for as long as its client keeps it open.
         self.serving = False
-        # Asked as a reboot begins: True and this reboot never ends (a fault a scenario sets for
-        # whichever node reboots first).
-        self.reboot_gate: Callable[[WindowsNode], bool] | None = None
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
         self._stage_timers: list[asyncio.TimerHandle] = []
@@ -91,7 +88,6 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         # What a reconciler costs this node: SSH connections accepted and exec requests served.
         self.ssh_connections = 0
         self.ssh_commands = 0
-        self._hang_next_reboot = False
         # The latest exec command lines, as Windows' process-creation events (4688) would record
         # them: lab evidence that no secret travels on a command line.
         self.command_lines: collections.deque[str] = collections.deque(maxlen=COMMAND_LINES_KEPT)
@@ -183,13 +179,11 @@ class WindowsNode(AccessibleNode, WatchedOutages):
 
     async def _reboot_cycle(self, requested_at: dt.datetime) -> None:
         await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
-        gate = self.reboot_gate
-        hang = self._hang_next_reboot or (gate is not None and gate(self))  # decided before anyone hears it
+        hang = self.watch.hangs()  # decided before anyone hears it go down
         await self._go_down(requested_at)
         self._cancel_stages()
         self.machine.shutdown()
         if hang:
-            self._hang_next_reboot = False
             await asyncio.Event().wait()  # never boots again (until the fleet stops it)
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
@@ -207,10 +201,6 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         for timer in self._stage_timers:
             timer.cancel()
         self._stage_timers = []
-
-    def hang_next_reboot(self) -> None:
-        """The next restart goes down and never comes back (a failed update, a hung firmware)."""
-        self._hang_next_reboot = True
 
     async def replace_host_key(self) -> None:
         """A new SSH host key, as after a reinstall or a restored image: sshd restarts with it (open

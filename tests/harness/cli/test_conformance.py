@@ -83,6 +83,8 @@ LINUX_CATCHES: dict[str, tuple[str, str]] = {
     "linux-unquoted-environment": ("change", "service-environment"),
     "linux-restarts-runtime-only": ("runtime-add", "service-environment&services-restarted"),
     "linux-leaves-drop-in": ("remove", "files"),
+    # the processes hold the proxy (service-environment passes); the units' files do not: lost at a reboot
+    "linux-set-environment": ("runtime-add", "unit-environment"),
 }
 # Reconcilers that differ from the reference and are correct: each must pass a mixed fleet.
 ALSO_CORRECT = {"linux-live-apply"}  # applies Linux changes live (the CAPI way) instead of rebooting

@@ -336,3 +336,36 @@ async def test_a_mixed_lab_s_judge_hands_each_kind_to_its_own_configmap(tmp_path
             assert not isinstance(await judge.probe.look(linux[0].address), NodeState)
         finally:
             await judge.close()
+
+
+async def test_linux_nodes_changed_out_of_band_and_not_repaired_fail_what_was_changed(tmp_path: Path) -> None:
+    """The drift scenario's Linux changes are seen for what they are: the CA's anchor deleted (and
+    the bundle extracted again) fails ``certificates``; the runtime's drop-in deleted (the runtime
+    restarted) fails ``service-environment``. Here the reconciler does not look again (its resync
+    is an hour), so nothing repairs them; with a resync (the scenario) it must."""
+    from proxyfleet.scenarios.actions import linux_anchor_removed, linux_runtime_unproxied
+
+    async with Lab(LabSettings(nodes=0, linux_nodes=2, install_proxy=True, workloads=False, reconciler="correct",
+                               resync_period=3600.0,
+                               state_dir=tmp_path / "lab")) as lab:
+        judge = Conformance(lab)
+        await judge.start()
+        try:
+            joined = await judge.step("join", lambda: judge.add_instances(judge.every_node))
+            assert not [r for r in joined if r.status == "failed"], "\n".join(
+                f"{r.node} {r.check}: {r.observed}" for r in joined if r.status == "failed")
+            first, last = judge.linux_nodes
+            judge.converge_timeout = 5.0  # (the state is what is judged: nothing would repair it)
+
+            async def drift() -> None:
+                await judge.on_host(first, linux_anchor_removed(lab.mitm_ca_pem))
+                await judge.on_host(last, linux_runtime_unproxied())
+
+            results = await judge.step("drift", drift)
+            with pytest.raises(AssertionError, match="exited 1"):  # a change that fails says so
+                await judge.on_host(first, "exit 1")
+        finally:
+            await judge.close()
+    failed = {(r.node, r.check) for r in results if r.status == "failed"}
+    assert (first.address, "certificates") in failed and (last.address, "service-environment") in failed, failed
+    assert (first.address, "service-environment") not in failed and (last.address, "certificates") not in failed

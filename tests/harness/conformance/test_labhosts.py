@@ -22,6 +22,9 @@ async def test_either_kind_answers_from_its_own_records() -> None:
         environments = linux.service_environments()
         assert set(environments) == {"crio.service", "kubelet.service"}
         assert all(env is not None and "HTTP_PROXY" not in env for env in environments.values())
+        # what each unit's files give it at the next boot: no proxy variable; a Windows node has none
+        assert linux.boot_environments() == {"crio.service": {}, "kubelet.service": {}}
+        assert windows.boot_environments() == {}
         assert linux.root_removals == []  # a Linux node's bundle is written whole: no removal history
         # a look is a command: the activity the judge keys its looks by grows with it
         before, commands = linux.activity(), linux.commands

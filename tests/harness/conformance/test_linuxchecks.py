@@ -57,3 +57,15 @@ def test_the_extracted_bundle_holds_exactly_the_nodes_own_and_the_clusters() -> 
     extra = linuxchecks.certificates(state(BOTH, BOTH), frozenset({"A"}), 0)
     assert not extra.ok and extra.observed == "unexpected 1: B…"
     assert "tls-ca-bundle.pem" in extra.expected
+
+
+def test_unit_environment_is_what_the_units_files_give_at_the_next_boot() -> None:
+    assert linuxchecks.unit_environment({"crio.service": BOTH, "kubelet.service": BOTH}, WANTED).ok
+    assert linuxchecks.unit_environment({"crio.service": {}, "kubelet.service": {}}, {}).ok
+    lost = linuxchecks.unit_environment({"crio.service": {}, "kubelet.service": BOTH}, WANTED)
+    assert not lost.ok and lost.observed.startswith("crio.service: missing HTTPS_PROXY")
+    assert lost.observed.endswith("(at the next boot)")
+    stale = linuxchecks.unit_environment({"crio.service": {**BOTH, "no_proxy": ".old"}, "kubelet.service": None},
+                                         WANTED)
+    assert not stale.ok and "crio.service: holds no_proxy='.old'" in stale.observed
+    assert "kubelet.service would not start" in stale.observed

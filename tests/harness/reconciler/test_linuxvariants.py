@@ -17,6 +17,7 @@ from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection
 from proxyfleet.harness.conformance import checks, linuxchecks
 from proxyfleet.harness.conformance.expectations import expected_from_cluster
+from proxyfleet.harness.conformance.labhosts import LabHost
 from proxyfleet.harness.conformance.linuxprobe import BundleCache, LinuxNodeState, observe
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings
@@ -34,12 +35,13 @@ PROXY_URL = "http://build:s3cr%40t@proxy.corp.internal:3128"
 CAUGHT_BY = {
     "correct": set(),
     "linux-live-apply": set(),
-    "linux-upper-case-only": {"service-environment"},
+    "linux-upper-case-only": {"service-environment", "unit-environment"},
     "linux-no-daemon-reload": {"service-environment", "units-loaded"},
     "linux-no-update-ca-trust": {"certificates"},
-    "linux-unquoted-environment": {"service-environment"},
+    "linux-unquoted-environment": {"service-environment", "unit-environment"},
     "linux-restarts-runtime-only": {"service-environment", "services-restarted"},
     "linux-leaves-drop-in": {"files"},
+    "linux-set-environment": {"unit-environment"},
 }
 
 
@@ -99,6 +101,9 @@ async def test_each_linux_variant_is_caught_by_its_check_and_the_correct_ones_pa
             "units-loaded": linuxchecks.units_loaded(added),
             "certificates": linuxchecks.certificates(added, baseline.trusted | set(target.bundle), 1),
             "services-restarted": checks.services_restarted("environment", added.started(), started),
+            # what the units' files give them at the next boot (the lab's evidence)
+            "unit-environment": linuxchecks.unit_environment(LabHost.of(node).boot_environments(),
+                                                             target.environment),
         }
         failed |= {name for name, verdict in verdicts.items() if not verdict.ok}
 
@@ -108,6 +113,7 @@ async def test_each_linux_variant_is_caught_by_its_check_and_the_correct_ones_pa
         removed = await judge.look()
         verdicts = {"files": checks.leftover_files(removed.files, baseline.files),
                     "service-environment": linuxchecks.service_environment(removed, {}),
-                    "certificates": linuxchecks.certificates(removed, baseline.trusted, 0)}
+                    "certificates": linuxchecks.certificates(removed, baseline.trusted, 0),
+                    "unit-environment": linuxchecks.unit_environment(LabHost.of(node).boot_environments(), {})}
         failed |= {name for name, verdict in verdicts.items() if not verdict.ok}
     assert failed == CAUGHT_BY[variant], (variant, failed)

@@ -181,3 +181,52 @@ async def test_commands_starting_while_the_node_powers_off_never_fail_its_reboot
         for starter in starters:
             starter.cancel()
         await asyncio.gather(*starters, return_exceptions=True)
+
+
+async def test_a_reboot_set_to_hang_goes_down_and_never_comes_back_saying_where_it_is(node: LinuxNode) -> None:
+    gated: list[LinuxNode] = []
+    node.reboot_gate = lambda n: gated.append(n) is None  # asked once, as the reboot begins: hang it
+    async with connect(node) as conn:
+        await conn.run("sudo systemctl reboot", check=False)
+    await wait_until(lambda: node.reboot_phase is not None and node.reboot_phase[0].startswith("hung"),
+                     what="the reboot to hang")
+    assert gated == [node] and not node.is_listening and node.rebooting
+    assert len(node.boots) == 1 and node.outages[-1].up_at is None  # down, no new boot
+    assert node.reboot_failure is None  # a fault the scenario set, not the lab's own
+    node.reboot_gate = None
+
+
+async def test_the_next_reboot_hangs_once_then_reboots_are_ordinary(node: LinuxNode) -> None:
+    node.hang_next_reboot()
+    assert node.watch.hangs() and not node.watch.hangs()  # used up by the first reboot that asks
+
+
+async def test_off_the_network_sessions_are_cut_and_refused_while_the_machine_runs_on(node: LinuxNode) -> None:
+    heard: list[LinuxNode] = []
+    node.down_listeners.append(heard.append)
+    async with connect(node) as conn:
+        waiting = await conn.create_process("sleep 300")
+        await node.go_offline()
+        await waiting.wait_closed()
+    with pytest.raises(OSError):
+        async with connect(node):
+            pass
+    assert heard == [node] and node.outages[-1].requested_at is None  # an outage, not a reboot
+    assert len(node.boots) == 1 and not node.rebooting
+    await node.come_online()
+    assert node.outages[-1].up_at is not None
+    async with connect(node) as conn:
+        active = await conn.run("systemctl is-active kubelet", check=False)
+    assert active.stdout == "active\n"  # it ran all along
+
+
+async def test_a_new_host_key_is_shown_by_the_same_node_with_no_outage(node: LinuxNode) -> None:
+    old = node.host_key_openssh
+    await node.replace_host_key()
+    assert node.host_key_openssh != old and not node.outages
+    with pytest.raises(asyncssh.HostKeyNotVerifiable):
+        known = asyncssh.import_known_hosts(f"[127.0.0.1]:{node.port} {old}\n")
+        async with asyncssh.connect("127.0.0.1", node.port, username="core", client_keys=[KEY], known_hosts=known):
+            pass
+    async with connect(node) as conn:  # the new key
+        assert (await conn.run("true", check=False)).exit_status == 0

@@ -148,3 +148,21 @@ def test_exec_main_start_timestamp_in_each_style_and_kept_after_a_stop(tmp_path:
         "not-found\n\nloaded\n"
     refused = run_command(node, "systemctl", ["show", "--timestamp=soon", "-p", "MainPID", "kubelet"])
     assert (refused.code, refused.stderr) == (1, "Invalid value: soon.\n")
+
+
+def test_the_managers_environment_verbs_in_systemctls_words(tmp_path: Path) -> None:
+    node = model(tmp_path)
+    proxy = "http://user:p@ss@proxy.corp:3128"
+    assert run_command(node, "systemctl", ["set-environment", f"HTTP_PROXY={proxy}", "NO_PROXY=.a b"]).code == 0
+    shown = run_command(node, "systemctl", ["show-environment"])
+    assert shown.code == 0 and f"HTTP_PROXY={proxy}\n" in shown.stdout and "NO_PROXY=$'.a b'\n" in shown.stdout
+    assert run_command(node, "systemctl", ["restart", "crio"]).code == 0
+    assert node.systemd.running["crio.service"].environment["HTTP_PROXY"] == proxy
+    assert run_command(node, "systemctl", ["unset-environment", "HTTP_PROXY", "NO_PROXY"]).code == 0
+    assert "HTTP_PROXY" not in run_command(node, "systemctl", ["show-environment"]).stdout
+    for args, said in [(["set-environment", "NOEQUALS"], "Failed to set environment: Invalid environment assignments\n"),
+                       (["set-environment", "1A=b"], "Failed to set environment: Invalid environment assignments\n"),
+                       (["set-environment"], "Too few arguments.\n"),
+                       (["show-environment", "x"], "Too many arguments.\n")]:
+        refused = run_command(node, "systemctl", args)
+        assert (refused.code, refused.stderr) == (1, said), args

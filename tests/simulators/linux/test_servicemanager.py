@@ -98,3 +98,35 @@ def test_a_unit_nowhere_is_refused_in_each_verbs_own_words(tmp_path: Path) -> No
     stopped = systemd.stop("crio.service")
     assert (stopped.code, stopped.stderr) == (5, "Failed to stop crio.service: Unit crio.service not loaded.\n")
     assert systemd.stop(KUBELET).code == 0  # known, not running: nothing to do
+
+
+def test_set_environment_reaches_services_started_later_and_a_reboot_forgets_it(tmp_path: Path) -> None:
+    systemd = node(tmp_path)
+    systemd.start(KUBELET)
+    systemd.set_environment({"HTTP_PROXY": "http://proxy:3128", "PATH": "/opt/bin"})
+    assert "HTTP_PROXY" not in systemd.running[KUBELET].environment  # already running: unchanged
+    systemd.restart(KUBELET)
+    assert systemd.running[KUBELET].environment["HTTP_PROXY"] == "http://proxy:3128"
+    # the unit's own files give it nothing of the kind: what its next boot would start it with
+    assert "HTTP_PROXY" not in (systemd.environment_at_boot(KUBELET) or {})
+    # a unit's Environment= wins over the manager's
+    drop_in(tmp_path, "http-proxy.conf", '[Service]\nEnvironment="HTTP_PROXY=http://unit:3128"\n')
+    systemd.daemon_reload()
+    systemd.restart(KUBELET)
+    assert systemd.running[KUBELET].environment["HTTP_PROXY"] == "http://unit:3128"
+    assert (systemd.environment_at_boot(KUBELET) or {})["HTTP_PROXY"] == "http://unit:3128"
+    systemd.unset_environment(["PATH"])
+    assert systemd.manager_environment()["PATH"] != "/opt/bin"  # back to the manager's own
+    systemd.boot([KUBELET])
+    assert systemd.runtime_environment == {}
+
+
+def test_what_a_unit_would_start_with_at_boot_needs_its_files_and_reads_nothing_into_the_manager(
+        tmp_path: Path) -> None:
+    systemd = node(tmp_path)
+    drop_in(tmp_path, "env.conf", "[Service]\nEnvironmentFile=/etc/proxy.env\n")
+    assert systemd.environment_at_boot(KUBELET) is None  # its environment file is missing: it would not start
+    (tmp_path / "etc/proxy.env").write_text('HTTPS_PROXY="http://proxy:3128"\n')
+    assert (systemd.environment_at_boot(KUBELET) or {})["HTTPS_PROXY"] == "http://proxy:3128"
+    assert systemd.environment_at_boot("nothing.service") is None
+    assert not systemd.loaded and not systemd.journal  # a look, not a load
