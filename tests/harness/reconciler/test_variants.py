@@ -54,6 +54,6 @@ def test_every_variant_is_named() -> None:
                              "applies-stale-settings", "ignores-host-keys", "no-warning-events", "skips-drain",
                              "deletes-pods", "linux-live-apply", "linux-upper-case-only", "linux-no-daemon-reload",
                              "linux-no-update-ca-trust", "linux-unquoted-environment", "linux-restarts-runtime-only",
-                             "linux-leaves-drop-in"}
+                             "linux-leaves-drop-in", "linux-set-environment"}
     with pytest.raises(ValueError, match="unknown reconciler variant"):
         reconciler_class("nope")
