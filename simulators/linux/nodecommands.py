@@ -236,8 +236,9 @@ def manager_environment(node: LinuxNodeModel, verb: str, words: list[str]) -> Ou
         systemd.set_environment({name: value for name, _, value in pairs})
         return Outcome(0)
     if any(not _NAME.match(w.partition("=")[0]) for w in words):
-        return Outcome(1, stderr="Failed to unset environment: Invalid environment variable names or assignments\n")
-    systemd.unset_environment(w.partition("=")[0] for w in words)
+        # (systemctl 252 says "set" for both verbs: one function serves them)
+        return Outcome(1, stderr="Failed to set environment: Invalid environment variable names or assignments\n")
+    systemd.unset_environment(words)
     return Outcome(0)
 
 

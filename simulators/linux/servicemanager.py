@@ -164,10 +164,13 @@ class ServiceManager:
         """``systemctl set-environment``: services started from now on get these."""
         self.runtime_environment.update(assignments)
 
-    def unset_environment(self, names: Iterable[str]) -> None:
-        """``systemctl unset-environment``."""
-        for name in names:
-            self.runtime_environment.pop(name, None)
+    def unset_environment(self, words: Iterable[str]) -> None:
+        """``systemctl unset-environment``: a ``NAME`` removed whatever its value, a ``NAME=VALUE``
+        only while it has that value (systemctl(1))."""
+        for word in words:
+            name, sep, value = word.partition("=")
+            if not sep or self.runtime_environment.get(name) == value:
+                self.runtime_environment.pop(name, None)
 
     def manager_environment(self) -> dict[str, str]:
         """The manager's environment block (``systemctl show-environment``)."""

@@ -162,6 +162,8 @@ def test_the_managers_environment_verbs_in_systemctls_words(tmp_path: Path) -> N
     assert "HTTP_PROXY" not in run_command(node, "systemctl", ["show-environment"]).stdout
     for args, said in [(["set-environment", "NOEQUALS"], "Failed to set environment: Invalid environment assignments\n"),
                        (["set-environment", "1A=b"], "Failed to set environment: Invalid environment assignments\n"),
+                       (["unset-environment", "1A"],
+                        "Failed to set environment: Invalid environment variable names or assignments\n"),
                        (["set-environment"], "Too few arguments.\n"),
                        (["show-environment", "x"], "Too many arguments.\n")]:
         refused = run_command(node, "systemctl", args)

@@ -115,6 +115,8 @@ def test_set_environment_reaches_services_started_later_and_a_reboot_forgets_it(
     systemd.restart(KUBELET)
     assert systemd.running[KUBELET].environment["HTTP_PROXY"] == "http://unit:3128"
     assert (systemd.environment_at_boot(KUBELET) or {})["HTTP_PROXY"] == "http://unit:3128"
+    systemd.unset_environment(["PATH=/somewhere/else"])  # only while it has that value
+    assert systemd.manager_environment()["PATH"] == "/opt/bin"
     systemd.unset_environment(["PATH"])
     assert systemd.manager_environment()["PATH"] != "/opt/bin"  # back to the manager's own
     systemd.boot([KUBELET])
