@@ -118,3 +118,33 @@ def test_the_labs_destinations_are_its_three_traffic_checks() -> None:
     assert [(d.check, d.name, d.client) for d in LAB_DESTINATIONS] == [
         ("pull-internet", INTERNET_REGISTRY, "go"), ("pull-intranet", INTRANET_REGISTRY, "go"),
         ("fetch-http", INTERNET_HTTP_SITE, "curl")]
+
+
+async def test_a_linux_nodes_units_at_the_next_boot_are_read_when_the_evidence_settles() -> None:
+    """What each unit's files give it at the next boot is read by ``settle`` (off the event loop)
+    and handed to ``read``; a ``read`` without one reads it there and then."""
+    async with Lab(LabSettings(nodes=0, linux_nodes=1, proxy=False, workloads=False)) as lab:
+        node = lab.fleet.linux_nodes[0]
+        evidence = LabEvidence(lab)
+        step = Step("a step", dt.datetime.now(dt.UTC), members=[node.address], deconfigured=[], before={},
+                    positions=evidence.positions())
+        assert lab.fleet.client_key is not None
+        probe = NodeProbe(lab.fleet.client_key, lab.fleet.port, linux=[node.address],
+                          usernames={node.address: node.config.username})
+        try:
+            status, said = await probe.run_as_root(node.address, (
+                "mkdir -p /etc/systemd/system/crio.service.d\n"
+                "printf '[Service]\\nEnvironment=\"HTTPS_PROXY=http://proxy:3128\"\\n' "
+                "> /etc/systemd/system/crio.service.d/10-proxy.conf\n"))
+        finally:
+            await probe.close()
+        assert status == 0, said
+        unread = evidence.read(step, evidence.marks())  # no settle: read there and then
+        await evidence.settle()
+        settled = evidence.read(step, evidence.marks())
+    for found in (unread, settled):
+        assert found.hosts is not None
+        boot = found.hosts[node.address].boot_environments
+        assert boot == {"crio.service": {"HTTPS_PROXY": "http://proxy:3128"}, "kubelet.service": {}}
+        # the running process has none of it (no daemon-reload, no restart): only the next boot would
+        assert "HTTPS_PROXY" not in (found.hosts[node.address].service_environments["crio.service"] or {})
