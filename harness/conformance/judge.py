@@ -382,7 +382,8 @@ class Conformance:
         the reconciler: members of every step from now on, in neither instance list, their target
         the cluster's since their first boot, so a step that changes nothing in the cluster must
         change nothing on them (no restart, no reboot). Their out-of-the-box trust is what they
-        trusted at the run's start less the cluster's bundle (their bootstrap brought that)."""
+        trusted at the run's start less the company's CAs (their bootstrap brought those; the
+        distribution's own roots stay theirs, whatever later steps do to the bundle)."""
         expected = await self._published()
         for node in nodes:
             address = node.address
@@ -390,7 +391,7 @@ class Conformance:
                 self.instances.append(address)
             self.bootstrapped.add(address)
             self._targets[address] = expected
-            self.baseline_roots[address] -= frozenset(expected.bundle)
+            self.baseline_roots[address] -= frozenset(self._user_ca)
 
     async def remove_instances(self, nodes: Iterable[WindowsNode | LinuxNode]) -> None:
         removed = list(nodes)
