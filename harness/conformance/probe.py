@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 import asyncssh
 
@@ -79,6 +80,7 @@ def probe_script() -> str:
 # SSH round trips (handshakes among them) in flight at once, whatever the fleet's size: 1,000
 # handshakes at once on one event loop timed every one of them out.
 PROBE_CONCURRENCY = 64
+T = TypeVar("T")
 
 
 class NodeProbe:
@@ -142,10 +144,15 @@ class NodeProbe:
     async def reach(self, address: str) -> None:
         """Open the node's SSH session if it is not open (``Unreachable`` when it cannot be: then
         nothing was run on it)."""
+        await self._round_trip(address, lambda connection: connection.connect())
+
+    async def _round_trip(self, address: str, call: Callable[[NodeConnection], Awaitable[T]]) -> T:
+        """``call`` on the node's connection in its turn (``_slot``); a connection that failed is
+        dropped (the next call opens a new one), and a first contact's host key is pinned."""
         connection = self._connection(address)
         try:
             async with self._slot(address):
-                await connection.connect()
+                return await call(connection)
         except NodeError:
             self._connections.pop(address, None)
             raise
@@ -154,28 +161,14 @@ class NodeProbe:
 
     async def run_script(self, address: str, script: str | None = None) -> object:
         """One PowerShell round trip (the probe's own by default); its JSON output, parsed."""
-        connection = self._connection(address)
-        try:
-            async with self._slot(address):
-                return await connection.script(script or probe_script(), limit=20)
-        except NodeError:
-            self._connections.pop(address, None)
-            raise
-        finally:
-            self._pin(address, connection)
+        return await self._round_trip(address, lambda connection: connection.script(script or probe_script(),
+                                                                                    limit=20))
 
     async def run_as_root(self, address: str, script: str) -> tuple[int | None, str]:
         """A POSIX shell script as root on a Linux node (on stdin of ``sudo -n sh``, never on a
         command line): its exit status (None: the session was cut first) and what it said."""
-        connection = self._connection(address)
-        try:
-            async with self._slot(address):
-                result = await connection.run("sudo -n sh", limit=30, input=script)
-        except NodeError:
-            self._connections.pop(address, None)
-            raise
-        finally:
-            self._pin(address, connection)
+        result = await self._round_trip(address, lambda connection: connection.run("sudo -n sh", limit=30,
+                                                                                   input=script))
         return result.exit_status, (str(result.stdout or "") + str(result.stderr or "")).strip()
 
     def _pin(self, address: str, connection: NodeConnection) -> None:
@@ -205,15 +198,8 @@ class NodeProbe:
 
     async def observe_linux(self, address: str) -> linuxprobe.LinuxNodeState:
         """One look at a Linux node (``linuxprobe``); raises ``NodeError`` when it cannot be read."""
-        connection = self._connection(address)
-        try:
-            async with self._slot(address):
-                state = await linuxprobe.observe(connection, self._bundles, self._bundle_digests.get(address, ""))
-        except NodeError:
-            self._connections.pop(address, None)
-            raise
-        finally:
-            self._pin(address, connection)
+        state = await self._round_trip(address, lambda connection: linuxprobe.observe(
+            connection, self._bundles, self._bundle_digests.get(address, "")))
         self._bundle_digests[address] = state.bundle_digest
         return state
 

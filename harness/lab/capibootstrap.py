@@ -22,14 +22,13 @@ catch them (``BROKEN``).
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import time
 from dataclasses import dataclass
 
 import yaml
 from kubernetes import client
 
+from proxyfleet.core.looplag import poll_until
 from proxyfleet.harness.lab import admin
 from proxyfleet.harness.lab.clustername import read_cluster_name
 
@@ -125,14 +124,15 @@ async def publish_secret(api: client.ApiClient, namespace: str = SECRET_NAMESPAC
     """Write the Secret ``<cluster>-systemd-proxy`` from the cluster's Proxy status (as
     cluster-apps-operator does from its proxy config) and return its ``containerdProxy`` as read
     back from the API server (as ``contentFrom.secret`` resolves it)."""
-    deadline = time.monotonic() + STATUS_WITHIN
-    status = await admin.proxy_status(api)
-    while not (status.get("httpProxy") or status.get("httpsProxy")):
-        if time.monotonic() > deadline:
-            raise BootstrapError("the cluster did not publish its install proxy in Proxy status within "
-                                 f"{STATUS_WITHIN:.0f} s")
-        await asyncio.sleep(0.1)
-        status = await admin.proxy_status(api)
+    status: dict[str, str] = {}
+
+    async def published() -> bool:
+        status.update(await admin.proxy_status(api))
+        return bool(status.get("httpProxy") or status.get("httpsProxy"))
+
+    if not await poll_until(published, STATUS_WITHIN, 0.1):  # (moved by the lab's own stall)
+        raise BootstrapError("the cluster did not publish its install proxy in Proxy status within "
+                             f"{STATUS_WITHIN:.0f} s")
     drop_in = systemd_proxy_drop_in(status.get("httpProxy", ""), status.get("httpsProxy", ""),
                                     status.get("noProxy", ""))
     name = secret_name((await read_cluster_name(api)).name)

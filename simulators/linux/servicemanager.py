@@ -154,11 +154,16 @@ class ServiceManager:
         manager's boot environment — nothing set at runtime (``set-environment``). None: it would
         not start (no unit file, or an environment file missing that is not optional)."""
         try:
-            loaded = self._read_unit(unit)
-            files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
-            return service_environment({**MANAGER_ENVIRONMENT, **loaded.environment}, files, Warnings())
+            return self._environment(self._read_unit(unit), MANAGER_ENVIRONMENT, Warnings())
         except (UnitNotFound, EnvironmentFileError):
             return None
+
+    def _environment(self, loaded: LoadedUnit, manager: dict[str, str], warnings: Warnings) -> dict[str, str]:
+        """What a start of ``loaded`` gets: ``manager``'s block, the unit's ``Environment=`` over
+        it, its environment files as they are now over that (``EnvironmentFileError``: one is
+        missing and not optional)."""
+        files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
+        return service_environment({**manager, **loaded.environment}, files, warnings)
 
     def set_environment(self, assignments: dict[str, str]) -> None:
         """``systemctl set-environment``: services started from now on get these."""
@@ -215,11 +220,9 @@ class ServiceManager:
         warning = self._warn(unit)
         if unit in self.running:
             return Outcome(0, stderr=warning)
-        files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
         file_warnings = Warnings()
         try:
-            environment = service_environment({**self.manager_environment(), **loaded.environment}, files,
-                                              file_warnings)
+            environment = self._environment(loaded, self.manager_environment(), file_warnings)
         except EnvironmentFileError as exc:
             self.journal += [f"{unit}: {exc}", f"{unit}: Failed with result 'resources'."]
             return Outcome(1, stderr=warning + job_failed(unit) + "\n")
