@@ -9,6 +9,8 @@ Secret's ``data`` and a ConfigMap's ``binaryData`` decoded first. Lists are chun
 
 Not scanned, because the credential must be there and a reconciler does not write it:
 - the install-config the Proxy came from (``kube-system/cluster-config-v1``, admins only);
+- on a CAPI platform, cluster-apps-operator's Secret ``<cluster>-systemd-proxy`` (the proxy drop-in
+  its machines' bootstrap data is made from; the lab writes it too, ``capibootstrap``);
 - the Proxy's own proxy URLs (``spec`` and ``status`` ``httpProxy``/``httpsProxy``) — the rest of
   the Proxy object is scanned;
 - on an existing cluster only, the platform's documented copies: the Machine Config Operator's
@@ -43,6 +45,8 @@ PROXY_URL_FIELDS = frozenset({("spec", "httpProxy"), ("spec", "httpsProxy"),
                               ("status", "httpProxy"), ("status", "httpsProxy")})
 PLATFORM_COPIES = frozenset({"machineconfigs.machineconfiguration.openshift.io",
                              "controllerconfigs.machineconfiguration.openshift.io"})
+# cluster-apps-operator's Secret name: ``<cluster ID>-systemd-proxy`` (``capibootstrap.secret_name``)
+BOOTSTRAP_PROXY_SECRET_SUFFIX = "-systemd-proxy"
 OLM_INJECTED = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
 CHUNK = 500  # objects per list request
 
@@ -239,7 +243,9 @@ def scan(api: client.ApiClient, secrets: set[str], by_node_name: dict[str, str],
             if uid in seen:
                 continue
             qualified = f"{metadata.get('namespace')}/{metadata.get('name')}"
-            if resource.name == "configmaps" and qualified == INSTALL_CONFIG:
+            if ((resource.name == "configmaps" and qualified == INSTALL_CONFIG)
+                    or (resource.name == "secrets"
+                        and str(metadata.get("name") or "").endswith(BOOTSTRAP_PROXY_SECRET_SUFFIX))):
                 seen[uid] = ("", [])
                 continue
             version = str(metadata.get("resourceVersion") or "")

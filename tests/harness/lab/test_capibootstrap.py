@@ -117,3 +117,31 @@ async def test_capi_machines_are_judged_by_install_time(tmp_path: Path, style: s
     else:
         for node in capi:
             assert CATCHES[style] <= {check for n, check in failed if n == node}, (style, failed)
+
+
+# A percent-encoded password: cluster-apps-operator's template escapes nothing, so systemd reads
+# "%4" as a specifier it does not know and ignores the assignment — the real platform's bug, caught.
+@pytest.mark.parametrize(("auth", "caught"), [("build:s3cret", set()),
+                                              ("build:s3cr%40t", {"service-environment", "unit-environment",
+                                                                  "pull-internet", "fetch-http", "firewall",
+                                                                  "converged"})])
+async def test_a_proxy_with_credentials_reaches_the_machines_and_the_secret_is_no_leak(
+        tmp_path: Path, auth: str, caught: set[str]) -> None:
+    """The Secret must hold the proxy's credentials (it is cluster-apps-operator's copy, the
+    machines' only source): the credentials check does not count it as a leak, and the machines
+    reach the internet through the proxy with them — unless the password holds a ``%``."""
+    async with Lab(LabSettings(nodes=1, linux_nodes=1, linux_bootstrap="capi", install_proxy=True,
+                               proxy_auth=auth, state_dir=tmp_path / "lab",
+                               reconciler="correct")) as lab:
+        judge = Conformance(lab)
+        await judge.start()
+        try:
+            await judge.add_bootstrapped(judge.linux_nodes)
+            results = await judge.step("instances join beside CAPI machines",
+                                       lambda: judge.add_instances(judge.nodes))
+        finally:
+            await judge.close()
+    failed = {(r.node, r.check) for r in results if r.status == "failed"}
+    machine = judge.linux_nodes[0].address
+    assert failed == {(machine, check) for check in caught}, failed  # the machine alone, each way it shows
+    assert "credentials" in {r.check for r in results if r.status == "passed"}
