@@ -50,13 +50,15 @@ def cluster_options(function: Any) -> Any:
         click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Judge this cluster and its own reconciler instead of a lab."),
         click.option("--ssh-key", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="The private key the Windows instances accept."),
+                     help="The private key the instances (and the --linux-instance workers) accept."),
         click.option("--ssh-port", default=22, show_default=True, type=click.IntRange(1, 65535),
                      help="The instances' SSH port."),
         click.option("--ssh-known-hosts", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                      help="Only instances whose keys this known_hosts file lists (default: pin on first contact)."),
         click.option("--instance", "instances", multiple=True, metavar="ADDR=USER",
                      help="A Windows instance for the run (repeatable; default: windows-instances as it is)."),
+        click.option("--linux-instance", "linux_instances", multiple=True, metavar="ADDR=USER",
+                     help="A Linux worker judged beside them, reached with --ssh-key (repeatable; default: none)."),
         click.option("--internet-image",
                      help="An image pulled through the proxy (pull-internet is skipped without one)."),
         click.option("--intranet-image",
@@ -159,6 +161,7 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
              if values.get(name)}
     given |= {name for name, value in run_proxy_options.items() if value}
     given |= {"instance"} if values.get("instances") else set()
+    given |= {"linux_instance"} if values.get("linux_instances") else set()
     given |= {"dry_run"} if values.get("dry_run") else set()
     if kubeconfig is None:
         if ssh_key is not None or given:
@@ -222,8 +225,14 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
             cas.append(pem)
     try:
         instances = dict(parse_instance(text) for text in values.pop("instances") or ())
+        linux = dict(parse_instance(text, "--linux-instance", "10.0.6.10=core")
+                     for text in values.pop("linux_instances", None) or ())
     except ClusterTargetError as exc:
         raise click.UsageError(str(exc)) from None
+    both = sorted(set(instances) & set(linux))
+    if both:
+        raise click.UsageError(f"{', '.join(both)}: given as both --instance and --linux-instance "
+                               "(a node has one kind)")
     second = values.pop("second_proxy_url")
     try:
         context = current_context(kubeconfig)  # pinned: named_cluster checks this one, the run uses it
@@ -234,13 +243,13 @@ def target_from(values: dict[str, Any], proxy: ProxyOptions) -> tuple[ClusterTar
         proxy_url=_with_credentials(proxy.url or (run_proxy.url if run_proxy else ""), auth, "--proxy-url"),
         second_proxy_url=_with_credentials(second, auth, "--second-proxy-url") if second else "",
         proxy_ca_pems=cas, no_proxy=values.pop("no_proxy") or "", ssh_port=values.pop("ssh_port"),
-        known_hosts=values.pop("ssh_known_hosts"), instances=instances,
+        known_hosts=values.pop("ssh_known_hosts"), instances=instances, linux_instances=linux,
         internet_image=values.pop("internet_image"), intranet_image=values.pop("intranet_image"),
         http_url=values.pop("http_url"), proxy_log_format=proxy.log_format)
     try:
         target.check_destinations()
         target.ssh_key()
-        target.pinned_host_keys(list(instances))
+        target.pinned_host_keys([*instances, *linux])
     except ClusterTargetError as exc:
         raise click.UsageError(str(exc)) from None
     return target, run_proxy
@@ -254,7 +263,7 @@ def plan(target: ClusterTarget, workflows: tuple[str, ...], run_proxy: RunProxyS
     if run_proxy is not None:
         started = (f"{run_proxy.describe()}, resolving through {run_proxy.hosts_file or 'the system'}, "
                    "its CA published in the bundle; the cluster's own reconciler is judged")
-    cordon = (["cordoned:     runtime-add cordons one schedulable instance for maintenance (its cordon must "
+    cordon = (["cordoned:     runtime-add cordons one schedulable Windows instance for maintenance (its cordon must "
                "survive the proxy's rollout) and uncordons it afterwards"] if "runtime-add" in chosen else [])
     drift = (["drift:        the operator's trusted-ca ConfigMap is deleted, then loses its injection label; "
               "the operator must put it back (the run does at the end if it did not)"] if "drift" in chosen else [])

@@ -349,7 +349,8 @@ SECTIONS = (
     ("Your proxy", PROXY_OPTION_NAMES),
     ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
                           "ssh_known_hosts",
-                          "instances", "no_proxy", "second_proxy_url", "internet_image", "intranet_image", "http_url",
+                          "instances", "linux_instances", "no_proxy", "second_proxy_url", "internet_image",
+                          "intranet_image", "http_url",
                           "proxy_hosts", "proxy_egress", "proxy_upstream_ca")),
     ("Reports and output", ("json_path", "junit", "html", "flows", "help")),
 )
@@ -402,8 +403,8 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
     interrupt_on_sigterm()
     console = Console(stderr=True)
     if linux_nodes and proxy.get("kubeconfig") is not None:
-        raise click.UsageError("--linux-nodes: only on the lab (an existing cluster's run judges the instances in "
-                               "windows-instances)")
+        raise click.UsageError("--linux-nodes: only on the lab (on an existing cluster name its Linux workers with "
+                               "--linux-instance ADDR=USER)")
     if shard is not None and proxy.get("kubeconfig") is not None:
         raise click.UsageError("--shard: only on the lab (a cluster's workflows share the cluster: one run at a time)")
     vendor = proxy_options_from(proxy)
@@ -483,7 +484,8 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             snapshot = stack.enter_context(cluster_restored(cluster, console))
             if run_proxy is not None:
                 try:
-                    clients = instance_addresses(list(cluster.instances) or snapshot.instance_addresses())
+                    clients = instance_addresses([*(list(cluster.instances) or snapshot.instance_addresses()),
+                                                  *cluster.linux_instances])
                 except InstanceAddressError as exc:
                     raise click.ClickException(str(exc)) from None
                 run_proxy = dataclasses.replace(run_proxy, allowed_clients=tuple(clients))

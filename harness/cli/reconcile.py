@@ -25,6 +25,7 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | No
         await reconciler.start()
         try:
             click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
+                       f"and Linux nodes of {settings.namespace}/linux-instances "
                        f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}, "
                        f"reboot timeout {settings.reboot_timeout:g} s"
                        + (f", variant {variant}" if variant else "") + ")", err=True)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 import yaml
 
+from proxyfleet.core.contract import OPERATOR_NAMESPACE
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.harness.cli import runfile
@@ -30,6 +31,7 @@ from proxyfleet.harness.lab import (
 )
 from proxyfleet.harness.lab.vendor import VendorProxyError
 from proxyfleet.harness.reconciler import VARIANTS
+from proxyfleet.simulators.linux.noderoot import FLAVOURS as LINUX_FLAVOURS
 from proxyfleet.simulators.proxy.runner import ProxyServer
 
 READY_LINE = "lab ready; press Ctrl-C to stop"
@@ -75,6 +77,13 @@ def describe(lab: Lab) -> list[str]:
         f"nodes:       {len(lab.fleet.nodes)} ({lab.fleet.nodes[0].address} … {lab.fleet.nodes[-1].address}, "
         f"port {lab.fleet.port}); manifest {lab.fleet.write_manifest()}",
     ]
+    linux = lab.fleet.linux_nodes
+    if linux:
+        # The lab's own Machine Config Operator drives them (linux-instances, the lab's stand-in for
+        # the worker pool); a run judges them with --linux-instance ADDR=USER.
+        lines.append(f"linux nodes: {len(linux)} {lab.settings.linux_flavour} ({linux[0].address} … "
+                     f"{linux[-1].address}, user {linux[0].config.username}, the same port and key; "
+                     f"{OPERATOR_NAMESPACE}/linux-instances lists them)")
     if isinstance(lab.proxy, ProxyServer):
         lines += [f"flows:       {lab.proxy.flow_log_path} (JSON lines)",
                   f"             mitmweb --rfile {lab.proxy.stream_path}"]
@@ -89,6 +98,8 @@ def describe(lab: Lab) -> list[str]:
 async def _run(settings: LabSettings) -> None:
     async with Lab(settings) as lab:
         await admin.set_instances(lab.api(), [(n.address, n.username) for n in lab.fleet.nodes])
+        if lab.fleet.linux_nodes:
+            await admin.set_linux_instances(lab.api(), [(n.address, n.config.username) for n in lab.fleet.linux_nodes])
         for line in describe(lab):
             click.echo(line)
         click.echo(READY_LINE, err=True)
@@ -97,7 +108,7 @@ async def _run(settings: LabSettings) -> None:
 
 
 SECTIONS = (
-    ("Lab", ("config", "nodes", "state_dir", "install_config", "egress_firewall")),
+    ("Lab", ("config", "nodes", "linux_nodes", "linux_flavour", "state_dir", "install_config", "egress_firewall")),
     ("Reconciler under test", ("reconciler",)),
     ("Your proxy", PROXY_OPTION_NAMES),
     ("Reports and output", ("help",)),
@@ -107,6 +118,10 @@ SECTIONS = (
 @click.command(cls=runfile.RunFileCommand, sections=SECTIONS, context_settings={"max_content_width": 120})
 @runfile.config_option(SECTIONS)
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 2000), help="Windows nodes in the lab.")
+@click.option("--linux-nodes", default=0, show_default=True, type=click.IntRange(0, 2000),
+              help="Linux workers beside them, in linux-instances (the built-in reconciler configures them too).")
+@click.option("--linux-flavour", default="rhcos", show_default=True, type=click.Choice(sorted(LINUX_FLAVOURS)),
+              help="The Linux workers' distribution: rhcos (CRI-O, update-ca-trust) or debian (containerd).")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep the lab's files here (default: a temporary directory, removed at exit).")
 @click.option("--install-config", type=click.Path(path_type=Path),
@@ -118,7 +133,8 @@ SECTIONS = (
               help="on: a corporate network, where internet origins accept only the proxy (so before a proxy is "
                    "configured internet pulls fail); off: an open network.")
 @proxy_options
-def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconciler: str, egress_firewall: str,
+def up(nodes: int, linux_nodes: int, linux_flavour: str, state_dir: Path | None, install_config: Path | None,
+       reconciler: str, egress_firewall: str,
        **proxy: Any) -> None:
     """Bring up the whole lab (cluster, proxies, origins, fleet, reconciler) until Ctrl-C."""
     options = proxy_options_from(proxy)
@@ -139,7 +155,8 @@ def up(nodes: int, state_dir: Path | None, install_config: Path | None, reconcil
     if config_text:
         proxy = (yaml.safe_load(config_text) or {}).get("proxy") or {}
         targets = [(t.host, t.port, t.auth) for t in CustomerProxy(dict(proxy)).targets()]
-    settings = LabSettings(nodes=nodes, state_dir=state_dir.resolve() if state_dir else None,
+    settings = LabSettings(nodes=nodes, linux_nodes=linux_nodes, linux_flavour=linux_flavour,
+                           state_dir=state_dir.resolve() if state_dir else None,
                            second_proxy=True, egress_firewall=egress_firewall == "on",
                            reconciler=None if reconciler == "none" else reconciler,
                            reboot_duration=1.0, shutdown_delay=0.3, heartbeat=2.0, node_grace=40.0,

@@ -49,6 +49,9 @@ class ClusterTarget:
     ssh_port: int = 22
     known_hosts: Path | None = None
     instances: dict[str, str] = field(default_factory=dict)
+    # Linux workers judged beside them (address -> SSH user): configured by the platform (the
+    # Machine Config Operator), members of every step, in no instance ConfigMap; none by default
+    linux_instances: dict[str, str] = field(default_factory=dict)
     internet_image: str | None = None
     intranet_image: str | None = None
     http_url: str | None = None
@@ -169,6 +172,9 @@ class ClusterTarget:
         lines = [f"cluster:      {self.kubeconfig}" + (f", context {self.context}" if self.context else ""),
                  "instances:    " + (", ".join(f"{u}@{a}" for a, u in self.instances.items())
                                      or f"the cluster's {self.namespace}/windows-instances"),
+                 "linux nodes:  " + (", ".join(f"{u}@{a}" for a, u in self.linux_instances.items())
+                                     + " (configured by the platform, judged by the Linux checks)"
+                                     if self.linux_instances else "none (name them with --linux-instance ADDR=USER)"),
                  f"ssh:          key {self.ssh_key_path}, port {self.ssh_port}, host keys "
                  + (f"from {self.known_hosts}" if self.known_hosts else "pinned on first contact, for the whole run"),
                  f"proxy:        httpProxy {redact_url(self.proxy_url)}, httpsProxy {redact_url(self.https_url)}, "
@@ -188,7 +194,8 @@ class ClusterTarget:
                 "second_proxy_url": self.second_proxy_url,
                 "proxy_ca_pems": [p.decode() for p in self.proxy_ca_pems], "no_proxy": self.no_proxy,
                 "ssh_port": self.ssh_port, "known_hosts": str(self.known_hosts) if self.known_hosts else None,
-                "instances": self.instances, "internet_image": self.internet_image,
+                "instances": self.instances, "linux_instances": self.linux_instances,
+                "internet_image": self.internet_image,
                 "intranet_image": self.intranet_image, "http_url": self.http_url, "namespace": self.namespace,
                 "baseline_file": str(self.baseline_file) if self.baseline_file else None,
                 "proxy_flow_log": str(self.proxy_flow_log) if self.proxy_flow_log else None,
@@ -210,6 +217,7 @@ class ClusterTarget:
                    no_proxy=str(data.get("no_proxy") or ""), ssh_port=int(data.get("ssh_port") or 22),
                    known_hosts=Path(data["known_hosts"]) if data.get("known_hosts") else None,
                    instances={str(a): str(u) for a, u in (data.get("instances") or {}).items()},
+                   linux_instances={str(a): str(u) for a, u in (data.get("linux_instances") or {}).items()},
                    internet_image=data.get("internet_image"), intranet_image=data.get("intranet_image"),
                    http_url=data.get("http_url"),
                    namespace=str(data.get("namespace") or OPERATOR_NAMESPACE),
@@ -222,9 +230,9 @@ class ClusterTarget:
                    host_keys_file=Path(data["host_keys_file"]) if data.get("host_keys_file") else None)
 
 
-def parse_instance(text: str) -> tuple[str, str]:
-    """``--instance ADDR=USER``."""
+def parse_instance(text: str, option: str = "--instance", example: str = "10.0.5.20=Administrator") -> tuple[str, str]:
+    """``--instance ADDR=USER`` (or ``--linux-instance``, whose example user is ``core``)."""
     address, sep, user = text.partition("=")
     if not sep or not address.strip() or not user.strip():
-        raise ClusterTargetError(f"--instance {text!r}: expected ADDRESS=USER (e.g. 10.0.5.20=Administrator)")
+        raise ClusterTargetError(f"{option} {text!r}: expected ADDRESS=USER (e.g. {example})")
     return address.strip(), user.strip()

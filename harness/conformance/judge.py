@@ -241,6 +241,11 @@ class Conformance:
         """Every node the judge looks at: the lab's fleet, or the cluster's instances."""
         return list(self._addresses)
 
+    @property
+    def windows_addresses(self) -> list[str]:
+        """The Windows nodes among ``addresses``."""
+        return [a for a in self._addresses if a not in self.probe.linux]
+
     def node(self, address: str) -> WindowsNode:
         return self.lab.fleet.node(address)
 
@@ -289,8 +294,10 @@ class Conformance:
                 self.unknown_baseline.add(address)
 
     async def _start_on_cluster(self, cluster: ClusterTarget) -> None:
-        """The instances (``--instance``, written to windows-instances, or the cluster's own), SSH
-        to them with their users and known host keys, and the API host nodes use."""
+        """The instances (``--instance``, written to windows-instances, or the cluster's own) and the
+        Linux workers named beside them (``--linux-instance``: the platform configures them, so they
+        are members of every step and written nowhere), SSH to them with their users and known host
+        keys, and the API host nodes use."""
         if cluster.instances:
             await admin.set_instances(self.api, list(cluster.instances.items()), cluster.namespace)
             users = dict(cluster.instances)
@@ -299,6 +306,7 @@ class Conformance:
         if not users:
             raise AssertionError(f"no Windows instance to judge: {cluster.namespace}/windows-instances is empty "
                                  "or missing, and no --instance was given")
+        users = {**users, **cluster.linux_instances}
         self._addresses = list(users)
         self.instances = list(users)
         await self.probe.close()
@@ -306,7 +314,8 @@ class Conformance:
         # (someone in the middle, a reinstalled host) is refused, never pinned afresh.
         self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port, usernames=users,
                                host_keys=cluster.host_key_pins(self._addresses),
-                               strict_host_keys=cluster.known_hosts is not None, on_pin=cluster.save_host_key)
+                               strict_host_keys=cluster.known_hosts is not None, on_pin=cluster.save_host_key,
+                               linux=list(cluster.linux_instances))
         try:
             url = await asyncio.to_thread(internal_api_url, self.api)
             api_host = urllib.parse.urlsplit(url).hostname or ""

@@ -37,6 +37,7 @@ class OutsideLab:
     run_proxy: str | None = None
     proxy_files: Path | None = None
     vendor: list[str] | None = None  # a vendor's proxy the run starts: its --proxy-command … options
+    linux: dict[str, str] | None = None  # Linux workers (``up --linux-nodes``): address -> SSH user
 
     def api(self) -> client.ApiClient:
         return config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -64,7 +65,8 @@ class OutsideLab:
                 "--internet-image", "quay.io/openshift/windows-test:latest",
                 "--intranet-image", "registry.corp.internal/corp/agent:1.0",
                 # a correct operator ends each step once converged: the deadline only bounds a broken one
-                "--http-url", "http://ctldl.windowsupdate.com/", "--converge-timeout", "600", *more]
+                "--http-url", "http://ctldl.windowsupdate.com/", "--converge-timeout", "600",
+                *(f"--linux-instance={a}={u}" for a, u in (self.linux or {}).items()), *more]
 
 
     def _proxy_args(self) -> list[str]:
@@ -106,18 +108,21 @@ def _start_up(state: Path, extra: list[str], within: float = 180.0) -> subproces
 
 
 @contextmanager
-def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None = None) -> Iterator[OutsideLab]:
+def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None = None,
+                linux_nodes: int = 0) -> Iterator[OutsideLab]:
     """``proxyfleet up --reconciler none`` and ``proxyfleet reconcile`` (the "operator"), each its own
     process. ``run_proxy`` ("ADDR:PORT"): the lab's proxy name points there (``up --proxy-url``), where
     the conformance run will start its own proxy; until then a bare listening socket stands in, since
-    ``up`` checks that its proxy listens. Such a lab takes the well-known address block: one at a time."""
+    ``up`` checks that its proxy listens. Such a lab takes the well-known address block: one at a time.
+    ``linux_nodes``: RHCOS workers beside the Windows nodes (the operator configures them too), named
+    to the run with ``--linux-instance``."""
     state = tmp_path / "lab"
     placeholder: socket.socket | None = None
-    extra: list[str] = []
+    extra: list[str] = ["--linux-nodes", str(linux_nodes)] if linux_nodes else []
     if run_proxy is not None:
         address, port = run_proxy.rsplit(":", 1)
         placeholder = socket.create_server((address, int(port)))
-        extra = ["--proxy-url", f"http://{run_proxy}"]
+        extra += ["--proxy-url", f"http://{run_proxy}"]
     up = _start_up(state, extra)
     operator: subprocess.Popen[str] | None = None
     try:
@@ -133,7 +138,8 @@ def outside_lab(tmp_path: Path, variant: str = "correct", run_proxy: str | None 
             assert proxy_files is not None, "up printed no proxy files"
         manifest = json.loads((state / "fleet" / "fleet.json").read_text())
         lab = OutsideLab(state, state / "cluster" / "kubeconfig", int(manifest["nodes"][0]["port"]), run_proxy,
-                         proxy_files)
+                         proxy_files, linux={n["address"]: n["username"] for n in manifest["nodes"]
+                                             if n["kind"] == "linux"})
         operator = subprocess.Popen(
             [sys.executable, "-m", "proxyfleet.harness", "reconcile", "--kubeconfig", str(lab.kubeconfig),
              "--ssh-port", str(lab.ssh_port), "--resync-seconds", "10", "--variant", variant],

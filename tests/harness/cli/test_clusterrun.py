@@ -40,6 +40,7 @@ from proxyfleet.harness.cli.clusterrun import (
     write_target,
 )
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
+from proxyfleet.harness.conformance.results import expand_checks
 from proxyfleet.harness.lab.vendoroptions import ProxyOptions
 from proxyfleet.simulators.controlplane.cluster import ControlPlane, ControlPlaneSettings
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
@@ -55,7 +56,7 @@ NAMESPACE = "openshift-windows-machine-config-operator"
 
 def _values(**given: Any) -> dict[str, Any]:
     values: dict[str, Any] = {"kubeconfig": None, "ssh_key": None, "ssh_port": 22, "ssh_known_hosts": None,
-                              "instances": (), "internet_image": None, "intranet_image": None, "http_url": None,
+                              "instances": (), "linux_instances": (), "internet_image": None, "intranet_image": None, "http_url": None,
                               "no_proxy": "", "second_proxy_url": None, "dry_run": False, "proxy_hosts": None,
                               "proxy_egress": None, "proxy_upstream_ca": None}
     values.update(given)
@@ -81,6 +82,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
 def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str, Path]) -> None:
     with pytest.raises(click.UsageError, match="--internet-image, --ssh-key: only with --kubeconfig"):
         target_from(_values(ssh_key=files["key"], internet_image="quay.io/x:1"), ProxyOptions())
+    with pytest.raises(click.UsageError, match="--linux-instance: only with --kubeconfig"):
+        target_from(_values(linux_instances=("10.0.6.10=core",)), ProxyOptions())
     assert target_from(_values(), ProxyOptions()) is None  # a lab run
 
 
@@ -100,6 +103,9 @@ def test_cluster_options_without_kubeconfig_are_refused_by_name(files: dict[str,
     ({"ssh_key": "key"}, {"url": "http://p"}, "expected http://HOST:PORT"),
     ({"ssh_key": "key"}, {"url": "http://p:3128", "ca_file": "bad"}, "--proxy-ca .*bad.pem"),
     ({"ssh_key": "key", "instances": ("10.0.0.5",)}, {"url": "http://p:3128"}, "expected ADDRESS=USER"),
+    ({"ssh_key": "key", "linux_instances": ("10.0.6.10",)}, {"url": "http://p:3128"}, "--linux-instance .*=core"),
+    ({"ssh_key": "key", "instances": ("10.0.0.5=admin",), "linux_instances": ("10.0.0.5=core",)},
+     {"url": "http://p:3128"}, "10.0.0.5: given as both --instance and --linux-instance"),
     ({"ssh_key": "kubeconfig"}, {"url": "http://p:3128"}, "cannot read a private key"),
     ({"ssh_key": "key", "internet_image": "Quay.io/UPPER:x"}, {"url": "http://p:3128"},
      "--internet-image 'Quay.io/UPPER:x': parse reference .*invalid reference format"),
@@ -379,6 +385,47 @@ def test_a_broken_operator_is_caught_from_outside(tmp_path: Path, variant: str, 
     failed = {c["check"] for s in json.loads(report.read_text())["scenarios"] for c in s["checks"]
               if c["status"] == "failed"}
     assert caught_by in failed, failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("variant", "caught_by"), [("correct", None),
+                                                    ("linux-no-daemon-reload", "units-loaded")])
+def test_an_existing_clusters_linux_workers_are_judged_beside_its_windows_instances(
+        tmp_path: Path, variant: str, caught_by: str | None) -> None:
+    # `up --linux-nodes 1`: an RHCOS worker the cluster's own operator configures (the lab's stand-in
+    # for the Machine Config Operator), named to the run with --linux-instance and judged by the Linux
+    # checks over SSH; the Windows instances beside it as before.
+    workflows = ["--workflow", "runtime-add"] + (["--workflow", "remove"] if caught_by is None else [])
+    with outside_lab(tmp_path, variant, linux_nodes=1) as lab:
+        assert lab.linux and list(lab.linux.values()) == ["core"]
+        (worker,) = lab.linux
+        dry = subprocess.run(lab.conformance_args("--dry-run", named=False), capture_output=True, text=True,
+                             timeout=HANG)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        assert f"linux nodes:  core@{worker} (configured by the platform" in dry.stdout
+        report = tmp_path / "r.json"
+        run = subprocess.run(lab.conformance_args(*workflows, "--json", str(report),
+                                                  *(["--converge-timeout", "30"] if caught_by else [])),
+                             capture_output=True, text=True, timeout=3 * HANG)
+    data = json.loads(report.read_text())
+    on_worker: dict[str, set[str]] = {}
+    for scenario in data["scenarios"]:
+        for check in expand_checks(scenario["checks"]):
+            if check.node == worker:
+                on_worker.setdefault(check.check, set()).add(check.status)
+    if caught_by is None:
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
+        assert data["nodes"] == 3
+        # the Linux meanings, from the node's own evidence (/proc, systemd, the extracted bundle)
+        for judged in ("converged", "service-environment", "units-loaded", "certificates", "services-restarted",
+                       "node-ready", "files"):
+            assert on_worker[judged] == {"passed"}, (judged, on_worker)
+        assert "registry-env" not in on_worker
+        # what the unit files give a next boot is the lab's model: skipped, with the reason
+        assert on_worker["unit-environment"] == {"skipped"}
+    else:
+        assert run.returncode == 1, run.stderr[-3000:]
+        assert "failed" in on_worker[caught_by], on_worker
 
 
 @pytest.mark.slow

@@ -165,4 +165,4 @@ def test_repro_and_up_read_run_files_too(tmp_path: Path) -> None:
         "nodes": 2, "egress_firewall": "off", "reconciler": "none"}
     (tmp_path / "up.yaml").write_text("lab: {state: x}\n")
     result = CliRunner().invoke(main, ["up", "--config", str(tmp_path / "up.yaml")])
-    assert result.exit_code == 1 and "unknown key lab.state; allowed in lab: nodes, state-dir" in result.output
+    assert result.exit_code == 1 and "unknown key lab.state; allowed in lab: nodes, linux-nodes, linux-flavour, state-dir" in result.output

@@ -36,6 +36,7 @@ def test_each_named_destination_feeds_its_check(tmp_path: Path) -> None:
 
 def test_the_settings_survive_json_and_the_plan_shows_no_credential(tmp_path: Path) -> None:
     target = _target(tmp_path, proxy_ca_pems=[b"-----BEGIN CERTIFICATE-----\n"], instances={"10.0.0.5": "admin"},
+                     linux_instances={"10.0.6.10": "core"},
                      second_proxy_url="http://svc:S3cr3t@proxy2.corp.example:8080", baseline_file=tmp_path / "b.json",
                      host_keys_file=tmp_path / "host-keys.json", proxy_access_log=tmp_path / "access.log",
                      proxy_log_format="combined")
@@ -44,6 +45,8 @@ def test_the_settings_survive_json_and_the_plan_shows_no_credential(tmp_path: Pa
     plan = "\n".join(target.describe())
     assert "S3cr3t" not in plan and "svc" not in plan
     assert "admin@10.0.0.5" in plan and "1 CA certificate(s)" in plan
+    assert "linux nodes:  core@10.0.6.10 (configured by the platform" in plan
+    assert "linux nodes:  none (name them with --linux-instance" in "\n".join(_target(tmp_path).describe())
     with pytest.raises(ClusterTargetError, match="not a proxyfleet-cluster-run/v1 file"):
         ClusterTarget.from_json({"format": "something else"})
 
@@ -53,6 +56,8 @@ def test_an_instance_is_address_equals_user() -> None:
     for bad in ("10.0.0.5", "=admin", "10.0.0.5="):
         with pytest.raises(ClusterTargetError, match="expected ADDRESS=USER"):
             parse_instance(bad)
+    with pytest.raises(ClusterTargetError, match=r"--linux-instance '10\.0\.6\.10': expected ADDRESS=USER .*=core"):
+        parse_instance("10.0.6.10", "--linux-instance", "10.0.6.10=core")
 
 
 def test_known_hosts_pin_the_listed_key_per_address_and_port(tmp_path: Path) -> None:
