@@ -41,7 +41,7 @@ from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api
 from proxyfleet.core.looplag import poll_until, process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError, Unreachable
 from proxyfleet.core.noproxy import redact_url
-from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, linuxchecks, routing
+from proxyfleet.harness.conformance import checks, clusterobjects, credentialscan, linuxchecks, linuxprobe, routing
 from proxyfleet.harness.conformance.checks import env_text
 from proxyfleet.harness.conformance.clusterevidence import ClusterEvidence
 from proxyfleet.harness.conformance.clusterobjects import node_name
@@ -315,7 +315,7 @@ class Conformance:
         self.probe = NodeProbe(cluster.ssh_key(), cluster.ssh_port, usernames=users,
                                host_keys=cluster.host_key_pins(self._addresses),
                                strict_host_keys=cluster.known_hosts is not None, on_pin=cluster.save_host_key,
-                               linux=list(cluster.linux_instances))
+                               linux=list(cluster.linux_instances), unit_files=True)
         try:
             url = await asyncio.to_thread(internal_api_url, self.api)
             api_host = urllib.parse.urlsplit(url).hostname or ""
@@ -1076,8 +1076,11 @@ class Conformance:
             record("service-environment", checks.service_environment(host.service_environments, target.environment)
                    if host is not None else self._lab_only("service-environment"))
         else:
-            record("unit-environment", linuxchecks.unit_environment(host.boot_environments, target.environment)
-                   if host is not None else self._lab_only("unit-environment"))
+            # the lab's model of the node where there is one, else the node's own files read over SSH
+            boot = (host.boot_environments if host is not None else
+                    linuxprobe.boot_environments(state) if state.unit_files is not None else None)
+            record("unit-environment", linuxchecks.unit_environment(boot, target.environment)
+                   if boot is not None else self._lab_only("unit-environment"))
         self._verify_traffic(address, target, pulls, evidence, record)
         api_flows = None
         if evidence.kubelet_via_proxy is not None:  # the lab: the kubelet's own record of its requests

@@ -28,12 +28,16 @@ import datetime as dt
 import hashlib
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from proxyfleet.core.certificates import CertificateFormatError, certificates_in_bundle
-from proxyfleet.core.contract import PROXY_SPELLINGS
+from proxyfleet.core.contract import PROXY_SPELLINGS, PROXY_VARIABLES
 from proxyfleet.core.nodessh import NodeConnection, NodeError
 from proxyfleet.core.probetargets import check_image, check_url
+from proxyfleet.core.systemd.execenvironment import EnvironmentFileError, Warnings
+from proxyfleet.core.systemd.specifiers import SpecifierContext
+from proxyfleet.core.systemd.unitenvironment import start_environment, unit_settings
 
 KUBELET = "kubelet.service"
 
@@ -90,6 +94,12 @@ class LinuxNodeState:
     bundle_digest: str  # sha256 of the extracted bundle ("": none there)
     trusted: frozenset[str]  # SHA-1 thumbprints of the extracted bundle's certificates
     files: frozenset[str]
+    # Asked for only where no lab evidence tells (``probe_script(unit_files=True)``): each egress
+    # unit's files (path, text), fragment then drop-ins as systemd loaded them; the environment
+    # files read (path -> text, None: missing); what the unit specifiers expand to on the node
+    unit_files: dict[str, tuple[tuple[str, str], ...]] | None = None
+    environment_files: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    identity: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def started(self) -> dict[str, dt.datetime | None]:
         """Each egress service's running process' start (None: not running)."""
@@ -118,18 +128,45 @@ def _layout_case() -> str:
 SHOWN = ("LoadState", "ActiveState", "MainPID", "NeedDaemonReload", "ExecMainStartTimestamp")
 
 
-def probe_script(known_digest: str = "") -> str:
+def environment_files_script(paths: Iterable[str]) -> str:
+    """Each of ``paths`` (environment files a unit names: node data, so quoted) as an ``envfile``
+    line (base64 path and text) or ``envfile-missing``."""
+    words = " ".join(shlex.quote(p) for p in paths)
+    return (f"for f in {words}; do\n"
+            '    if [ -f "$f" ]; then echo "envfile $(printf \'%s\' "$f" | base64 -w0) $(base64 -w0 < "$f")"\n'
+            '    else echo "envfile-missing $(printf \'%s\' "$f" | base64 -w0)"; fi\n'
+            "done\n") if words else ""
+
+
+def _unit_files_lines() -> str:
+    """Inside the probe's unit loop: the unit's files as systemd loaded them (its fragment, then
+    its drop-ins), each a ``unitfile`` line (base64 path and text) or ``unitfile-missing``."""
+    return ('    for f in $(systemctl show -p FragmentPath --value "$unit") '
+            '$(systemctl show -p DropInPaths --value "$unit"); do\n'
+            '        if [ -f "$f" ]; then echo "unitfile $unit $(printf \'%s\' "$f" | base64 -w0) '
+            '$(base64 -w0 < "$f")"\n'
+            '        else echo "unitfile-missing $unit $(printf \'%s\' "$f" | base64 -w0)"; fi\n'
+            "    done\n")
+
+
+def probe_script(known_digest: str = "", unit_files: bool = False, environment_files: Iterable[str] = ()) -> str:
     """One round trip; ``known_digest``: the bundle digest the judge already holds (its text is
     then left out when unchanged). Tagged lines, parsed by ``parse_probe``; what a value could
-    hold (a process's environment, a file's name) travels base64-encoded, never as a line."""
+    hold (a process's environment, a file's name) travels base64-encoded, never as a line.
+    ``unit_files``: also each egress unit's files, the node's identity (for specifiers) and the
+    ``environment_files`` named (those the last look found the units naming)."""
     pattern = "|".join(PROXY_SPELLINGS)
     known = known_digest if re.fullmatch(r"[0-9a-f]{64}", known_digest) else "-"
-    return ("ID=\n"
+    identity = ('echo "identity $(printf \'host=%s\\0machine=%s\\0id=%s\\0version=%s\\0variant=%s\' '
+                '"$(uname -n)" "$(cat /etc/machine-id 2>/dev/null)" "$ID" "$VERSION_ID" "$VARIANT_ID" '
+                '| base64 -w0)"\n') if unit_files else ""
+    return ("set -f\nID=\n"  # no globbing: paths from the node are split on blanks, never expanded
             "if [ -r /etc/os-release ]; then . /etc/os-release; elif [ -r /usr/lib/os-release ]; then "
             ". /usr/lib/os-release; fi\n"
             + _layout_case() +
             'echo "os $ID"\n'
             'echo "boot $(cat /proc/sys/kernel/random/boot_id)"\n'
+            + identity +
             "for unit in $services; do\n"
             f"    state=$(systemctl show --timestamp=us+utc -p {','.join(SHOWN)} \"$unit\") || "
             '{ echo "systemctl show $unit failed" >&2; exit 3; }\n'
@@ -140,7 +177,9 @@ def probe_script(known_digest: str = "") -> str:
             f"            echo \"environ $unit $(grep -zE '^({pattern})=' \"/proc/$pid/environ\" | base64 -w0)\"\n"
             '        else echo "environ-unreadable $unit $pid"; fi\n'
             "    fi\n"
+            + (_unit_files_lines() if unit_files else "") +
             "done\n"
+            + (environment_files_script(environment_files) if unit_files else "") +
             'if [ -f "$bundle" ]; then\n'
             "    digest=$(sha256sum < \"$bundle\" | cut -d' ' -f1)\n"
             '    echo "digest $digest"\n'
@@ -221,6 +260,9 @@ def parse_probe(text: str, cache: BundleCache) -> LinuxNodeState:
     services: dict[str, ServiceState] = {}
     environments: dict[str, dict[str, str]] = {}
     files: list[str] = []
+    unit_files: dict[str, list[tuple[str, str]]] | None = None
+    environment_files: dict[str, str | None] = {}
+    identity: dict[str, str] = {}
     for line in text.splitlines():
         tag, _, rest = line.partition(" ")
         if tag == "os":
@@ -242,6 +284,22 @@ def parse_probe(text: str, cache: BundleCache) -> LinuxNodeState:
             bundle_text = rest.strip()
         elif tag == "files":
             files = _decoded(rest.strip(), "the file list")
+        elif tag == "identity":
+            identity = dict(item.partition("=")[::2] for item in _decoded(rest.strip(), "the node's identity"))
+            unit_files = {}
+        elif tag in ("unitfile", "unitfile-missing"):
+            unit, _, encoded = rest.partition(" ")
+            path_text, _, body = encoded.partition(" ")
+            path = _text(path_text, f"a file name of {unit}")
+            if tag == "unitfile-missing":
+                raise NodeError(f"systemd names {path!r} among {unit}'s files, and it is not a file there")
+            if unit_files is None:
+                raise NodeError("the Linux probe sent a unit's files before the node's identity")
+            unit_files.setdefault(unit, []).append((path, _text(body, f"{unit}'s file {path}")))
+        elif tag in ("envfile", "envfile-missing"):
+            path_text, _, body = rest.partition(" ")
+            path = _text(path_text, "an environment file's name")
+            environment_files[path] = _text(body, f"the environment file {path}") if tag == "envfile" else None
         else:
             raise NodeError(f"not a line of the Linux probe: {line[:80]!r}")
     layout = next((lay for lay in LAYOUTS if os_id in lay.os_ids), None)
@@ -253,7 +311,65 @@ def parse_probe(text: str, cache: BundleCache) -> LinuxNodeState:
         raise NodeError(f"the Linux probe's output is incomplete: {text[:200]!r}")
     services = {unit: dataclasses.replace(s, environment=environments.get(unit, {})) for unit, s in services.items()}
     trusted = cache.thumbprints(digest, bundle_text) if digest else frozenset()
-    return LinuxNodeState(os_id, layout, boot_id, services, digest, trusted, frozenset(files))
+    return LinuxNodeState(os_id, layout, boot_id, services, digest, trusted, frozenset(files),
+                          None if unit_files is None else {u: tuple(f) for u, f in unit_files.items()},
+                          environment_files, identity)
+
+
+def _text(encoded: str, what: str) -> str:
+    """One base64-encoded text (a file's name or contents, as the node has it)."""
+    try:
+        data = base64.b64decode(encoded.strip(), validate=True)
+    except binascii.Error as exc:
+        raise NodeError(f"{what} did not arrive as base64: {exc}") from None
+    return data.decode("utf-8", "surrogateescape")
+
+
+def unit_context(state: LinuxNodeState, unit: str) -> SpecifierContext:
+    """What ``unit``'s specifiers expand to on the node the state is of."""
+    files = (state.unit_files or {}).get(unit, ())
+    fragment = files[0][0] if files and not files[0][0].endswith(".conf") else ""
+    ident = state.identity
+    return SpecifierContext(unit, fragment_path=fragment, hostname=ident.get("host") or "localhost",
+                            machine_id=ident.get("machine") or "0" * 32, boot_id=state.boot_id,
+                            os_release={"ID": ident.get("id", ""), "VERSION_ID": ident.get("version", ""),
+                                        "VARIANT_ID": ident.get("variant", ""), "BUILD_ID": "", "IMAGE_ID": "",
+                                        "IMAGE_VERSION": ""})
+
+
+def environment_files_named(state: LinuxNodeState) -> set[str]:
+    """Every environment file the egress units' files name (their text is needed to know what
+    the units start with)."""
+    named: set[str] = set()
+    for unit, files in (state.unit_files or {}).items():
+        named |= {ref.path for ref in unit_settings(files, unit_context(state, unit), Warnings()).environment_files}
+    return named
+
+
+def boot_environments(state: LinuxNodeState) -> dict[str, dict[str, str] | None]:
+    """Each egress unit's proxy variables as its files alone give them, read with systemd's own
+    rules (``core.systemd``): what the next boot starts it with (None: it would not start — no
+    unit file, or an environment file missing that is not optional). ``state`` must hold the
+    units' files and every environment file they name."""
+    if state.unit_files is None:
+        raise ValueError("the look did not read the units' files")
+    found: dict[str, dict[str, str] | None] = {}
+    for unit, service in state.services.items():
+        if not service.found:
+            found[unit] = None
+            continue
+        files = state.unit_files.get(unit, ())
+        settings = unit_settings(files, unit_context(state, unit), Warnings())
+        missing = [r.path for r in settings.environment_files if r.path not in state.environment_files]
+        if missing:
+            raise ValueError(f"the look did not read {', '.join(missing)}")
+        try:
+            environment = start_environment(settings, {}, state.environment_files.get, Warnings())
+        except EnvironmentFileError:
+            found[unit] = None
+            continue
+        found[unit] = {k: v for k, v in environment.items() if k.upper() in PROXY_VARIABLES}
+    return found
 
 
 def _fetch_script() -> str:
@@ -283,15 +399,36 @@ def pull_command(image: str) -> str:
     return f"sudo -n crictl pull -- {shlex.quote(image)}"
 
 
-async def observe(connection: NodeConnection, cache: BundleCache, known_digest: str = "") -> LinuxNodeState:
+async def observe(connection: NodeConnection, cache: BundleCache, known_digest: str = "", unit_files: bool = False,
+                  environment_files: Iterable[str] = ()) -> LinuxNodeState:
     """One look at the node behind ``connection``, as root (``/proc/PID/environ`` of root's
     services is root's to read): the script on stdin of ``sudo -n sh``. Raises ``NodeError`` when
-    the node cannot be read."""
-    result = await connection.run("sudo -n sh", limit=20, input=probe_script(known_digest))
+    the node cannot be read. ``unit_files``, ``environment_files``: as ``probe_script``."""
+    text = await _as_root(connection, probe_script(known_digest, unit_files, environment_files), "the Linux probe")
+    return parse_probe(text, cache)
+
+
+async def read_environment_files(connection: NodeConnection, paths: Iterable[str]) -> dict[str, str | None]:
+    """The text of each of ``paths`` on the node (None: missing), as root."""
+    found: dict[str, str | None] = {}
+    text = await _as_root(connection, environment_files_script(paths), "reading environment files")
+    for line in text.splitlines():
+        tag, _, rest = line.partition(" ")
+        path_text, _, body = rest.partition(" ")
+        if tag not in ("envfile", "envfile-missing"):
+            raise NodeError(f"not a line of an environment file read: {line[:80]!r}")
+        path = _text(path_text, "an environment file's name")
+        found[path] = _text(body, f"the environment file {path}") if tag == "envfile" else None
+    return found
+
+
+async def _as_root(connection: NodeConnection, script: str, what: str) -> str:
+    """``script``'s output, run on stdin of ``sudo -n sh``; ``NodeError`` unless it exits 0."""
+    result = await connection.run("sudo -n sh", limit=20, input=script)
     if result.exit_status is None:  # the channel closed with no exit status: the node went away
-        raise NodeError(f"lost the SSH session to {connection.target.address} before the Linux probe finished "
+        raise NodeError(f"lost the SSH session to {connection.target.address} before {what} finished "
                         f"(the node going down?){': ' + str(result.stderr).strip()[:300] if result.stderr else ''}")
     if result.exit_status != 0:
-        raise NodeError(f"the Linux probe on {connection.target.address} exited {result.exit_status}: "
+        raise NodeError(f"{what} on {connection.target.address} exited {result.exit_status}: "
                         f"{str(result.stderr or '').strip()[:300]}")
-    return parse_probe(str(result.stdout or ""), cache)
+    return str(result.stdout or "")

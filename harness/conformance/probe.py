@@ -10,6 +10,7 @@ Connections are kept per node and reopened after a reboot; the host key is pinne
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -90,13 +91,15 @@ class NodeProbe:
     def __init__(self, client_key: asyncssh.SSHKey, port: int, username: str = "Administrator",
                  usernames: dict[str, str] | None = None, host_keys: dict[str, str] | None = None,
                  strict_host_keys: bool = False, on_pin: Callable[[str, str], None] | None = None,
-                 concurrency: int = PROBE_CONCURRENCY, linux: Iterable[str] = ()) -> None:
+                 concurrency: int = PROBE_CONCURRENCY, linux: Iterable[str] = (), unit_files: bool = False) -> None:
         """``usernames``: per-address SSH users (else ``username``); ``host_keys``: keys known
         beforehand (a known_hosts file, or pins an earlier probe of the run made); a node presenting
         another is refused (``HostKeyMismatch``); ``strict_host_keys``: refuse an address without
         one instead of pinning its key on first contact; ``on_pin(address, key)``: told each pin
         made on first contact; ``linux``: the addresses of Linux nodes (read with a POSIX shell, the
-        rest with PowerShell)."""
+        rest with PowerShell); ``unit_files``: each look at a Linux node also reads its egress
+        units' files and the environment files they name (``linuxprobe.boot_environments``: where
+        no lab evidence tells what the next boot starts them with)."""
         self.client_key = client_key
         self.port = port
         self.username = username
@@ -113,6 +116,10 @@ class NodeProbe:
         self._bundles = linuxprobe.BundleCache()
         self._bundle_digests: dict[str, str] = {}
         self.linux: set[str] = set(linux)
+        self.unit_files = unit_files
+        # The environment files each Linux node's units named at its last look: read in the same
+        # round trip next time (a second one only when the units name another)
+        self._environment_files: dict[str, list[str]] = {}
 
     def queued(self, address: str) -> float:
         """Seconds the round trips to ``address`` have waited, in all, for a slot behind other nodes'
@@ -198,9 +205,18 @@ class NodeProbe:
 
     async def observe_linux(self, address: str) -> linuxprobe.LinuxNodeState:
         """One look at a Linux node (``linuxprobe``); raises ``NodeError`` when it cannot be read."""
+        known = self._environment_files.get(address, [])
         state = await self._round_trip(address, lambda connection: linuxprobe.observe(
-            connection, self._bundles, self._bundle_digests.get(address, "")))
+            connection, self._bundles, self._bundle_digests.get(address, ""), self.unit_files, known))
         self._bundle_digests[address] = state.bundle_digest
+        if self.unit_files:
+            named = sorted(linuxprobe.environment_files_named(state))
+            unread = [p for p in named if p not in state.environment_files]
+            if unread:
+                more = await self._round_trip(address, lambda connection: linuxprobe.read_environment_files(
+                    connection, unread))
+                state = dataclasses.replace(state, environment_files={**state.environment_files, **more})
+            self._environment_files[address] = named
         return state
 
     async def pull(self, address: str, image: str) -> PullResult:

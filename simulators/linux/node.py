@@ -10,7 +10,8 @@ A reboot (``systemctl reboot``, ``reboot``, ``shutdown -r now``) returns 0 at on
 ``shutdown_delay`` the node goes down — every SSH connection cut, every command it was running
 killed with whatever it left behind, new connections refused (the listener closed) — for
 ``reboot_duration``, then boots: a new boot id (``/proc/sys/kernel/random/boot_id``, systemd's
-``%b``), every unit read afresh (no ``daemon-reload`` needed after a reboot), the enabled services
+``%b``), every unit read afresh (no ``daemon-reload`` needed after a reboot), the flavour's trust
+unit run (RHCOS's ``coreos-update-ca-trust.service``: the bundle extracted again), the enabled services
 started with their units' environment, then sshd listens. The session that asked is sometimes cut
 before its exit status reaches the client (``lost_exit_status_rate``, decided per reboot by a
 generator seeded from ``seed`` and the node's name), as over real SSH.
@@ -44,7 +45,7 @@ from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch,
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.kubelet import KubeletSettings, NodeIdentity, SimulatedKubelet
 from proxyfleet.simulators.linux.cloudinit import BOOT_FINISHED, OUTPUT_LOG, CloudConfig, WriteFile, parse_user_data
-from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
+from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, boot_trust_extraction
 from proxyfleet.simulators.linux.nodemounts import NodeMounts
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
 from proxyfleet.simulators.linux.nodeshell import (
@@ -184,6 +185,8 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         boot_id.parent.mkdir(parents=True, exist_ok=True)
         with self.model.lock:
             boot_id.write_text(f"{uuid.UUID(hex=record.boot_id)}\n")  # the kernel's spelling
+            if self.config.flavour.trust_unit is not None:  # early in the boot, before any service
+                boot_trust_extraction(self.model)
             self.model.systemd.boot(self.config.flavour.enabled, self.model.clock(), boot_id=record.boot_id)
             sync_proc(self.model)
         self.boots.append(record)

@@ -19,8 +19,10 @@ its exit status reached the client. A delayed ``shutdown -r +5``, ``-c``, and ``
 options are refused saying so.
 
 ``update-ca-trust`` (RHCOS's p11-kit script): with no argument or ``extract``, rebuilds the bundle
-from the anchors (``truststores.rhcos_extract``). Debian's ``update-ca-certificates`` is not here:
-the node runs Debian's own script on its files.
+from the anchors (``truststores.rhcos_extract``); RHCOS's ``coreos-update-ca-trust.service`` runs it
+at every boot before the services and on ``systemctl (re)start`` (``boot_trust_extraction``), so an
+anchor written and then rebooted into is trusted, as on a real RHCOS worker. Debian's
+``update-ca-certificates`` is not here: the node runs Debian's own script on its files.
 
 Everything else a reconciler sends runs as the host's real program on the node's tree
 (``nodemounts``).
@@ -49,7 +51,8 @@ SERVED_VERBS = ("start", "stop", "restart", "try-restart", "daemon-reload", "is-
 # The manager's environment verbs: their arguments are assignments or names, not units.
 ENVIRONMENT_VERBS = ("set-environment", "unset-environment", "show-environment")
 # The properties ``show -p`` serves (``MainPID`` names the process whose /proc/PID/environ tells).
-SHOWN_PROPERTIES = ("LoadState", "MainPID", "ActiveState", "NeedDaemonReload", "ExecMainStartTimestamp")
+SHOWN_PROPERTIES = ("LoadState", "MainPID", "ActiveState", "NeedDaemonReload", "ExecMainStartTimestamp",
+                    "FragmentPath", "DropInPaths")
 # ``--timestamp=`` styles (systemctl(1), 252) this model prints; ``pretty`` is the default.
 TIMESTAMP_STYLES = ("pretty", "us", "µs", "utc", "us+utc", "µs+utc", "unix")
 # systemctl's other verbs (systemctl(1), 252): real, so not "unknown", but not modelled here.
@@ -271,17 +274,22 @@ def _show(node: LinuxNodeModel, units: list[str], properties: list[str], value_o
         process = node.systemd.running.get(unit)
         sources = unit_sources(node.systemd.root, unit)
         found = sources.fragment is not None or bool(sources.drop_ins)
+        loaded = node.systemd.loaded.get(unit)
+        shown = loaded.sources if loaded is not None else sources  # the files the manager loaded it from
         values = {"LoadState": "loaded" if found else "not-found", "MainPID": str(process.pid if process else 0),
                   "ActiveState": "active" if process else "inactive",
                   "NeedDaemonReload": "yes" if node.systemd.needs_daemon_reload(unit) else "no",
                   "ExecMainStartTimestamp": format_timestamp(node.systemd.main_started.get(unit, 0.0),
-                                                             timestamp_style)}
+                                                             timestamp_style),
+                  "FragmentPath": shown.fragment or "", "DropInPaths": " ".join(shown.drop_ins)}
         blocks.append("".join(f"{values[p]}\n" if value_only else f"{p}={values[p]}\n" for p in properties))
     return Outcome(0, stdout="\n".join(blocks))
 
 
 def _one(node: LinuxNodeModel, verb: str, unit: str) -> Outcome:
     systemd, now = node.systemd, node.clock()
+    if unit == node.flavour.trust_unit and verb in ("start", "restart", "try-restart"):
+        return boot_trust_extraction(node)
     if verb == "start":
         return systemd.start(unit, now)
     if verb == "stop":
@@ -304,6 +312,16 @@ def update_ca_trust(node: LinuxNodeModel, args: list[str]) -> Outcome:
     staged.write_bytes(rhcos_extract(node.root))
     staged.replace(bundle)  # programs reading it see the old bundle or the new, never half
     return Outcome(0)
+
+
+def boot_trust_extraction(node: LinuxNodeModel) -> Outcome:
+    """The flavour's trust unit run (RHCOS's ``coreos-update-ca-trust.service``): ``update-ca-trust
+    extract`` unless the anchors directory is empty (its ``ConditionDirectoryNotEmpty=``: the unit
+    is skipped, which is no error). Its own active state is not modelled (a oneshot leaves no process)."""
+    anchors = node.root / node.flavour.trust.anchors.lstrip("/")
+    if not anchors.is_dir() or not any(anchors.iterdir()):
+        return Outcome(0)
+    return update_ca_trust(node, ["extract"])
 
 
 def request_reboot(node: LinuxNodeModel, command: str) -> Outcome:

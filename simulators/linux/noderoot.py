@@ -108,6 +108,27 @@ ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELE
 
 
 # The MCO's /etc/mco/proxy.env on a cluster without a proxy: its comment alone.
+# RHCOS's boot-time extraction (the ignition-integration package's unit, key lines): MCO restarts it
+# after writing the user CA (its NodeDisruptionPolicy default; older releases rebooted instead and
+# relied on it running at boot). The FCOS copy has ConditionFirstBoot=true; RHCOS's is taken to have
+# none: the unit shows in `systemd-analyze blame` of a worker's second boot, and before 4.14 a CA
+# change reached RHCOS nodes by a reboot alone (an inference from that evidence, not a file read).
+COREOS_UPDATE_CA_TRUST = """[Unit]
+Description=Run update-ca-trust
+ConditionDirectoryNotEmpty=/etc/pki/ca-trust/source/anchors/
+DefaultDependencies=no
+After=local-fs.target
+Requires=local-fs.target
+
+[Service]
+ExecStart=/usr/bin/update-ca-trust extract
+Type=oneshot
+RemainAfterExit=yes
+
+[Install]
+WantedBy=basic.target
+"""
+
 MCO_PROXY_ENV = "".join(f"# {line}\n" for line in (
     "Proxy environment variables will be populated in this file. Properly",
     "url encoded passwords with special characters will use '%<HEX><HEX>'.",
@@ -129,6 +150,9 @@ class Flavour:
     enabled: tuple[str, ...]  # started at boot, in this order (the runtime before the kubelet)
     identity: NodeIdentity  # what its kubelet registers
     proxy_env_directory: str | None = None  # where the MCO's proxy.env goes (RHCOS)
+    # A oneshot unit that extracts the trust bundle at every boot, before the services, when the
+    # anchors directory is not empty; ``systemctl (re)start`` of it extracts again (RHCOS)
+    trust_unit: str | None = None
 
     @property
     def services(self) -> tuple[str, str]:
@@ -148,6 +172,7 @@ RHCOS_NODE = Flavour(
         "/etc/node-sizing.env": "SYSTEM_RESERVED_MEMORY=1Gi\nSYSTEM_RESERVED_CPU=500m\n",
         # on every node from install, proxy or not (the MCO's etc-mco-proxy.yaml base template, 0644)
         "/etc/mco/proxy.env": MCO_PROXY_ENV,
+        "/usr/lib/systemd/system/coreos-update-ca-trust.service": COREOS_UPDATE_CA_TRUST,
     },
     runtime="crio.service",
     enabled=("crio.service", "kubelet.service"),
@@ -156,6 +181,7 @@ RHCOS_NODE = Flavour(
                           "5.14.0-427.40.1.el9_4.x86_64", "cri-o://1.30.6",
                           {"node.openshift.io/os_id": "rhcos", "node-role.kubernetes.io/worker": ""}),
     proxy_env_directory="/etc/mco",
+    trust_unit="coreos-update-ca-trust.service",
 )
 DEBIAN_NODE = Flavour(
     name="debian",

@@ -34,17 +34,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proxyfleet.simulators.linux.execenvironment import (
-    EnvironmentFileError,
-    EnvironmentFileRef,
-    Warnings,
-    environment_file_setting,
-    environment_setting,
-    service_environment,
-)
-from proxyfleet.simulators.linux.specifiers import SpecifierContext
+from proxyfleet.core.systemd.execenvironment import EnvironmentFileError, EnvironmentFileRef, Warnings
+from proxyfleet.core.systemd.specifiers import SpecifierContext
+from proxyfleet.core.systemd.unitenvironment import UnitSettings, start_environment, unit_settings
 from proxyfleet.simulators.linux.truststores import BundleTrust, go_roots
-from proxyfleet.simulators.linux.unitfiles import parse_unit_file
 from proxyfleet.simulators.linux.unitpaths import UnitSources, unit_sources
 
 # What the system manager passes every service before its own settings (a merged-/usr system).
@@ -135,18 +128,11 @@ class ServiceManager:
         context = SpecifierContext(unit, fragment_path=sources.fragment or "", hostname=self.hostname,
                                    boot_id=self.boot_id)
         warnings = Warnings()
-        environment: dict[str, str] = {}
-        files: list[EnvironmentFileRef] = []
-        for path in (p for p in (sources.fragment, *sources.drop_ins) if p is not None):
-            text = (self.root / path.lstrip("/")).read_bytes().decode("utf-8", "surrogateescape")
-            for assignment in parse_unit_file(text, path, warnings):
-                if assignment.section != "Service":
-                    continue
-                if assignment.key == "Environment":
-                    environment_setting(assignment.value, context, environment, warnings, path, assignment.line)
-                elif assignment.key == "EnvironmentFile":
-                    environment_file_setting(assignment.value, context, files, warnings, path, assignment.line)
-        return LoadedUnit(unit, sources, self._stamps(sources), environment, tuple(files), tuple(warnings.lines))
+        paths = [p for p in (sources.fragment, *sources.drop_ins) if p is not None]
+        texts = [(p, (self.root / p.lstrip("/")).read_bytes().decode("utf-8", "surrogateescape")) for p in paths]
+        settings = unit_settings(texts, context, warnings)
+        return LoadedUnit(unit, sources, self._stamps(sources), settings.environment, settings.environment_files,
+                          tuple(warnings.lines))
 
     def environment_at_boot(self, unit: str) -> dict[str, str] | None:
         """The environment ``unit`` would start with at the next boot: its files on disk read
@@ -162,8 +148,8 @@ class ServiceManager:
         """What a start of ``loaded`` gets: ``manager``'s block, the unit's ``Environment=`` over
         it, its environment files as they are now over that (``EnvironmentFileError``: one is
         missing and not optional)."""
-        files = [(ref, self._read(ref.path)) for ref in loaded.environment_files]
-        return service_environment({**manager, **loaded.environment}, files, warnings)
+        return start_environment(UnitSettings(loaded.environment, loaded.environment_files), manager, self._read,
+                                 warnings)
 
     def set_environment(self, assignments: dict[str, str]) -> None:
         """``systemctl set-environment``: services started from now on get these."""

@@ -389,7 +389,9 @@ def test_a_broken_operator_is_caught_from_outside(tmp_path: Path, variant: str, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("variant", "caught_by"), [("correct", None),
-                                                    ("linux-no-daemon-reload", "units-loaded")])
+                                                    ("linux-no-daemon-reload", "units-loaded"),
+                                                    # read from the node's own unit files, as systemd does
+                                                    ("linux-set-environment", "unit-environment")])
 def test_an_existing_clusters_linux_workers_are_judged_beside_its_windows_instances(
         tmp_path: Path, variant: str, caught_by: str | None) -> None:
     # `up --linux-nodes 1`: an RHCOS worker the cluster's own operator configures (the lab's stand-in
@@ -417,12 +419,10 @@ def test_an_existing_clusters_linux_workers_are_judged_beside_its_windows_instan
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-6000:]
         assert data["nodes"] == 3
         # the Linux meanings, from the node's own evidence (/proc, systemd, the extracted bundle)
-        for judged in ("converged", "service-environment", "units-loaded", "certificates", "services-restarted",
-                       "node-ready", "files"):
+        for judged in ("converged", "service-environment", "units-loaded", "unit-environment", "certificates",
+                       "services-restarted", "node-ready", "files"):
             assert on_worker[judged] == {"passed"}, (judged, on_worker)
         assert "registry-env" not in on_worker
-        # what the unit files give a next boot is the lab's model: skipped, with the reason
-        assert on_worker["unit-environment"] == {"skipped"}
     else:
         assert run.returncode == 1, run.stderr[-3000:]
         assert "failed" in on_worker[caught_by], on_worker

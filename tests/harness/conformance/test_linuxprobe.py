@@ -5,8 +5,11 @@ distributions; the bundle travels only when it changed."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import datetime as dt
 import functools
+import re
 from pathlib import Path
 
 import asyncssh
@@ -14,6 +17,7 @@ import certifi
 import pytest
 
 from proxyfleet.core.certificates import Certificate, certificates_in_bundle
+from proxyfleet.core.contract import PROXY_VARIABLES
 from proxyfleet.core.nodessh import NodeAddress, NodeConnection, NodeError
 from proxyfleet.core.probetargets import ProbeTargetError
 from proxyfleet.harness.conformance import linuxchecks
@@ -23,11 +27,14 @@ from proxyfleet.harness.conformance.linuxprobe import (
     BundleCache,
     LinuxNodeState,
     UnknownDistribution,
+    boot_environments,
+    environment_files_named,
     fetch_command,
     observe,
     parse_probe,
     probe_script,
     pull_command,
+    read_environment_files,
 )
 from proxyfleet.simulators.linux.node import LinuxNode
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
@@ -205,3 +212,57 @@ async def test_a_missing_unit_a_value_with_a_newline_and_a_linked_file_are_seen_
     assert seen.services["kubelet.service"].environment == {"NO_PROXY": "a\nfile /etc/forged"}
     assert "/etc/systemd/system/linked.conf" in seen.files and "/etc/forged" not in seen.files
     assert "crio.service not found (no unit file)" in linuxchecks.service_environment(seen, {}).observed
+
+
+async def test_the_units_files_read_over_ssh_give_what_the_next_boot_starts_them_with(lab: Lab,
+                                                                                    node: LinuxNode) -> None:
+    # What an existing cluster's judge reads instead of lab evidence: the units' files as systemd
+    # loaded them and the environment files they name, composed with systemd's rules — it must
+    # agree with the node's own systemd (the lab's evidence), and leave out set-environment's.
+    units = RHCOS.services
+    script = ("mkdir -p /etc/mco && printf '%s\\n' 'HTTP_PROXY=http://svc:p%40ss@proxy:3128' "
+              "'NO_PROXY=\"a b\"' > /etc/mco/proxy.env\n"
+              + "".join(drop_in(RHCOS_NODE, u, 'EnvironmentFile=/etc/mco/proxy.env\nEnvironment="http_proxy=x%%y"')
+                        for u in units)
+              + "mkdir -p /etc/systemd/system/kubelet.service.d && printf '[Service]\\nEnvironmentFile=\\n"
+                "EnvironmentFile=-/etc/mco/absent.env\\n' > /etc/systemd/system/kubelet.service.d/20-reset.conf\n"
+              + "systemctl daemon-reload && systemctl set-environment HTTPS_PROXY=http://runtime-only:1\n")
+    assert (await run(node, script)).exit_status == 0
+    async with NodeConnection(NodeAddress(node.config.address, node.port, "core"), KEY,
+                              node.host_key_openssh) as connection:
+        first = await observe(connection, BundleCache(), unit_files=True)
+        assert first.unit_files is not None
+        assert [p for p, _ in first.unit_files["kubelet.service"]][1:] == [
+            "/etc/systemd/system/kubelet.service.d/10-proxy.conf",
+            "/etc/systemd/system/kubelet.service.d/20-reset.conf"]
+        named = environment_files_named(first)
+        # crio's own fragment names its sysconfig file (optional) as on RHCOS
+        assert named == {"/etc/mco/proxy.env", "/etc/mco/absent.env", "/etc/sysconfig/crio"}
+        assert not first.environment_files
+        with pytest.raises(ValueError, match="did not read"):
+            boot_environments(first)
+        state = dataclasses.replace(first, environment_files=await read_environment_files(connection, sorted(named)))
+        assert state.environment_files["/etc/mco/absent.env"] is None
+        # a later look carries the files its units named last time: one round trip
+        again = await observe(connection, BundleCache(), unit_files=True, environment_files=sorted(named))
+    assert again.environment_files == state.environment_files
+    found = boot_environments(state)
+    systemd = node.model.systemd
+    expected = {u: {k: v for k, v in (systemd.environment_at_boot(u) or {}).items() if k.upper() in PROXY_VARIABLES}
+                for u in units}
+    assert found == expected
+    assert found["crio.service"] == {"HTTP_PROXY": "http://svc:p%40ss@proxy:3128", "NO_PROXY": "a b",
+                                     "http_proxy": "x%y"}
+    # the later drop-in emptied the list; the optional file that is not there adds nothing
+    assert found["kubelet.service"] == {"http_proxy": "x%y"}
+
+
+async def test_unit_files_are_read_only_with_the_nodes_identity_and_only_as_files() -> None:
+    head = "os rhcos\nboot " + "1" * 32 + "\n"
+    path = base64.b64encode(b"/etc/systemd/system/crio.service.d/x.conf").decode()
+    with pytest.raises(NodeError, match="before the node's identity"):
+        parse_probe(head + f"unitfile crio.service {path} \n", BundleCache())
+    identity = "identity " + base64.b64encode(b"host=w\0id=rhcos").decode() + "\n"
+    with pytest.raises(NodeError, match=re.escape("names '/etc/systemd/system/crio.service.d/x.conf' among "
+                                                  "crio.service's files, and it is not a file there")):
+        parse_probe(head + identity + f"unitfile-missing crio.service {path}\n", BundleCache())

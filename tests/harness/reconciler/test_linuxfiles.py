@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from proxyfleet.core.systemd.execenvironment import Warnings, load_environment_file
 from proxyfleet.harness.reconciler.linuxfiles import (
     DEBIAN,
     DROP_IN_TEXT,
@@ -14,7 +15,6 @@ from proxyfleet.harness.reconciler.linuxfiles import (
     node_files,
     proxy_env_text,
 )
-from proxyfleet.simulators.linux.execenvironment import Warnings, load_environment_file
 from proxyfleet.simulators.linux.noderoot import MCO_PROXY_ENV
 
 PROXY = {"HTTP_PROXY": "http://proxy.corp:3128", "HTTPS_PROXY": "http://proxy.corp:3128",

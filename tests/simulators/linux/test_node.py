@@ -13,16 +13,22 @@ from pathlib import Path
 import asyncssh
 import certifi
 import pytest
+import trustme
 
 from proxyfleet.simulators.linux.node import NO_SHELL, LinuxNode, LinuxNodeConfig
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import RHCOS_NODE
+from proxyfleet.simulators.linux.truststores import RHCOS
 from tests.support import wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
 pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
 SYSTEM_CAS = Path(certifi.where()).read_bytes()
 KEY = asyncssh.generate_private_key("ssh-ed25519")
+CORP_CA = trustme.CA().cert_pem.bytes()
+CA_LINE = CORP_CA.decode().splitlines()[3]  # a line of the certificate's body
+ANCHOR = f"{RHCOS.anchors}/corp.pem"
+BUNDLE = RHCOS.bundle
 
 
 @pytest.fixture
@@ -111,6 +117,10 @@ async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_r
         await conn.run("sudo mkdir -p /etc/systemd/system/kubelet.service.d && printf '[Service]\\n"
                        "Environment=HTTPS_PROXY=http://proxy.corp.internal:3128\\n' | "
                        "sudo tee /etc/systemd/system/kubelet.service.d/10-mco-default-env.conf >/dev/null", check=True)
+        # an anchor dropped in and never extracted: RHCOS's coreos-update-ca-trust.service does it at boot
+        await conn.run(f"sudo tee {ANCHOR} >/dev/null", input=CORP_CA.decode(), check=True)
+        unextracted = await conn.run(f"grep -c -F -- '{CA_LINE}' {BUNDLE}", check=False)
+        assert unextracted.stdout.strip() == "0"
         waiting = await conn.create_process("sleep 300")  # a session still open when the node goes down
         asked = await conn.run("sudo systemctl reboot", check=False)
         assert (asked.exit_status, asked.stdout, asked.stderr) == (0, "", "")
@@ -126,6 +136,8 @@ async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_r
     assert not alive(background)
     assert node.port == port  # sshd is back where it was
     async with connect(node) as conn:
+        extracted = await conn.run(f"grep -c -F -- '{CA_LINE}' {BUNDLE}", check=True)
+        assert extracted.stdout.strip() == "1"
         seen = await conn.run("cat /proc/sys/kernel/random/boot_id; systemctl show -p NeedDaemonReload --value kubelet; "
                               "tr '\\0' '\\n' < /proc/$(systemctl show -p MainPID --value kubelet)/environ | grep PROXY",
                               check=True)

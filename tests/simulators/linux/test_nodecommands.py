@@ -52,10 +52,21 @@ def test_update_ca_trust_is_rhcos_only_and_serves_only_extract(tmp_path: Path) -
     assert commands_for(DEBIAN_NODE) == ("systemctl",)
     node = model(tmp_path / "rhcos")
     ca = trustme.CA().cert_pem.bytes()
+    before = len(certificates_in_bundle((tmp_path / "rhcos" / RHCOS.bundle.lstrip("/")).read_bytes()))
     (tmp_path / "rhcos" / RHCOS.anchors.lstrip("/") / "proxy.pem").write_bytes(ca)
     assert run_command(node, "update-ca-trust", ["extract"]).code == 0
     bundle = (tmp_path / "rhcos" / RHCOS.bundle.lstrip("/")).read_bytes()
     assert certificates_in_bundle(ca)[0].thumbprint in {c.thumbprint for c in certificates_in_bundle(bundle)}
+    # RHCOS's coreos-update-ca-trust.service (what the Machine Config Operator restarts): the same
+    # extraction, skipped while the anchors directory is empty (its condition), never an error
+    (tmp_path / "rhcos" / RHCOS.anchors.lstrip("/") / "second.pem").write_bytes(trustme.CA().cert_pem.bytes())
+    assert run_command(node, "systemctl", ["restart", "coreos-update-ca-trust.service"]).code == 0
+    bundle = (tmp_path / "rhcos" / RHCOS.bundle.lstrip("/")).read_bytes()
+    assert len(certificates_in_bundle(bundle)) == before + 2
+    for anchor in (tmp_path / "rhcos" / RHCOS.anchors.lstrip("/")).iterdir():
+        anchor.unlink()
+    assert run_command(node, "systemctl", ["start", "coreos-update-ca-trust"]).code == 0
+    assert (tmp_path / "rhcos" / RHCOS.bundle.lstrip("/")).read_bytes() == bundle  # skipped: nothing extracted
     refused = run_command(node, "update-ca-trust", ["--fresh"])
     assert refused.code == 1 and "serves only 'extract'" in refused.stderr
     debian = model(tmp_path / "debian", DEBIAN_NODE)

@@ -139,6 +139,11 @@ async def test_a_services_environment_is_read_from_proc_as_on_a_real_node(tmp_pa
     assert after.stdout == b"kubelet\nID=rhcos\nHTTP_PROXY=http://proxy.corp.internal:3128\ngone\n", after.stderr
     shown = await run_on_node(model, mounts, "systemctl show -p ActiveState,NeedDaemonReload kubelet crio")
     assert shown.stdout == b"ActiveState=active\nNeedDaemonReload=no\n\nActiveState=active\nNeedDaemonReload=no\n"
+    # the files the manager loaded each unit from (what a judge reads a real node's units by)
+    paths = await run_on_node(model, mounts, "systemctl show -p FragmentPath,DropInPaths kubelet crio")
+    assert paths.stdout == (b"FragmentPath=/usr/lib/systemd/system/kubelet.service\n"
+                            b"DropInPaths=/etc/systemd/system/kubelet.service.d/10-mco-default-env.conf\n\n"
+                            b"FragmentPath=/usr/lib/systemd/system/crio.service\nDropInPaths=\n"), paths.stderr
     listed = await run_on_node(model, mounts, "ls /proc | grep '^[0-9]' | sort -n; readlink /dev/stdin; "
                                               "echo through-stdin | cat /dev/stdin")
     pids = sorted(p.pid for p in model.systemd.running.values())

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.simulators.linux.systemdkeys import KNOWN_KEYS, SYSTEMD_VERSION
+from proxyfleet.core.systemd.systemdkeys import KNOWN_KEYS, SYSTEMD_VERSION
 
 SYSTEMD = Path("/lib/systemd/systemd")
 

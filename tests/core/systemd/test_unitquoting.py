@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.simulators.linux.unitquoting import QuotingError, split_words, unescape_one, words_before_error
+from proxyfleet.core.systemd.unitquoting import QuotingError, split_words, unescape_one, words_before_error
 
 
 def test_the_documented_example() -> None:

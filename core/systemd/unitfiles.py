@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.simulators.linux.execenvironment import Warnings
-from proxyfleet.simulators.linux.systemdkeys import KNOWN_KEYS
+from proxyfleet.core.systemd.execenvironment import Warnings
+from proxyfleet.core.systemd.systemdkeys import KNOWN_KEYS
 
 _WHITESPACE = " \t\n\r"
 _COMMENTS = "#;"

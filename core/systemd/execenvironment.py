@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from proxyfleet.simulators.linux.specifiers import SpecifierContext, SpecifierError, expand
-from proxyfleet.simulators.linux.unitquoting import words_before_error
+from proxyfleet.core.systemd.specifiers import SpecifierContext, SpecifierError, expand
+from proxyfleet.core.systemd.unitquoting import words_before_error
 
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # sysconf(_SC_ARG_MAX) on Linux with the default 8 MiB stack: a quarter of it.

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.simulators.linux.execenvironment import (
+from proxyfleet.core.systemd.execenvironment import (
     EnvironmentFileError,
     EnvironmentFileRef,
     Warnings,
@@ -23,7 +23,7 @@ from proxyfleet.simulators.linux.execenvironment import (
     parse_environment_file,
     service_environment,
 )
-from proxyfleet.simulators.linux.specifiers import SpecifierContext
+from proxyfleet.core.systemd.specifiers import SpecifierContext
 
 DEMO = SpecifierContext("demo.service", fragment_path="/etc/systemd/system/demo.service")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.simulators.linux.specifiers import SpecifierContext, SpecifierError, expand
+from proxyfleet.core.systemd.specifiers import SpecifierContext, SpecifierError, expand
 
 KUBELET = SpecifierContext("kubelet.service", fragment_path="/etc/systemd/system/kubelet.service",
                            hostname="worker-3.lab")

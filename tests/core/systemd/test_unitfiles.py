@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.simulators.linux.execenvironment import Warnings, environment_setting
-from proxyfleet.simulators.linux.specifiers import SpecifierContext
-from proxyfleet.simulators.linux.unitfiles import parse_unit_file
+from proxyfleet.core.systemd.execenvironment import Warnings, environment_setting
+from proxyfleet.core.systemd.specifiers import SpecifierContext
+from proxyfleet.core.systemd.unitfiles import parse_unit_file
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
