@@ -140,7 +140,7 @@ class LabSettings:
     mitm_ca: trustme.CA | None = None
     shutdown_delay: float = 0.2
     reboot_duration: float = 0.6
-    heartbeat: float = 1.0  # kubelet lease renewal period
+    heartbeat: float = 1.0  # kubelet lease renewal period (at most HEARTBEATS_PER_SECOND in all: ``timing``)
     node_grace: float = 4.0  # lifecycle controller: silent longer than this -> NotReady
     restart_reads_current_environment: bool = False
     # As harsh as production by default: a fleet built over time has both OpenSSH default
@@ -197,6 +197,20 @@ class LabSettings:
     # one from here up: its origins listen on fixed ports).
     lab_index: int = 0
 
+    def heartbeat_and_grace(self) -> tuple[float, float]:
+        """The kubelets' lease period and the lifecycle controller's grace for this fleet: as set,
+        until the fleet would renew more than ``HEARTBEATS_PER_SECOND`` leases a second in all;
+        past that both grow together (their ratio, what NotReady means, kept). A real cluster's
+        kubelets renew every 10 s whatever its size; the lab compresses that to 1 s, which at 1,000
+        nodes is 1,000 renewals a second — more than one process can serve while it rolls the
+        fleet (1,000 nodes: 10 s and 40 s, a real cluster's own values)."""
+        every = self.nodes + self.linux_nodes
+        factor = max(1.0, every / (self.heartbeat * HEARTBEATS_PER_SECOND))
+        return self.heartbeat * factor, self.node_grace * factor
+
+
+# What the lab's simulated kubelets renew at most, in all (a real 1,000-node cluster's rate).
+HEARTBEATS_PER_SECOND = 100.0
 
 _Part = TypeVar("_Part")
 
@@ -284,12 +298,13 @@ class Lab:
         if vendor is not None and vendor.unbound_egress:
             proxy_egress = UNBOUND_EGRESS  # what its connections leave from: the origins accept that instead
 
+        heartbeat, node_grace = self.settings.heartbeat_and_grace()
         self._control_plane = ControlPlane(ControlPlaneSettings(
             state_dir=self.state_dir / "cluster",
             system_bundle_pem=system_bundle_pem(self.public_ca.cert_pem.bytes().decode()),
             install_config=self.settings.install_config, network=self.network,
-            node_grace=self.settings.node_grace,
-            node_monitor_period=max(self.settings.node_grace / 8, 0.2), bookmark_interval=5.0,
+            node_grace=node_grace,
+            node_monitor_period=max(node_grace / 8, 0.2), bookmark_interval=5.0,
             workload_replicas=max(1, self.settings.nodes - 1) if self.settings.workloads else 0))
         await self.control_plane.start()
         self._stack.append(("control plane", self.control_plane.stop))
@@ -333,9 +348,8 @@ class Lab:
         user_data = await self._capi_bootstrap() if self.settings.linux_bootstrap is not None else None
         kubelet = KubeletSettings(api_url=self.control_plane.internal_url,
                                   token=self.control_plane.kubelet_token, ca_pem=self.control_plane.ca_pem,
-                                  lease_interval=self.settings.heartbeat,
-                                  status_interval=self.settings.heartbeat * 5,
-                                  lease_duration=int(max(self.settings.node_grace, 1)))
+                                  lease_interval=heartbeat, status_interval=heartbeat * 5,
+                                  lease_duration=int(max(node_grace, 1)))
         self._fleet = Fleet(FleetSettings(
             nodes=self.settings.nodes, state_dir=self.state_dir / "fleet",
             shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,

@@ -24,6 +24,14 @@ def test_the_egress_firewall_is_on_unless_the_lab_is_made_open() -> None:
     assert LabSettings(egress_firewall=False).egress_firewall is False
 
 
+def test_heartbeats_and_grace_grow_together_once_the_fleet_would_renew_over_a_hundred_leases_a_second() -> None:
+    assert LabSettings(nodes=10).heartbeat_and_grace() == (1.0, 4.0)  # as set
+    assert LabSettings(nodes=100).heartbeat_and_grace() == (1.0, 4.0)
+    assert LabSettings(nodes=150, linux_nodes=150).heartbeat_and_grace() == pytest.approx((3.0, 12.0))
+    assert LabSettings(nodes=1000).heartbeat_and_grace() == pytest.approx((10.0, 40.0))  # a real cluster's
+    assert LabSettings(nodes=200, heartbeat=2.0, node_grace=40.0).heartbeat_and_grace() == (2.0, 40.0)
+
+
 async def test_a_started_lab_has_every_part_and_its_network_state() -> None:
     async with Lab(LabSettings(nodes=1, proxy=False)) as lab:
         assert lab.fleet.nodes and lab.control_plane.kubeconfig_path.exists()
