@@ -54,9 +54,9 @@ def service_environment(state: LinuxNodeState, wanted: Mapping[str, str | None])
 
 def unit_environment(environments: Mapping[str, Mapping[str, str] | None], wanted: Mapping[str, str | None]) -> Verdict:
     """What each egress unit's own files give it (``Environment=``, ``EnvironmentFile=``, as a
-    new boot's systemd reads them; lab evidence) is Proxy status in both spellings: the
-    configuration survives a reboot, not only the running processes (``systemctl
-    set-environment`` reaches them and is gone at the next boot)."""
+    new boot's systemd reads them: the lab's model, or the node's files read over SSH) is Proxy
+    status in both spellings: the configuration survives a reboot, not only the running processes
+    (``systemctl set-environment`` reaches them and is gone at the next boot)."""
     expected = both_spellings(wanted)
     wrong = []
     for unit, environment in sorted(environments.items()):
