@@ -318,7 +318,7 @@ def test_every_cluster_workflow_passes_from_outside_and_the_cluster_is_put_back(
             assert refused.returncode == 1 and len(errors) == 1 and said in errors[0], refused.stderr[-3000:]
             assert "Traceback" not in refused.stderr and "saved the cluster" not in refused.stderr
             assert _proxy_and_configmaps(api) == before
-        assert "cordoned:     runtime-add cordons one schedulable instance" in dry.stdout
+        assert "cordoned:     runtime-add cordons one schedulable Windows instance" in dry.stdout
         assert "drift:        the operator's trusted-ca ConfigMap is deleted" in dry.stdout
         report = tmp_path / "r.json"
         run = subprocess.run(lab.conformance_args("--json", str(report), "--junit", str(tmp_path / "r.xml"),

@@ -54,8 +54,9 @@ def test_the_shell_sees_the_nodes_files_and_the_hosts_programs(tmp_path: Path) -
     assert seen.returncode == 0, seen.stderr
     # its os-release, its hostname (the file and its UTS name), /root, only its own units (the
     # host's are hidden), root by name (the host's passwd shows through), an empty anchors directory
-    assert seen.stdout.split("\n") == ['ID="rhcos"', "worker-a", "worker-a", "worker-a", "/root", "crio.service",
-                                       "kubelet.service", "root", "0", ""]
+    assert seen.stdout.split("\n") == ['ID="rhcos"', "worker-a", "worker-a", "worker-a", "/root",
+                                       "coreos-update-ca-trust.service", "crio.service", "kubelet.service", "root",
+                                       "0", ""]
 
 
 RECONCILE = """set -e
