@@ -217,11 +217,7 @@ def _service(unit: str, fields: str) -> ServiceState:
 
 def _decoded(text: str, what: str) -> list[str]:
     """NUL-separated strings sent base64-encoded."""
-    try:
-        data = base64.b64decode(text, validate=True)
-    except binascii.Error as exc:
-        raise NodeError(f"{what} did not arrive as base64: {exc}") from None
-    return [item.decode("utf-8", "surrogateescape") for item in data.split(b"\0") if item]
+    return [item for item in _text(text, what).split("\0") if item]
 
 
 class BundleCache:
@@ -297,9 +293,8 @@ def parse_probe(text: str, cache: BundleCache) -> LinuxNodeState:
                 raise NodeError("the Linux probe sent a unit's files before the node's identity")
             unit_files.setdefault(unit, []).append((path, _text(body, f"{unit}'s file {path}")))
         elif tag in ("envfile", "envfile-missing"):
-            path_text, _, body = rest.partition(" ")
-            path = _text(path_text, "an environment file's name")
-            environment_files[path] = _text(body, f"the environment file {path}") if tag == "envfile" else None
+            path, content = _environment_file(tag, rest)
+            environment_files[path] = content
         else:
             raise NodeError(f"not a line of the Linux probe: {line[:80]!r}")
     layout = next((lay for lay in LAYOUTS if os_id in lay.os_ids), None)
@@ -314,6 +309,13 @@ def parse_probe(text: str, cache: BundleCache) -> LinuxNodeState:
     return LinuxNodeState(os_id, layout, boot_id, services, digest, trusted, frozenset(files),
                           None if unit_files is None else {u: tuple(f) for u, f in unit_files.items()},
                           environment_files, identity)
+
+
+def _environment_file(tag: str, rest: str) -> tuple[str, str | None]:
+    """An ``envfile`` line's path and text, or an ``envfile-missing`` line's path and None."""
+    path_text, _, body = rest.partition(" ")
+    path = _text(path_text, "an environment file's name")
+    return path, _text(body, f"the environment file {path}") if tag == "envfile" else None
 
 
 def _text(encoded: str, what: str) -> str:
@@ -414,11 +416,10 @@ async def read_environment_files(connection: NodeConnection, paths: Iterable[str
     text = await _as_root(connection, environment_files_script(paths), "reading environment files")
     for line in text.splitlines():
         tag, _, rest = line.partition(" ")
-        path_text, _, body = rest.partition(" ")
         if tag not in ("envfile", "envfile-missing"):
             raise NodeError(f"not a line of an environment file read: {line[:80]!r}")
-        path = _text(path_text, "an environment file's name")
-        found[path] = _text(body, f"the environment file {path}") if tag == "envfile" else None
+        path, content = _environment_file(tag, rest)
+        found[path] = content
     return found
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proxyfleet.core.systemd.execenvironment import EnvironmentFileError, EnvironmentFileRef, Warnings
+from proxyfleet.core.systemd.execenvironment import EnvironmentFileError, Warnings
 from proxyfleet.core.systemd.specifiers import SpecifierContext
 from proxyfleet.core.systemd.unitenvironment import UnitSettings, start_environment, unit_settings
 from proxyfleet.simulators.linux.truststores import BundleTrust, go_roots
@@ -63,8 +63,7 @@ class LoadedUnit:
     name: str
     sources: UnitSources
     stamps: tuple[tuple[str, int], ...]  # (node path, mtime in ns) of every file read
-    environment: dict[str, str]
-    environment_files: tuple[EnvironmentFileRef, ...]
+    settings: UnitSettings  # its Environment= and EnvironmentFile= as the files set them then
     warnings: tuple[str, ...]  # systemd's, as it parsed them (its journal)
 
 
@@ -131,8 +130,7 @@ class ServiceManager:
         paths = [p for p in (sources.fragment, *sources.drop_ins) if p is not None]
         texts = [(p, (self.root / p.lstrip("/")).read_bytes().decode("utf-8", "surrogateescape")) for p in paths]
         settings = unit_settings(texts, context, warnings)
-        return LoadedUnit(unit, sources, self._stamps(sources), settings.environment, settings.environment_files,
-                          tuple(warnings.lines))
+        return LoadedUnit(unit, sources, self._stamps(sources), settings, tuple(warnings.lines))
 
     def environment_at_boot(self, unit: str) -> dict[str, str] | None:
         """The environment ``unit`` would start with at the next boot: its files on disk read
@@ -148,8 +146,7 @@ class ServiceManager:
         """What a start of ``loaded`` gets: ``manager``'s block, the unit's ``Environment=`` over
         it, its environment files as they are now over that (``EnvironmentFileError``: one is
         missing and not optional)."""
-        return start_environment(UnitSettings(loaded.environment, loaded.environment_files), manager, self._read,
-                                 warnings)
+        return start_environment(loaded.settings, manager, self._read, warnings)
 
     def set_environment(self, assignments: dict[str, str]) -> None:
         """``systemctl set-environment``: services started from now on get these."""
