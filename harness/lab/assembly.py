@@ -182,11 +182,12 @@ class LabSettings:
     # internet pulls fail, as they would; off, an open network. Changed only by
     # ``Lab.set_egress_firewall``, never as a side effect of a cluster change.
     egress_firewall: bool = True
-    # Nodes run workloads, as production nodes do: a ReplicaSet behind a PodDisruptionBudget of
-    # one, and a DaemonSet; a reboot must be preceded by a drain. The ReplicaSet has one pod fewer
-    # than there are nodes: capacity for a drain to place its pods, as production plans it (with
-    # a pod on every node, an administrator's cordon and a budget of one, the last node of a
-    # two-node fleet could never be drained — kubectl drain would wait forever, rightly).
+    # Nodes run workloads, as production nodes do: ReplicaSets of up to 25 pods, each behind a
+    # PodDisruptionBudget of one, and a DaemonSet; a reboot must be preceded by a drain. The
+    # ReplicaSets have one pod fewer in all than there are nodes: capacity for a drain to place its
+    # pods, as production plans it (with a pod on every node, an administrator's cordon and a
+    # budget of one, the last node of a two-node fleet could never be drained — kubectl drain
+    # would wait forever, rightly). Many services drain side by side (``workloads.SERVICE_PODS``).
     workloads: bool = True
     # A vendor's proxy as the corporate proxy instead of the lab's mitmdump (``--proxy-command``,
     # ``--proxy-url``): the origins then listen on their real ports and the proxy gets a hosts file.

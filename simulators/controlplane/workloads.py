@@ -36,7 +36,12 @@ from proxyfleet.simulators.controlplane.termination import terminating
 from proxyfleet.simulators.controlplane.watching import WatchingController
 
 WORKLOAD_NAMESPACE = "lab-workloads"
-SERVICE_NAME = "web"  # a ReplicaSet spread one pod per node, guarded by a budget of one
+SERVICE_NAME = "web"  # ReplicaSets spread one pod per node, each guarded by a budget of one
+# The most pods one service has. A fleet hosts many services, each with its own budget, so drains
+# of nodes running different services proceed side by side; one 999-pod service behind a budget of
+# one would make every 1,000-node rollout ~30 minutes of one-at-a-time evictions, a shape no
+# production fleet of that size runs. Labs of up to 26 nodes have the one service they always had.
+SERVICE_PODS = 25
 AGENT_NAME = "node-agent"  # a DaemonSet: drains leave its pods (kubectl drain --ignore-daemonsets)
 WINDOWS_IMAGE = "mcr.microsoft.com/windows/servercore:ltsc2022"
 NAMESPACES = resource("", "namespaces")
@@ -58,22 +63,38 @@ def _template(app: str) -> dict[str, Any]:
                      "terminationGracePeriodSeconds": 30}}
 
 
+def service_sizes(replicas: int) -> list[int]:
+    """How ``replicas`` pods are split into services: as few as hold at most ``SERVICE_PODS`` each,
+    as even as can be (the first ones one larger)."""
+    count = max(1, -(-replicas // SERVICE_PODS))
+    return [replicas // count + (1 if i < replicas % count else 0) for i in range(count)]
+
+
+def service_names(replicas: int) -> list[str]:
+    """Each service's name: ``web`` for a lab with one, ``web-1`` … ``web-N`` with more."""
+    count = len(service_sizes(replicas))
+    return [SERVICE_NAME] if count == 1 else [f"{SERVICE_NAME}-{i}" for i in range(1, count + 1)]
+
+
 def lab_workloads(replicas: int) -> list[tuple[ResourceType, dict[str, Any]]]:
-    """The objects a lab starts with: a namespace, a ReplicaSet of ``replicas`` pods (one per node
-    when it equals the node count), a budget allowing one of them down, and a node agent."""
+    """The objects a lab starts with: a namespace; ``replicas`` pods (one per node when it equals
+    the node count) in ReplicaSets of at most ``SERVICE_PODS``, each behind a budget allowing one of
+    its pods down; and a node agent."""
     metadata = {"namespace": WORKLOAD_NAMESPACE}
-    return [
+    objects: list[tuple[ResourceType, dict[str, Any]]] = [
         (NAMESPACES, {"metadata": {"name": WORKLOAD_NAMESPACE}, "spec": {"finalizers": ["kubernetes"]},
-                      "status": {"phase": "Active"}}),
-        (REPLICASETS, {"metadata": {"name": SERVICE_NAME, **metadata},
-                       "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": SERVICE_NAME}},
-                                "template": _template(SERVICE_NAME)}}),
-        (PDBS, {"metadata": {"name": SERVICE_NAME, **metadata},
-                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": SERVICE_NAME}}}}),
-        (DAEMONSETS, {"metadata": {"name": AGENT_NAME, **metadata},
-                      "spec": {"selector": {"matchLabels": {"app": AGENT_NAME}},
-                               "template": _template(AGENT_NAME)}}),
-    ]
+                      "status": {"phase": "Active"}})]
+    for name, size in zip(service_names(replicas), service_sizes(replicas), strict=True):
+        objects += [
+            (REPLICASETS, {"metadata": {"name": name, **metadata},
+                           "spec": {"replicas": size, "selector": {"matchLabels": {"app": name}},
+                                    "template": _template(name)}}),
+            (PDBS, {"metadata": {"name": name, **metadata},
+                    "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": name}}}})]
+    objects.append((DAEMONSETS, {"metadata": {"name": AGENT_NAME, **metadata},
+                                 "spec": {"selector": {"matchLabels": {"app": AGENT_NAME}},
+                                          "template": _template(AGENT_NAME)}}))
+    return objects
 
 
 def evictable(pod: dict[str, Any]) -> bool:
@@ -130,12 +151,16 @@ class WorkloadControllers(WatchingController):
                 self._delete(pod)  # pod GC: its node is gone
             else:
                 live.append(pod)
+        # Active pods only: a Terminating one is replaced at once (the ReplicaSet controller's
+        # FilterActivePods), while it is still bound to its node.
+        active: dict[str, int] = {}
+        for pod in live:
+            if not terminating(pod):
+                uid = (controller_of(pod) or {}).get("uid", "")
+                active[uid] = active.get(uid, 0) + 1
         for replica_set in self.store.scan(REPLICASETS):
-            # Active pods only: a Terminating one is replaced at once (the ReplicaSet controller's
-            # FilterActivePods), while it is still bound to its node.
-            owned = [p for p in live if (controller_of(p) or {}).get("uid") == replica_set["metadata"]["uid"]
-                     and not terminating(p)]
-            missing = int((replica_set.get("spec") or {}).get("replicas", 1)) - len(owned)
+            wanted = int((replica_set.get("spec") or {}).get("replicas", 1))
+            missing = wanted - active.get(replica_set["metadata"]["uid"], 0)
             live.extend(self._create(replica_set, None) for _ in range(max(0, missing)))
         for daemon_set in self.store.scan(DAEMONSETS):
             uid = daemon_set["metadata"]["uid"]

@@ -16,7 +16,16 @@ from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
 from proxyfleet.simulators.controlplane.resources import NODES, PDBS, PODS
-from proxyfleet.simulators.controlplane.workloads import AGENT_NAME, SERVICE_NAME, WORKLOAD_NAMESPACE, evictable
+from proxyfleet.simulators.controlplane.workloads import (
+    AGENT_NAME,
+    SERVICE_NAME,
+    SERVICE_PODS,
+    WORKLOAD_NAMESPACE,
+    evictable,
+    lab_workloads,
+    service_names,
+    service_sizes,
+)
 from tests.simulators.controlplane.apirequests import raw
 from tests.support import run_bound_pods, wait_until, workload_plane
 
@@ -185,3 +194,43 @@ async def test_a_pod_is_placed_only_where_its_node_selector_fits(plane: ControlP
     plane.workloads.reconcile()  # a scheduling pass that has certainly seen the pod
     plane_pods = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in plane.store.list(PODS, WORKLOAD_NAMESPACE)}
     assert plane_pods["nowhere"] is None and plane_pods["cordoned"] is None  # Pending: no node fits
+
+
+def test_a_large_fleet_hosts_many_services_each_behind_its_own_budget() -> None:
+    assert service_sizes(1) == [1] and service_sizes(SERVICE_PODS) == [SERVICE_PODS]
+    assert service_names(SERVICE_PODS) == [SERVICE_NAME]  # every lab of up to 26 nodes: one service, as before
+    assert service_sizes(SERVICE_PODS + 1) == [13, 13]
+    assert service_sizes(999) == [25] * 39 + [24] and sum(service_sizes(999)) == 999
+    assert service_names(60) == ["web-1", "web-2", "web-3"]
+    kinds = [(kind.plural, obj["metadata"]["name"], obj["spec"].get("replicas")) for kind, obj in lab_workloads(60)]
+    assert kinds == [("namespaces", WORKLOAD_NAMESPACE, None),
+                     ("replicasets", "web-1", 20), ("poddisruptionbudgets", "web-1", None),
+                     ("replicasets", "web-2", 20), ("poddisruptionbudgets", "web-2", None),
+                     ("replicasets", "web-3", 20), ("poddisruptionbudgets", "web-3", None),
+                     ("daemonsets", AGENT_NAME, None)]
+
+
+async def test_drains_of_different_services_proceed_side_by_side(tmp_path: Path) -> None:
+    names = tuple(f"win-{i:04d}" for i in range(1, SERVICE_PODS + 3))  # 27 nodes: two services
+    async with workload_plane(tmp_path / "cluster", names) as plane:
+        apps = service_names(len(names))
+        assert apps == ["web-1", "web-2"]
+        await wait_until(lambda: all(p["spec"].get("nodeName") for app in apps for p in pods(plane, app))
+                         and len(pods(plane, "web-1")) + len(pods(plane, "web-2")) == len(names),
+                         what="every service's pods bound")
+        run_bound_pods(plane)
+        await wait_until(lambda: all((plane.store.get(PDBS, WORKLOAD_NAMESPACE, app).get("status") or {})
+                                     .get("disruptionsAllowed") == 1 for app in apps),
+                         what="each budget to allow one disruption")
+        api = config.new_client_from_config(config_file=str(plane.kubeconfig_path))
+        try:
+            core = client.CoreV1Api(api)
+            first, second = (pods(plane, app)[:2] for app in apps)
+            await evict(core, first[0])
+            await evict(core, second[0])  # another service's budget: allowed at the same time
+            with pytest.raises(ApiException) as refused:
+                await evict(core, first[1])  # the same service's second: refused until a replacement runs
+            assert refused.value.status == 429 and "The disruption budget web-1 needs" in refused.value.body
+        finally:
+            api.close()
+        assert [d.outcome for d in plane.server.disruptions.entries] == ["evicted", "evicted", "refused"]
