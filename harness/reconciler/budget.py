@@ -48,7 +48,9 @@ class DisruptionBudget:
         finally:
             async with self._changed:
                 self.rebooting.discard(address)
-                self._changed.notify_all()
+                # As many waiters as there are free slots, not all of them: at 1,000 nodes hundreds
+                # wait, and each woken one counts the fleet's unavailable nodes again.
+                self._changed.notify(max(1, self.limit - self.unavailable()))
 
     async def reachable(self, address: str, reachable: bool) -> None:
         """Record whether the last attempt to reach ``address`` succeeded."""

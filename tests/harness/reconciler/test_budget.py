@@ -4,6 +4,7 @@ restart) all count against maxUnavailable; a waiting reboot starts when a slot f
 import asyncio
 
 from proxyfleet.harness.reconciler.budget import DisruptionBudget
+from tests.support import wait_until
 
 
 async def test_a_reboot_waits_for_a_free_slot() -> None:
@@ -67,3 +68,38 @@ async def test_a_node_never_waits_for_itself() -> None:
 async def _enter(budget: DisruptionBudget, address: str) -> None:
     async with budget.reboot(address):
         pass
+
+
+
+async def test_a_freed_slot_wakes_one_waiter_not_every_waiter() -> None:
+    # At 1,000 nodes hundreds of reboots wait; each one woken counts the fleet's unavailable nodes.
+    budget = DisruptionBudget(2)
+    counts: list[str] = []
+    original = budget.unavailable
+
+    def counting(besides: str = "") -> int:
+        counts.append(besides)
+        return original(besides)
+
+    budget.unavailable = counting  # type: ignore[method-assign]
+    release = {name: asyncio.Event() for name in ["a", "b", *(f"w{i}" for i in range(20))]}
+    admitted: list[str] = []
+
+    async def reboot(name: str) -> None:
+        async with budget.reboot(name):
+            admitted.append(name)
+            await release[name].wait()
+
+    tasks = [asyncio.create_task(reboot(name)) for name in release]
+    await wait_until(lambda: admitted == ["a", "b"] and len(counts) >= 22, what="every waiter at the budget")
+    counts.clear()
+    release["a"].set()
+    await wait_until(lambda: len(admitted) == 3, what="one waiter admitted")
+    for _ in range(5):
+        await asyncio.sleep(0)  # any other waiter woken would count now
+    assert len(counts) <= 3, counts  # the release's own count, the admitted waiter's, no more
+    for name in release:  # every waiter still gets its turn
+        release[name].set()
+    await asyncio.gather(*tasks)
+    assert sorted(admitted) == sorted(release)
+

@@ -20,6 +20,7 @@ from proxyfleet.core.certificates import Certificate
 from proxyfleet.core.contract import INSTANCES, OPERATOR_NAMESPACE, PROXY, STATE_LABEL
 from proxyfleet.harness.lab import Lab, LabSettings, admin
 from proxyfleet.harness.reconciler import Reconciler, ReconcilerSettings, make_reconciler
+from proxyfleet.harness.reconciler.controller import NodeRecord
 from proxyfleet.harness.reconciler.draining import DrainTimeout
 from proxyfleet.harness.reconciler.hostkeys import PINS_CONFIGMAP
 from proxyfleet.harness.reconciler.reporting import CONFIG_HASH, REBOOT_PENDING
@@ -546,3 +547,15 @@ def test_windows_instances_are_parsed_once_per_version_of_the_configmap() -> Non
     rec.watch.configmaps.apply("MODIFIED", configmap("2", {"10.0.0.1": "username=Administrator",
                                                            "10.0.0.2": "username=svc"}))
     assert rec.instances() == {"10.0.0.1": "Administrator", "10.0.0.2": "svc"}
+
+
+def test_a_records_owed_reboot_is_indexed_as_it_is_set() -> None:
+    owing: set[str] = set()
+    record = NodeRecord(address="10.0.0.5", owing=owing)
+    assert owing == set()
+    record.reboot_pending = "boot-1"
+    assert owing == {"10.0.0.5"}
+    record.reboot_pending = None
+    assert owing == set()
+    NodeRecord(address="10.0.0.6", owing=owing, reboot_pending="boot-2")
+    assert owing == {"10.0.0.6"}
