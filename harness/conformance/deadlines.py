@@ -4,15 +4,15 @@ A step that changes the proxy variables rolls every member it touches: each is d
 workload's pods evicted through their services' PodDisruptionBudgets of one: one eviction at a
 time per service, and in a lab of up to 26 nodes one service spans the fleet), rebooted and its
 services started again, in waves of maxUnavailable. A step that changes only trusted CAs is
-applied live. A fixed deadline fits one fleet size: at 300 nodes the
-old 60 s failed a correct reconciler whose rollout simply could not fit in it.
+applied live. A fixed deadline fits one fleet size: at 300 nodes the old 60 s failed a correct
+reconciler whose rollout simply could not fit in it.
 
 The default deadline is therefore the step's plan, priced with the lab's own timings and a margin
 (``WAVE_MARGIN`` per reboot wave, ``EVICTION_MARGIN`` per eviction, priced one at a time across
 the fleet: exact for one service, an upper bound where several drain side by side), never under
-``FLOOR`` (a live change, the reconciler's reaction to the watch and its verification). ``--converge-timeout`` is an
-explicit override. Time in which the lab's own event loop could not run still moves the deadline
-(``converging.converge``); a reconciler's own slowness is never excused.
+``FLOOR`` (a live change, the reconciler's reaction to the watch and its verification).
+``--converge-timeout`` is an explicit override. Time in which the lab's own event loop could not
+run still moves the deadline (``converging.converge``); a reconciler's own slowness is never excused.
 
 Pure: the judge fills in the plan and the timings.
 """

@@ -355,8 +355,9 @@ class Reconciler:
         assert self.watch is not None
         # Decide nothing on a partial cache: without the Proxy, every node would look proxy-less.
         await self.watch.synced.wait()
-        record = self.records.get(address) or self.records.setdefault(
-            address, NodeRecord(address=address, owing=self._owing))
+        record = self.records.get(address)
+        if record is None:
+            record = self.records[address] = NodeRecord(address=address, owing=self._owing)
         node = self.watch.node_by_address(address)
         labels = (node or {}).get("metadata", {}).get("labels") or {}
         linux = address in self.linux_instances() or (

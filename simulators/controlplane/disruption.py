@@ -144,16 +144,13 @@ def compute_budgets(pdbs: list[dict[str, Any]], pods: list[dict[str, Any]],
     groups: dict[tuple[Any, tuple[tuple[str, str], ...]], list[dict[str, Any]]] = {}
     for pod in pods:
         metadata = pod.get("metadata") or {}
-        key = (metadata.get("namespace"), tuple(sorted((metadata.get("labels") or {}).items())))
-        groups.setdefault(key, []).append(pod)
-    results = []
-    for pdb in pdbs:
-        namespace = (pdb.get("metadata") or {}).get("namespace")
-        selector = (pdb.get("spec") or {}).get("selector")
-        selected = [pod for (pod_namespace, labels), members in groups.items()
-                    if pod_namespace == namespace and selector_matches(selector, dict(labels)) for pod in members]
-        results.append((pdb, compute_budget(pdb, selected, scales)))
-    return results
+        groups.setdefault((metadata.get("namespace"), tuple(sorted((metadata.get("labels") or {}).items()))),
+                          []).append(pod)
+    selected: dict[int, list[dict[str, Any]]] = {id(pdb): [] for pdb in pdbs}
+    for members in groups.values():
+        for pdb in budgets_for(members[0], pdbs):  # the first stands for its group: same namespace, labels
+            selected[id(pdb)].extend(members)
+    return [(pdb, compute_budget(pdb, selected[id(pdb)], scales)) for pdb in pdbs]
 
 
 def eviction_decision(pod: dict[str, Any], budgets: list[Budget]) -> APIError | None:

@@ -70,7 +70,6 @@ async def _enter(budget: DisruptionBudget, address: str) -> None:
         pass
 
 
-
 async def test_a_freed_slot_wakes_one_waiter_not_every_waiter() -> None:
     # At 1,000 nodes hundreds of reboots wait; each one woken counts the fleet's unavailable nodes.
     budget = DisruptionBudget(2)
@@ -102,4 +101,3 @@ async def test_a_freed_slot_wakes_one_waiter_not_every_waiter() -> None:
         release[name].set()
     await asyncio.gather(*tasks)
     assert sorted(admitted) == sorted(release)
-
