@@ -6,6 +6,7 @@ Pure functions over plain data: ``desired_state`` (Proxy status + trusted-ca bun
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -34,8 +35,9 @@ class DesiredState:
     # does not reflect its spec yet. Not part of the node's state: not in ``config_hash``.
     revision: str | None = None
 
-    @property
+    @functools.cached_property
     def thumbprints(self) -> frozenset[str]:
+        # cached: plans test every thumbprint of the bundle (~150) against it
         return frozenset(c.thumbprint for c in self.certificates)
 
     def config_hash(self) -> str:

@@ -4,10 +4,10 @@ patch (RFC 6902)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from proxyfleet.simulators.controlplane.errors import APIError, bad_request
+from proxyfleet.simulators.controlplane.jsoncopy import copy_json
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -17,8 +17,8 @@ APPLY = "application/apply-patch+yaml"
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return copy_json(patch)
+    result = copy_json(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -110,7 +110,7 @@ def json_patch(document: Any, operations: Any) -> Any:
     operation that cannot apply is a 422, as kube-apiserver answers."""
     if not isinstance(operations, list) or not all(isinstance(o, dict) for o in operations):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    document = copy.deepcopy(document)
+    document = copy_json(document)
     for operation in operations:
         op = operation.get("op")
         if op not in ("add", "remove", "replace", "move", "copy", "test"):
@@ -127,19 +127,19 @@ def json_patch(document: Any, operations: Any) -> Any:
             source = _pointer(operation["from"], "from", op)
             if op == "move" and parts[:len(source)] == source and len(parts) > len(source):
                 raise _unprocessable(f"move operation does not apply: {path} is inside {operation['from']}")
-            value = copy.deepcopy(_get(document, source, operation["from"], op))
+            value = copy_json(_get(document, source, operation["from"], op))
             if op == "move":
                 _remove(document, source, operation["from"], op)
             document = _add(document, parts, value, path, op)
         elif op == "add":
-            document = _add(document, parts, copy.deepcopy(operation["value"]), path, op)
+            document = _add(document, parts, copy_json(operation["value"]), path, op)
         elif op == "remove":
             _remove(document, parts, path, op)
         elif op == "replace":
             _get(document, parts, path, op)  # must exist
             if parts:
                 _remove(document, parts, path, op)
-            document = _add(document, parts, copy.deepcopy(operation["value"]), path, op)
+            document = _add(document, parts, copy_json(operation["value"]), path, op)
         elif _get(document, parts, path, op) != operation["value"]:  # test
             raise _unprocessable(f"testing value {path} failed: test failed")
     return document

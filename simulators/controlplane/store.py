@@ -9,7 +9,6 @@ write (same resourceVersion, no event), as in kube-apiserver.
 from __future__ import annotations
 
 import asyncio
-import copy
 import datetime as dt
 import itertools
 import json
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxyfleet.simulators.controlplane.errors import already_exists, bad_request, conflict, gone, not_found
+from proxyfleet.simulators.controlplane.jsoncopy import copy_json
 from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
 
 Predicate = Callable[[dict[str, Any]], bool]
@@ -157,7 +157,7 @@ class Store:
         stored = self._bucket(resource_type).get((namespace, name))
         if stored is None:
             raise not_found(resource_type.plural, name, resource_type.group)
-        return copy.deepcopy(stored)
+        return copy_json(stored)
 
     def list(self, resource_type: ResourceType, namespace: str | None,
              predicate: Predicate | None = None) -> list[dict[str, Any]]:
@@ -165,13 +165,13 @@ class Store:
                  if namespace is None or ns == namespace]
         if predicate is not None:
             items = [obj for obj in items if predicate(obj)]
-        return copy.deepcopy(items)
+        return copy_json(items)
 
     # --- writes ------------------------------------------------------------------------------
 
     def create(self, resource_type: ResourceType, obj: dict[str, Any], *,
                dry_run: bool = False) -> dict[str, Any]:
-        obj = copy.deepcopy(obj)
+        obj = copy_json(obj)
         metadata = obj.setdefault("metadata", {})
         namespace = metadata.get("namespace", "") if resource_type.namespaced else ""
         name = metadata["name"]
@@ -189,7 +189,7 @@ class Store:
         metadata["resourceVersion"] = str(self._bump())
         bucket[(namespace, name)] = obj
         self._record("ADDED", resource_type, None, obj)
-        return copy.deepcopy(obj)
+        return copy_json(obj)
 
     def update(self, resource_type: ResourceType, namespace: str, name: str,
                obj: dict[str, Any], *, subresource: str | None = None,
@@ -206,24 +206,24 @@ class Store:
         if given_rv and str(given_rv) != existing["metadata"]["resourceVersion"]:
             raise conflict(resource_type.plural, name, resource_type.group)
         if subresource == "status":
-            updated = copy.deepcopy(existing)
+            updated = copy_json(existing)
             if "status" in obj:
-                updated["status"] = copy.deepcopy(obj["status"])
+                updated["status"] = copy_json(obj["status"])
             else:
                 updated.pop("status", None)
         else:
-            updated = copy.deepcopy(obj)
+            updated = copy_json(obj)
             updated["apiVersion"], updated["kind"] = resource_type.api_version, resource_type.kind
             keep = {k: existing["metadata"][k] for k in ("uid", "creationTimestamp", "generation",
                                                          "namespace", "name", *DELETION_FIELDS)
                     if k in existing["metadata"]}
-            updated["metadata"] = {**copy.deepcopy(metadata), **keep}
+            updated["metadata"] = {**copy_json(metadata), **keep}
             for key in DELETION_FIELDS:  # set only by a DELETE, never by an update (as the apiserver resets them)
                 if key not in existing["metadata"]:
                     updated["metadata"].pop(key, None)
             if resource_type.status_subresource:
                 if "status" in existing:
-                    updated["status"] = copy.deepcopy(existing["status"])
+                    updated["status"] = copy_json(existing["status"])
                 else:
                     updated.pop("status", None)
             if "spec" in updated and updated.get("spec") != existing.get("spec"):
@@ -232,11 +232,11 @@ class Store:
                 updated["metadata"]["generation"] = 1
         updated["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         if _same(updated, existing) or dry_run:
-            return copy.deepcopy(updated if dry_run else existing)
+            return copy_json(updated if dry_run else existing)
         updated["metadata"]["resourceVersion"] = str(self._bump())
         bucket[(namespace, name)] = updated
         self._record("MODIFIED", resource_type, existing, updated)
-        return copy.deepcopy(updated)
+        return copy_json(updated)
 
     def mark_deleting(self, resource_type: ResourceType, namespace: str, name: str,
                       metadata: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
@@ -246,7 +246,7 @@ class Store:
         existing = bucket.get((namespace, name))
         if existing is None:
             raise not_found(resource_type.plural, name, resource_type.group)
-        updated = copy.deepcopy(existing)
+        updated = copy_json(existing)
         for key in DELETION_FIELDS:
             updated["metadata"][key] = metadata[key]
         if dry_run:
@@ -254,7 +254,7 @@ class Store:
         updated["metadata"]["resourceVersion"] = str(self._bump())
         bucket[(namespace, name)] = updated
         self._record("MODIFIED", resource_type, existing, updated)
-        return copy.deepcopy(updated)
+        return copy_json(updated)
 
     def delete(self, resource_type: ResourceType, namespace: str, name: str, *,
                dry_run: bool = False) -> dict[str, Any]:
@@ -263,7 +263,7 @@ class Store:
         if existing is None:
             raise not_found(resource_type.plural, name, resource_type.group)
         if dry_run:
-            return copy.deepcopy(existing)
+            return copy_json(existing)
         if resource_type.plural == "namespaces" and resource_type.group == "":
             for other in RESOURCE_TYPES:
                 if other.namespaced:
@@ -271,7 +271,7 @@ class Store:
                         if ns == name:
                             self.delete(other, ns, other_name)
         del bucket[(namespace, name)]
-        deleted = copy.deepcopy(existing)
+        deleted = copy_json(existing)
         deleted["metadata"]["resourceVersion"] = str(self._bump())
         self._record("DELETED", resource_type, existing, deleted)
         return deleted
