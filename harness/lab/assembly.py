@@ -173,8 +173,9 @@ class LabSettings:
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
-    # How often the lab's own reconciler looks at every node again (its drift repair).
-    resync_period: float = 10.0
+    # How often the lab's own reconciler looks at every node again (its drift repair); None: as
+    # ``resync`` works it out from the fleet's size. A value given is used as it is.
+    resync_period: float | None = None
     # How long the lab's own reconciler waits for a node to come back from a reboot.
     reboot_timeout: float = 60.0
     # The corporate egress firewall, a property of the network (not of the cluster's Proxy): on,
@@ -209,9 +210,23 @@ class LabSettings:
         factor = max(1.0, every / (self.heartbeat * HEARTBEATS_PER_SECOND))
         return self.heartbeat * factor, self.node_grace * factor
 
+    def resync(self) -> float:
+        """The lab's reconciler's resync period: as set, or ``RESYNC_SECONDS`` until the fleet would
+        be looked at more than ``RESYNC_LOOKS_PER_SECOND`` times a second in all, then longer. Every
+        resync looks at every node over SSH; at 1,000 nodes every 10 s that was a hundred looks a
+        second, all through a rollout that takes minutes, competing with the rollout itself. A real
+        operator resyncs every few hours; drift repair is judged where a scenario sets its period."""
+        if self.resync_period is not None:
+            return self.resync_period
+        return max(RESYNC_SECONDS, (self.nodes + self.linux_nodes) / RESYNC_LOOKS_PER_SECOND)
+
 
 # What the lab's simulated kubelets renew at most, in all (a real 1,000-node cluster's rate).
 HEARTBEATS_PER_SECOND = 100.0
+# The lab's reconciler's resync: every 10 s, and at most this many node looks a second in all
+# (10 s up to 100 nodes; 1,000 nodes: every 100 s).
+RESYNC_SECONDS = 10.0
+RESYNC_LOOKS_PER_SECOND = 10.0
 
 _Part = TypeVar("_Part")
 
@@ -505,7 +520,7 @@ class Lab:
         settings = ReconcilerSettings(
             ssh_port=self.fleet.port, max_unavailable=self.max_unavailable,
             settle_delay=self.settings.settle_delay,
-            resync_period=self.settings.resync_period, reboot_timeout=self.settings.reboot_timeout,
+            resync_period=self.settings.resync(), reboot_timeout=self.settings.reboot_timeout,
             backoff_base=0.2, backoff_max=2.0,
             service_start_timeout=30.0, service_poll=0.1, drain_timeout=60.0, drain_retry=0.1)
         reconciler = make_reconciler(api_client(self.kubeconfig), settings, variant)  # its own connection pool

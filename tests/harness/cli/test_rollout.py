@@ -91,6 +91,11 @@ async def lab() -> AsyncIterator[Lab]:
         yield running
 
 
+async def test_the_labs_reconciler_resyncs_at_the_period_the_lab_works_out(lab: Lab) -> None:
+    assert lab.reconciler is not None
+    assert lab.reconciler.settings.resync_period == lab.settings.resync() == 10.0
+
+
 async def rollout_status(lab: Lab, timeout: str = "120s") -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "proxyfleet.harness", "rollout", "status", "--kubeconfig", str(lab.kubeconfig),

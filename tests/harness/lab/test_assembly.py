@@ -32,6 +32,14 @@ def test_heartbeats_and_grace_grow_together_once_the_fleet_would_renew_over_a_hu
     assert LabSettings(nodes=200, heartbeat=2.0, node_grace=40.0).heartbeat_and_grace() == (2.0, 40.0)
 
 
+def test_the_reconcilers_resync_stretches_once_the_fleet_would_be_looked_at_over_ten_times_a_second() -> None:
+    assert LabSettings(nodes=10).resync() == 10.0
+    assert LabSettings(nodes=100).resync() == 10.0  # every lab of up to 100 nodes as before
+    assert LabSettings(nodes=150, linux_nodes=150).resync() == pytest.approx(30.0)
+    assert LabSettings(nodes=1000).resync() == pytest.approx(100.0)
+    assert LabSettings(nodes=1000, resync_period=3.0).resync() == 3.0  # a scenario's own period (drift)
+
+
 async def test_a_started_lab_has_every_part_and_its_network_state() -> None:
     async with Lab(LabSettings(nodes=1, proxy=False)) as lab:
         assert lab.fleet.nodes and lab.control_plane.kubeconfig_path.exists()
