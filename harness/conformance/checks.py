@@ -282,6 +282,21 @@ def node_problem(node: Mapping[str, Any] | None, admin_cordoned: bool = False) -
 # A stall of the lab's own event loop this long can keep a simulated kubelet from renewing its lease
 # on time (the lab's heartbeat period), which its Node then shows as Ready=Unknown.
 STARVED_SECONDS = 1.0
+# How the lab's clients say a pull or fetch ran out of time: containerd's Go (``TLS handshake
+# timeout``, ``i/o timeout``), curl (``Operation timed out``), the SSH session's own limit.
+TIMED_OUT = re.compile(r"timeout|timed out|no answer within", re.IGNORECASE)
+
+
+def starved_traffic(verdict: Verdict, starved: float, attempts: int) -> Verdict:
+    """A pull's or fetch's verdict, unless it failed by running out of time while the lab's own
+    event loop stalled ``starved`` seconds in all (the node's client, the origins and the kubelets
+    are on that loop): that is the lab's slowness, not the route, and is ``inconclusive``."""
+    if verdict.ok or starved < STARVED_SECONDS:
+        return verdict
+    return Verdict(False, verdict.expected,
+                   f"{verdict.observed} — it timed out while the lab's own event loop stalled {starved:.1f} s "
+                   f"({attempts} attempt(s), the last one after the lab had been calm): not judged",
+                   inconclusive=True)
 
 
 def node_ready(node: Mapping[str, Any] | None, api_flows: int | None, api_host: str,

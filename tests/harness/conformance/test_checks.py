@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 import trustme
 
 from proxyfleet.core.certificates import Certificate
@@ -328,3 +329,25 @@ def test_a_node_gone_unknown_while_the_lab_starved_is_not_judged() -> None:
     # a kubelet that sent its requests through a proxy is the reconciler's doing, starved or not
     proxied = checks.node_ready(unknown, 3, "api-int.lab", starved=2.5)
     assert not proxied.ok and not proxied.inconclusive
+
+
+@pytest.mark.parametrize(("output", "times_out"), [
+    ('failed to do request: Head "https://registry.corp.internal/v2/": net/http: TLS handshake timeout', True),
+    ("dial tcp registry.corp.internal:443: i/o timeout", True),
+    ("curl: (28) Operation timed out", True),
+    ("lost the SSH session to 127.10.0.4: no answer within 60 s", True),
+    ("x509: certificate signed by unknown authority", False),
+    ("proxyconnect tcp: dial tcp 127.20.0.1:3128: connect: connection refused", False),
+])
+def test_a_traffic_timeout_is_told_from_a_refusal(output: str, times_out: bool) -> None:
+    assert bool(checks.TIMED_OUT.search(output)) is times_out
+
+
+def test_a_pull_that_timed_out_while_the_lab_starved_is_not_judged_and_nothing_else_changes() -> None:
+    failed = checks.Verdict(False, "via the proxy", "pull failed (net/http: TLS handshake timeout)")
+    starved = checks.starved_traffic(failed, 2.4, 3)
+    assert starved.inconclusive and not starved.ok and starved.expected == failed.expected
+    assert "stalled 2.4 s (3 attempt(s)" in starved.observed and starved.observed.startswith(failed.observed)
+    assert checks.starved_traffic(failed, 0.4, 1) == failed  # the lab ran: a failure is a failure
+    passed = checks.Verdict(True, "via the proxy", "through the proxy")
+    assert checks.starved_traffic(passed, 5.0, 2) == passed

@@ -7,14 +7,19 @@ import contextlib
 import datetime as dt
 import os
 import stat
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import asyncssh
 import pytest
 
 from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
+from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.deadlines import FLOOR
 from proxyfleet.harness.conformance.evidence import (
@@ -24,10 +29,11 @@ from proxyfleet.harness.conformance.evidence import (
     Evidence,
     HostRecord,
     OutageRecord,
+    ProbedDestination,
     Step,
 )
-from proxyfleet.harness.conformance.judge import Conformance, LabRequired
-from proxyfleet.harness.conformance.probe import NodeState
+from proxyfleet.harness.conformance.judge import STARVED_ATTEMPTS, Conformance, LabRequired
+from proxyfleet.harness.conformance.probe import NodeState, PullResult
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.harness.lab import Lab, LabSettings
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
@@ -369,3 +375,68 @@ async def test_linux_nodes_changed_out_of_band_and_not_repaired_fail_what_was_ch
     failed = {(r.node, r.check) for r in results if r.status == "failed"}
     assert (first.address, "certificates") in failed and (last.address, "service-environment") in failed, failed
     assert (first.address, "service-environment") not in failed and (last.address, "certificates") not in failed
+
+
+class _Pulls:
+    """A node's pulls for ``Conformance._probe_traffic``: each answer in turn, the loop blocked
+    (a real stall the lab's monitor measures) for the ones that say so."""
+
+    def __init__(self, answers: list[tuple[bool, str, float]]) -> None:
+        self.answers = answers
+        self.pulled: list[str] = []
+
+    async def pull(self, address: str, image: str) -> PullResult:
+        ok, output, block = self.answers[len(self.pulled)]
+        self.pulled.append(image)
+        if block:
+            time.sleep(block)  # noqa: ASYNC251 - the lab's own loop starved, as a loaded machine starves it
+            await asyncio.sleep(0.2)  # the monitor's ticker runs again and measures the stall
+        return PullResult(ok, output)
+
+
+def _prober(answers: list[tuple[bool, str, float]], lab: bool = True) -> tuple[Any, _Pulls]:
+    pulls = _Pulls(answers)
+    count = iter(range(100))
+    stand_in = SimpleNamespace(probe=pulls, _lab=object() if lab else None,
+                               evidence=SimpleNamespace(probe_target=lambda d: (f"{d.text}-{next(count)}", None)))
+    stand_in._lab_calm = lambda: Conformance._lab_calm(stand_in)  # type: ignore[arg-type]
+    return stand_in, pulls
+
+
+INTRANET = ProbedDestination("pull-intranet", "registry.corp.internal/corp/agent:1.0", image=True, internet=False)
+TIMEOUT = 'Head "https://registry.corp.internal/v2/corp/agent/manifests/x": net/http: TLS handshake timeout'
+
+
+async def test_a_pull_that_timed_out_while_the_lab_starved_is_made_again_once_the_lab_is_calm() -> None:
+    process_monitor()
+    await asyncio.sleep(0.2)
+    stand_in, pulls = _prober([(False, TIMEOUT, 1.3), (True, "Image is up to date", 0.0)])
+    probed = await Conformance._probe_traffic(stand_in, "127.10.0.1", INTRANET)  # type: ignore[arg-type]
+    assert probed.result.ok and probed.attempts == 2 and probed.starved == 0.0
+    assert len(set(pulls.pulled)) == 2  # each attempt with an id of its own
+
+
+async def test_a_timeout_while_the_lab_ran_or_on_an_existing_cluster_is_judged_as_it_came() -> None:
+    process_monitor()
+    await asyncio.sleep(0.2)
+    stand_in, _ = _prober([(False, TIMEOUT, 0.0)])
+    probed = await Conformance._probe_traffic(stand_in, "127.10.0.1", INTRANET)  # type: ignore[arg-type]
+    assert not probed.result.ok and probed.attempts == 1 and probed.starved == 0.0
+    stand_in, _ = _prober([(False, TIMEOUT, 1.3)], lab=False)
+    probed = await Conformance._probe_traffic(stand_in, "127.10.0.1", INTRANET)  # type: ignore[arg-type]
+    assert probed.attempts == 1 and probed.starved == 0.0  # the cluster's nodes are not on the lab's loop
+    stand_in, _ = _prober([(False, "x509: certificate signed by unknown authority", 1.3)])
+    probed = await Conformance._probe_traffic(stand_in, "127.10.0.1", INTRANET)  # type: ignore[arg-type]
+    assert probed.attempts == 1  # a refusal is a refusal, however slow the lab was
+
+
+@pytest.mark.slow
+async def test_a_pull_starved_at_every_attempt_ends_inconclusive_never_failed() -> None:
+    process_monitor()
+    await asyncio.sleep(0.2)
+    stand_in, pulls = _prober([(False, TIMEOUT, 1.3)] * STARVED_ATTEMPTS)
+    probed = await Conformance._probe_traffic(stand_in, "127.10.0.1", INTRANET)  # type: ignore[arg-type]
+    assert probed.attempts == STARVED_ATTEMPTS == len(pulls.pulled) and probed.starved >= 1.0
+    verdict = checks.starved_traffic(checks.Verdict(False, "via the proxy", "pull failed"), probed.starved,
+                                     probed.attempts)
+    assert verdict.inconclusive
