@@ -295,7 +295,7 @@ def starved_traffic(verdict: Verdict, starved: float, attempts: int) -> Verdict:
         return verdict
     return Verdict(False, verdict.expected,
                    f"{verdict.observed} — it timed out while the lab's own event loop stalled {starved:.1f} s "
-                   f"({attempts} attempt(s), the last one after the lab had been calm): not judged",
+                   f"(attempt {attempts}, each again once the lab was calm or 30 s had passed): not judged",
                    inconclusive=True)
 
 
