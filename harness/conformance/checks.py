@@ -299,6 +299,14 @@ def starved_traffic(verdict: Verdict, starved: float, attempts: int) -> Verdict:
                    inconclusive=True)
 
 
+def lab_failed(verdict: Verdict, fault: str) -> Verdict:
+    """A node's verdict, unless it failed on a node the lab itself failed (``fault``: say, the
+    simulator could not finish its reboot and left it down): then ``inconclusive``, the fault named."""
+    if verdict.ok or not fault:
+        return verdict
+    return Verdict(False, verdict.expected, f"{verdict.observed} — {fault}: not judged", inconclusive=True)
+
+
 def node_ready(node: Mapping[str, Any] | None, api_flows: int | None, api_host: str,
                admin_cordoned: bool = False, starved: float = 0.0) -> Verdict:
     """The Node is Ready and schedulable (cordoned, when the administrator cordoned it), and no

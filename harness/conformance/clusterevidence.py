@@ -55,6 +55,9 @@ class ClusterEvidence:
     def down_note(self, address: str) -> str:
         return ""  # a real host that does not answer says nothing more
 
+    def lab_fault(self, address: str) -> str:
+        return ""  # a real cluster's nodes are not the lab's to fail
+
     async def settle(self) -> None:
         """A vendor's proxy may log a tunnel only when it closes (Squid): wait, with a deadline,
         until no connection to it is open (one that stays open: judge what is logged). The run's

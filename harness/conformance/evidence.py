@@ -214,6 +214,10 @@ class EvidenceSource(Protocol):
     def down_note(self, address: str) -> str:
         """What the source knows of why a node does not answer ('' where nothing)."""
 
+    def lab_fault(self, address: str) -> str:
+        """How the lab itself failed the node ('' where it did not): its checks then judge the lab,
+        not the reconciler."""
+
     async def settle(self) -> None:
         """Wait until what has happened so far is logged."""
 

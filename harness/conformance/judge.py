@@ -700,7 +700,7 @@ class Conformance:
         addresses = {step.results[i].node for i in pending}
         while True:
             nodes = await self._node_objects()
-            calm = monitor.worst(time.monotonic() - REJUDGE_CALM) < checks.STARVED_SECONDS / 2
+            calm = await self._lab_calm()
             ready = all(checks.node_problem(nodes.get(a), a in self.admin_cordoned) is None for a in addresses)
             waited = time.monotonic() - began
             if (calm and (ready or waited > settle)) or waited > REJUDGE_WITHIN + monitor.stalled(began):
@@ -1060,15 +1060,17 @@ class Conformance:
                      overtaken: Callable[[HostRecord], bool]) -> None:
         """Gather each check's evidence for one node and record the pure checks' verdicts; a check
         whose evidence the source does not have is recorded ``skipped`` with the reason."""
+        fault = self.evidence.lab_fault(address)
+
         def record(check: str, verdict: checks.Verdict) -> None:
-            self._record(step, address, check, verdict)
+            self._record(step, address, check, checks.lab_failed(verdict, fault))
 
         target = self._targets[address]
         host = evidence.hosts.get(address) if evidence.hosts is not None else None
         change = self._change(step, address)
         record("converged", checks.converged(problem, step.converged.get(address), self._deadline(step)))
         if isinstance(state, NodeError):
-            note = self.evidence.down_note(address)
+            note = "" if fault else self.evidence.down_note(address)  # (a fault names itself)
             for check in CONFIGURATION_CHECKS["linux" if address in self.probe.linux else "windows"]:
                 record(check, checks.Verdict(False, "a readable node",
                                              f"unreachable: {state}" + (f" ({note})" if note else "")))

@@ -118,6 +118,10 @@ class LabEvidence:
         host = self._host(address)
         return host.down_note() if host is not None else ""
 
+    def lab_fault(self, address: str) -> str:
+        host = self._host(address)
+        return host.lab_fault() if host is not None else ""
+
     async def settle(self) -> None:
         """Wait until a vendor proxy has logged the connections so far (Squid writes a tunnel's
         line when it closes); the lab's own proxy logs as it goes. Then read what each Linux

@@ -68,13 +68,19 @@ class LabHost:
         by the bundle each look reads."""
         return [] if isinstance(self.node, LinuxNode) else self.node.machine.stores.machine_root.removed
 
+    def lab_fault(self) -> str:
+        """How the lab itself failed the node ('' where it did not): the simulator failed a Linux
+        node's reboot (``LinuxNode.reboot_failure``), leaving it down — never the reconciler's doing."""
+        failure = self.node.reboot_failure if isinstance(self.node, LinuxNode) else None
+        return f"the lab failed the node's reboot: {failure}" if failure is not None else ""
+
     def down_note(self) -> str:
         """What the lab knows of why the node does not answer ('' where nothing): a Linux node's
         unfinished reboot, where it is and since when, or how the simulator failed it."""
         if not isinstance(self.node, LinuxNode) or self.node.is_listening:
             return ""
-        if self.node.reboot_failure is not None:
-            return f"the lab failed the node's reboot: {self.node.reboot_failure}"
+        if fault := self.lab_fault():
+            return fault
         if self.node.reboot_phase is not None:
             phase, since = self.node.reboot_phase
             return f"its reboot has been {phase} since {since.isoformat(timespec='milliseconds')}"

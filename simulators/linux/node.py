@@ -7,14 +7,18 @@ user may ``sudo`` anything, as ``core`` may. stdin, stdout and stderr stream bot
 they are; the exit status is the shell's.
 
 A reboot (``systemctl reboot``, ``reboot``, ``shutdown -r now``) returns 0 at once; after
-``shutdown_delay`` the node goes down — every SSH connection cut, every command it was running
-killed with whatever it left behind, new connections refused (the listener closed) — for
+``shutdown_delay`` the node goes down — every SSH connection cut, every process on the node
+killed (a command's, what it left behind, one that left its process group too), new connections
+refused (the listener closed) — for
 ``reboot_duration``, then boots: a new boot id (``/proc/sys/kernel/random/boot_id``, systemd's
 ``%b``), every unit read afresh (no ``daemon-reload`` needed after a reboot), the flavour's trust
 unit run (RHCOS's ``coreos-update-ca-trust.service``: the bundle extracted again), the enabled services
 started with their units' environment, then sshd listens. The session that asked is sometimes cut
 before its exit status reaches the client (``lost_exit_status_rate``, decided per reboot by a
-generator seeded from ``seed`` and the node's name), as over real SSH.
+generator seeded from ``seed`` and the node's name), as over real SSH. A killed command whose end
+the lab cannot see within ``nodeshell.REAP_TIMEOUT`` fails the reboot, naming its processes
+(``reboot_failure``; the judge reads the node's checks as the lab's, inconclusive) rather than
+leaving the node "stopping sshd" for good.
 
 Not modelled yet (said, never guessed): interactive shells (a shell request without a command is
 refused), SFTP, a node that stays off (``halt``, ``poweroff``), boot stages (sshd and the services
@@ -46,11 +50,12 @@ from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.kubelet import KubeletSettings, NodeIdentity, SimulatedKubelet
 from proxyfleet.simulators.linux.cloudinit import BOOT_FINISHED, OUTPUT_LOG, CloudConfig, WriteFile, parse_user_data
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel, boot_trust_extraction
-from proxyfleet.simulators.linux.nodemounts import NodeMounts
+from proxyfleet.simulators.linux.nodemounts import NodeMounts, process_summary
 from proxyfleet.simulators.linux.noderoot import Flavour, create_root
 from proxyfleet.simulators.linux.nodeshell import (
     ASKING,
     NodeCommand,
+    NodeCommandStuck,
     install_commands,
     run_on_node,
     start_on_node,
@@ -290,10 +295,21 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         for connection in list(self.connections):
             connection.abort()
         self.connections.clear()
-        for running in list(self._running):
-            await running.close()
+        # Everything the node runs ends with sshd here, a process that left its command's group
+        # too: one still holding a command's output would keep that command from ever ending.
+        await asyncio.to_thread(self.mounts.end_processes)
+        closing = await asyncio.gather(*(running.close() for running in list(self._running)),
+                                       return_exceptions=True)
         if acceptor is not None:
             await acceptor.wait_closed()
+        stuck = [str(outcome) for outcome in closing if isinstance(outcome, NodeCommandStuck)]
+        for outcome in closing:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, NodeCommandStuck):
+                raise outcome
+        if stuck:
+            left = await asyncio.to_thread(lambda: [process_summary(p) for p in self.mounts.processes()])
+            raise NodeCommandStuck(f"{self.config.name}: sshd's sessions did not end: {'; '.join(stuck)}; "
+                                   f"still running on the node: {', '.join(left) or 'nothing'}")
 
     async def go_offline(self) -> None:
         """Drop off the network (an outage, not a reboot): connections cut (sshd hangs up their
@@ -371,6 +387,9 @@ class LinuxNode(AccessibleNode, WatchedOutages):
             return
         self.commands_run += 1
         running = await start_on_node(self.model, self.mounts, process.command)
+        if not self.serving:  # sshd stopped while the command started: it ends with the rest
+            await running.close()
+            return
         self._running.add(running)
         self._sessions_ended[running] = ended = asyncio.Event()
         feeding = asyncio.create_task(_feed_stdin(process, running))

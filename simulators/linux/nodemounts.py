@@ -51,6 +51,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -162,6 +163,30 @@ def host_storage_mounts(mountinfo: str) -> list[str]:
             continue  # the node's own mount hides it
         found.append(point)
     return found
+
+
+def _namespace_of(pid: int) -> str | None:
+    """The mount namespace of process ``pid`` (``mnt:[inode]``); None when it has ended."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+
+
+def processes_in_namespace(namespace: str, exclude: int | None = None) -> list[int]:
+    """The host's processes whose mount namespace is ``namespace`` (``mnt:[inode]``), but ``exclude``."""
+    return [int(entry) for entry in os.listdir("/proc")
+            if entry.isdigit() and int(entry) != exclude and _namespace_of(int(entry)) == namespace]
+
+
+def process_summary(pid: int) -> str:
+    """``pid (comm) state S pgid G`` from ``/proc/PID/stat``, for a lab log; "ended" when it has."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return f"{pid} ended"
+    name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+    return f"{pid} ({name}) state {rest[0]} pgid {rest[2]}"
 
 
 class NodeMounts:
@@ -288,6 +313,38 @@ class NodeMounts:
         except subprocess.TimeoutExpired:
             holder.kill()
             holder.wait()
+
+    def processes(self) -> list[int]:
+        """The processes running in the node's namespace, its holder aside (blocking); none while
+        the namespace is not up."""
+        if not self.mounted:
+            return []
+        holder = self.holder_pid
+        return processes_in_namespace(os.readlink(f"/proc/{holder}/ns/mnt"), exclude=holder)
+
+    def end_processes(self) -> list[int]:
+        """SIGKILL every process in the node's namespace but its holder (blocking): what powering
+        a node off does to whatever it ran, a process that left its command's process group (a
+        ``setsid``, a daemon) too. The pids signalled; none while the namespace is not up."""
+        if not self.mounted:
+            return []
+        namespace = os.readlink(f"/proc/{self.holder_pid}/ns/mnt")
+        ended = []
+        for pid in self.processes():
+            try:
+                # a pidfd, so that a pid that ended and was reused since the look is never signalled
+                handle = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            try:
+                if _namespace_of(pid) == namespace:
+                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+                    ended.append(pid)
+            except ProcessLookupError:
+                pass
+            finally:
+                os.close(handle)
+        return ended
 
     def argv(self, command_fd: int, channel_fd: int | None = None) -> list[str]:
         """The host command that runs the command held by ``command_fd`` (``command_file``) the

@@ -27,13 +27,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
+from proxyfleet.core.cancelling import stop_task
 from proxyfleet.simulators.linux.nodecommands import SYSTEMCTL_ALIASES, LinuxNodeModel, commands_for, run_command
 from proxyfleet.simulators.linux.nodeegress import EGRESS_COMMANDS, CallerGone
-from proxyfleet.simulators.linux.nodemounts import CHANNEL_FD, PROC, NodeMounts, command_file, handed_over
+from proxyfleet.simulators.linux.nodemounts import (
+    CHANNEL_FD,
+    PROC,
+    NodeMounts,
+    command_file,
+    handed_over,
+    process_summary,
+)
 from proxyfleet.simulators.linux.servicemanager import Outcome
 
 log = logging.getLogger(__name__)
 
+# How long a killed command's end may take to be seen (its exit and its output pipes closing) before
+# the lab says it is stuck: a SIGKILLed group ends in milliseconds on any machine.
+REAP_TIMEOUT = 30.0
 REPLIES = "/run/proxyfleet"  # on the node: the lock and each call's output
 
 
@@ -203,7 +214,10 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket, command: NodeCom
     loop = asyncio.get_running_loop()
     buffer = bytearray()
     while True:
-        data = await loop.sock_recv(channel, 65536)
+        try:
+            data = await loop.sock_recv(channel, 65536)
+        except ConnectionResetError:
+            return  # killed with a request unread
         if not data:
             return  # every process of the session has ended (or closed fd 9)
         buffer += data
@@ -214,7 +228,10 @@ async def _serve(model: LinuxNodeModel, channel: socket.socket, command: NodeCom
                 code = await asyncio.to_thread(_answer, model, pid, name, args)
                 if model.on_change is not None:
                     model.on_change()  # (say, the kubelet restarted: the lab's kubelet follows)
-            await loop.sock_sendall(channel, f"{code}\n".encode())
+            try:
+                await loop.sock_sendall(channel, f"{code}\n".encode())
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the caller was killed while it waited (the node went down): nobody to tell
 
 
 class NodeCommand:
@@ -250,11 +267,23 @@ class NodeCommand:
     async def close(self) -> None:
         """Kill what still runs — the command and whatever it started in the background (its
         process group: the node's processes are the host's, and none may outlive the session or
-        the node's reboot) — and stop serving (idempotent)."""
-        if not self._server.done():
-            self._server.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._server
+        the node's reboot) — and stop serving (idempotent). Killed first: a server still answering
+        would otherwise wait for a caller that only the kill ends. ``NodeCommandStuck`` if the
+        command's end is not seen within ``REAP_TIMEOUT`` of the kill (something keeps its output
+        open: the lab's fault, named, never a silent hang)."""
+        self._kill_group()
+        await stop_task(self._server)
+        try:
+            async with asyncio.timeout(REAP_TIMEOUT):
+                await self.process.wait()  # (asyncio's: the exit, and every output pipe closed)
+        except TimeoutError:
+            raise NodeCommandStuck(
+                f"command {self.process.pid} was killed, but its end was not seen within {REAP_TIMEOUT:.0f} s: "
+                f"{process_summary(self.process.pid)}; its process group: "
+                f"{', '.join(process_summary(p) for p in group_members(self.process.pid)) or 'empty'}") from None
+        self._channel.close()
+
+    def _kill_group(self) -> None:
         # The group's id is the command's pid, which the kernel keeps allocated while any member
         # lives. Once they all ended (the command reaped, nothing left in the background) the pid
         # is free, and may already be another group's leader — another command's shell, another
@@ -263,8 +292,24 @@ class NodeCommand:
         if process_start_time(self.process.pid) in (self._started, None):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-        await self.process.wait()
-        self._channel.close()
+
+
+class NodeCommandStuck(RuntimeError):
+    """A node's command that was killed and still did not end (the lab's fault, with its processes)."""
+
+
+def group_members(pgid: int) -> list[int]:
+    """The host's processes in process group ``pgid`` (``/proc/PID/stat``'s fifth field)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid:
+                members.append(int(entry))
+    return members
 
 
 async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str) -> NodeCommand:

@@ -351,3 +351,14 @@ def test_a_pull_that_timed_out_while_the_lab_starved_is_not_judged_and_nothing_e
     assert checks.starved_traffic(failed, 0.4, 1) == failed  # the lab ran: a failure is a failure
     passed = checks.Verdict(True, "via the proxy", "through the proxy")
     assert checks.starved_traffic(passed, 5.0, 2) == passed
+
+
+def test_a_check_failed_on_a_node_the_lab_failed_is_inconclusive_naming_the_fault() -> None:
+    failed = checks.Verdict(False, "a readable node", "unreachable: connection refused")
+    fault = "the lab failed the node's reboot: NodeCommandStuck('…')"
+    assert checks.lab_failed(failed, "") is failed  # the lab failed nothing: judged as it came
+    passed = checks.Verdict(True, "a readable node", "read")
+    assert checks.lab_failed(passed, fault) is passed  # what passed passed
+    judged = checks.lab_failed(failed, fault)
+    assert (judged.ok, judged.inconclusive, judged.expected) == (False, True, "a readable node")
+    assert judged.observed == f"unreachable: connection refused — {fault}: not judged"

@@ -377,6 +377,40 @@ async def test_linux_nodes_changed_out_of_band_and_not_repaired_fail_what_was_ch
     assert (first.address, "service-environment") not in failed and (last.address, "certificates") not in failed
 
 
+async def test_a_node_whose_reboot_the_lab_failed_is_inconclusive_never_failed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator's own failure (a reboot it could not finish leaves the node down) is the lab's,
+    not the reconciler's: every check of that node that did not pass says so and is inconclusive."""
+    async with Lab(LabSettings(nodes=0, linux_nodes=2, install_proxy=True, workloads=False, reconciler="correct",
+                               state_dir=tmp_path / "lab")) as lab:
+        judge = Conformance(lab)
+        await judge.start()
+        try:
+            joined = await judge.step("join", lambda: judge.add_instances(judge.every_node))
+            assert not [r for r in joined if r.status != "passed" and r.status != "skipped"]
+            broken, kept = lab.fleet.linux_nodes
+            judge.converge_timeout = 5.0
+
+            def lab_bug() -> list[int]:
+                raise RuntimeError("the lab's own bug")
+
+            monkeypatch.setattr(broken.mounts, "end_processes", lab_bug)
+
+            async def reboot() -> None:
+                broken.request_reboot()
+                await wait_until(lambda: broken.reboot_failure is not None, what="the failed reboot")
+
+            results = await judge.step("the lab fails a reboot", reboot)
+        finally:
+            await judge.close()
+    mine = [r for r in results if r.node == broken.config.address]
+    assert not [r for r in results if r.status == "failed"], [(r.node, r.check, r.observed) for r in results]
+    inconclusive = [r for r in mine if r.status == "inconclusive"]
+    assert inconclusive and all("the lab failed the node's reboot: RuntimeError(\"the lab's own bug\")" in r.observed
+                                for r in inconclusive)
+    assert {r.status for r in results if r.node == kept.config.address} <= {"passed", "skipped"}
+
+
 class _Pulls:
     """A node's pulls for ``Conformance._probe_traffic``: each answer in turn, the loop blocked
     (a real stall the lab's monitor measures) for the ones that say so."""

@@ -4,6 +4,7 @@ commands on it, streaming both ways, as its one user with a key, and nobody else
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -15,9 +16,12 @@ import certifi
 import pytest
 import trustme
 
+from proxyfleet.simulators.linux import node as linux_node
 from proxyfleet.simulators.linux.node import NO_SHELL, LinuxNode, LinuxNodeConfig
-from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
+from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
+from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import RHCOS_NODE
+from proxyfleet.simulators.linux.nodeshell import NodeCommand, start_on_node
 from proxyfleet.simulators.linux.truststores import RHCOS
 from tests.support import wait_until
 
@@ -144,6 +148,40 @@ async def test_a_reboot_cuts_every_session_kills_what_ran_and_boots_with_units_r
     new_id, reload_needed, proxy = seen.stdout.splitlines()
     assert new_id != old_id.strip() and new_id.replace("-", "") == node.boots[-1].boot_id
     assert (reload_needed, proxy) == ("no", "HTTPS_PROXY=http://proxy.corp.internal:3128")
+
+
+async def test_a_process_that_left_its_sessions_group_holding_its_output_ends_with_the_node(node: LinuxNode) -> None:
+    # setsid takes the job out of the command's process group (which sshd's end kills) while it
+    # still holds the session's output: asyncio sees the command end only when that closes. It
+    # once kept a node "stopping sshd and its sessions" for good; a real power-off ends it.
+    async with connect(node) as conn:
+        holding = await conn.create_process("setsid sleep 300 & echo $!; wait")
+        escaped = int(await asyncio.wait_for(holding.stdout.readline(), 30))
+        await wait_until(lambda: os.getpgid(escaped) == escaped, what="the job's own session")
+        await conn.run("sudo systemctl reboot", check=False)
+        await holding.wait_closed()
+    await wait_until(lambda: not node.rebooting, what="the reboot")
+    assert [b.number for b in node.boots] == [1, 2] and node.reboot_failure is None
+    assert not alive(escaped)
+
+
+async def test_a_command_that_started_as_sshd_stopped_ends_with_the_rest(node: LinuxNode,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command's start (a thread's /proc sync, then the process) can span sshd's stop: one that
+    # came up after it was left running on a node that had gone down.
+    started: list[NodeCommand] = []
+
+    async def start_as_sshd_stops(model: LinuxNodeModel, mounts: NodeMounts, command: str) -> NodeCommand:
+        await node.go_offline()
+        started.append(await start_on_node(model, mounts, command))
+        return started[-1]
+
+    monkeypatch.setattr(linux_node, "start_on_node", start_as_sshd_stops)
+    async with connect(node) as conn:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            await conn.run("sleep 300", check=False)
+    await wait_until(lambda: bool(started) and started[0].process.returncode is not None, what="the command's end")
+    await node.come_online()
 
 
 async def test_the_session_that_asked_for_a_reboot_sometimes_gets_no_exit_status(node: LinuxNode) -> None:

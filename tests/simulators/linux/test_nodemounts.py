@@ -4,6 +4,7 @@ still run), every write lands in the node's tree, and nothing reaches the host's
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from proxyfleet.simulators.linux.nodemounts import (
     command_file,
     host_cannot_mount,
     host_storage_mounts,
+    process_summary,
 )
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
@@ -204,3 +206,27 @@ def test_unmounting_ends_the_namespace_and_its_holder(tmp_path: Path) -> None:
     with pytest.raises(NodeMountError, match="is not up"):
         _ = mounts.holder_pid
     mounts.unmount()  # idempotent
+
+
+@needs_mounts
+def test_ending_the_nodes_processes_ends_each_on_the_node_and_nothing_else(tmp_path: Path) -> None:
+    mounts = node(tmp_path)
+    holder = mounts.holder_pid
+    # a job in a session of its own (out of any command's process group), and one of the host's
+    started = on_node(mounts, "setsid sh -c 'echo $$ > /tmp/left; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+                              "until [ -s /tmp/left ]; do sleep 0.01; done; cat /tmp/left")
+    on_the_node = int(started.stdout)
+    on_the_host = subprocess.Popen(["sleep", "300"])
+    try:
+        assert mounts.processes() == [on_the_node]
+        assert re.fullmatch(rf"{on_the_node} \((sh|sleep)\) state [RS] pgid {on_the_node}", process_summary(on_the_node))
+        assert mounts.end_processes() == [on_the_node]
+        on_the_host_ran = on_the_host.poll() is None
+    finally:
+        on_the_host.kill()
+        on_the_host.wait()
+    assert on_the_host_ran and mounts.mounted and mounts.holder_pid == holder
+    assert mounts.processes() == []  # (a killed process's namespaces go with it, reaped or not)
+    assert process_summary(on_the_host.pid) == f"{on_the_host.pid} ended"
+    mounts.unmount()
+    assert mounts.processes() == [] and mounts.end_processes() == []

@@ -15,11 +15,13 @@ import pytest
 import trustme
 
 from proxyfleet.core.certificates import certificates_in_bundle
+from proxyfleet.simulators.linux import nodeshell
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
 from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.nodeshell import (
     ChannelError,
+    NodeCommandStuck,
     install_commands,
     parse_requests,
     process_start_time,
@@ -217,6 +219,23 @@ async def test_the_node_runs_a_command_as_sh_dash_c_runs_it(tmp_path: Path, comm
     assert (on_node.code, on_node.stdout) == (here.returncode, here.stdout)
     # the node's errors differ from sh -c's own only by "eval: " after the line number
     assert on_node.stderr == here.stderr.replace(b": 1: ", b": 1: eval: ")
+
+
+@needs_root
+async def test_a_killed_command_whose_output_is_held_outside_its_group_is_named_not_waited_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nodeshell, "REAP_TIMEOUT", 1.0)
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    running = await start_on_node(model, mounts, "setsid sleep 300 & echo $!; wait")
+    assert running.process.stdout is not None
+    escaped = int(await running.process.stdout.readline())
+    await wait_until(lambda: os.getpgid(escaped) == escaped, what="the job's own session")
+    with pytest.raises(NodeCommandStuck, match=rf"command {running.process.pid} was killed, but its end was not "
+                                               rf"seen within 1 s: .*; its process group: "):
+        await running.close()  # its group is gone; the job that left it still holds the output
+    assert mounts.end_processes() == [escaped]  # what the node's power-off does
+    await running.close()
+    assert running.process.returncode == -9
 
 
 def test_a_process_start_time_tells_a_reused_pid_from_the_process_it_was() -> None:
