@@ -38,7 +38,7 @@ from proxyfleet.core.contract import (
 from proxyfleet.core.kubeconfig import api_client
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
-from proxyfleet.core.process_limits import raise_open_file_limit
+from proxyfleet.core.process_limits import collect_garbage_less_often, raise_open_file_limit
 from proxyfleet.harness.lab import admin, capibootstrap
 from proxyfleet.harness.lab.addressclaims import NoFreeLabIndex, claim_lab_index, release
 from proxyfleet.harness.lab.external import ExternalReconciler, ExternalReconcilerError, command_line
@@ -279,6 +279,7 @@ class Lab:
     async def start(self) -> None:
         tune_tls_buffers()
         raise_open_file_limit()
+        collect_garbage_less_often()  # fewer full collections stopping the loop (kubelets, SSH, judge)
         if self.settings.state_dir is None:
             self._temporary = tempfile.mkdtemp(prefix="proxyfleet-lab-")
             self.state_dir = Path(self._temporary)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import stat
 from pathlib import Path
 
 import pytest
 
+from proxyfleet.core.process_limits import YOUNG_GENERATION
 from proxyfleet.harness.lab import Lab, LabError, LabNotStarted, LabSettings
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySpec
 
@@ -47,6 +49,7 @@ async def test_a_started_lab_has_every_part_and_its_network_state() -> None:
         lab.set_egress_firewall(False)
         assert not lab.egress_firewall and lab.origins.internet_open
         assert lab.violations_path.exists()
+        assert gc.get_threshold()[0] >= YOUNG_GENERATION  # the lab's process collects less often
 
 
 async def test_a_state_directory_others_can_write_is_refused_before_anything_starts(tmp_path: Path) -> None:
