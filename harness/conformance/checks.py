@@ -288,9 +288,9 @@ TIMED_OUT = re.compile(r"timeout|timed out|no answer within", re.IGNORECASE)
 
 
 def starved_traffic(verdict: Verdict, starved: float, attempts: int) -> Verdict:
-    """A pull's or fetch's verdict, unless it failed by running out of time while the lab's own
-    event loop stalled ``starved`` seconds in all (the node's client, the origins and the kubelets
-    are on that loop): that is the lab's slowness, not the route, and is ``inconclusive``."""
+    """A pull's, fetch's or look's verdict, unless it failed by running out of time while the lab's
+    own event loop stalled ``starved`` seconds in all (the node's client and sshd, the origins and
+    the kubelets are on that loop): that is the lab's slowness, not the node's, and is ``inconclusive``."""
     if verdict.ok or starved < STARVED_SECONDS:
         return verdict
     return Verdict(False, verdict.expected,

@@ -137,6 +137,14 @@ class Probed:
     attempts: int = 1
 
 
+class StarvedLook(NodeError):
+    """A look that ran out of time at every attempt while the lab's own loop stalled (``starved``
+    seconds in the last): the node may be fine, the lab could not tell."""
+
+    def __init__(self, failure: NodeError, starved: float, attempts: int) -> None:
+        super().__init__(str(failure))
+        self.starved = starved
+        self.attempts = attempts
 
 
 class LabRequired(RuntimeError):
@@ -911,7 +919,9 @@ class Conformance:
 
         async def gather(address: str) -> tuple[NodeLook | NodeError, dict[str, Probed]]:
             try:
-                state: NodeLook | NodeError = await self.probe.look(address)
+                state: NodeLook | NodeError = await self._look(address)
+            except StarvedLook as exc:
+                state = exc
             except NodeError as exc:
                 if address not in step.deconfigured:
                     return exc, {}
@@ -990,6 +1000,28 @@ class Conformance:
                        and checks.TIMED_OUT.search(result.output) else 0.0)
             if starved < checks.STARVED_SECONDS or attempt >= STARVED_ATTEMPTS:
                 return Probed(result, probe, starved, attempt)
+            await poll_until(self._lab_calm, REJUDGE_WITHIN, 0.5)
+
+    async def _look(self, address: str) -> NodeLook:
+        """The judge's look at a node, made again as ``_probe_traffic`` makes a pull again: in the
+        lab, a look that ran out of time (the SSH session's limit, a handshake's) while the lab's
+        own loop stalled a second or more — the node's sshd and shell run on that loop — is made
+        again once the lab has been calm, up to ``STARVED_ATTEMPTS``; a last one still starved
+        raises ``StarvedLook`` (judged inconclusive). Any other failure is raised as it came."""
+        monitor = process_monitor()
+        attempt = 0
+        while True:
+            attempt += 1
+            began = time.monotonic()
+            try:
+                return await self.probe.look(address)
+            except NodeError as exc:
+                starved = (monitor.stalled(began) if self._lab is not None and checks.TIMED_OUT.search(str(exc))
+                           else 0.0)
+                if starved < checks.STARVED_SECONDS:
+                    raise
+                if attempt >= STARVED_ATTEMPTS:
+                    raise StarvedLook(exc, starved, attempt) from exc
             await poll_until(self._lab_calm, REJUDGE_WITHIN, 0.5)
 
     async def _lab_calm(self) -> bool:
@@ -1071,9 +1103,11 @@ class Conformance:
         record("converged", checks.converged(problem, step.converged.get(address), self._deadline(step)))
         if isinstance(state, NodeError):
             note = "" if fault else self.evidence.down_note(address)  # (a fault names itself)
+            unread = checks.Verdict(False, "a readable node", f"unreachable: {state}" + (f" ({note})" if note else ""))
+            if isinstance(state, StarvedLook):
+                unread = checks.starved_traffic(unread, state.starved, state.attempts)
             for check in CONFIGURATION_CHECKS["linux" if address in self.probe.linux else "windows"]:
-                record(check, checks.Verdict(False, "a readable node",
-                                             f"unreachable: {state}" + (f" ({note})" if note else "")))
+                record(check, unread)
             return
         # The node's configuration, as its kind holds it: on Windows the machine environment (the
         # registry); on Linux what each egress service's process holds (/proc, the node's own

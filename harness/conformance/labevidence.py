@@ -93,6 +93,7 @@ class LabEvidence:
             found[f"boots:{node.address}"] = len(node.boots)
             found[f"outages:{node.address}"] = len(node.outages)
             found[f"removals:{node.address}"] = len(node.root_removals)
+            found[f"kubelet:{node.address}"] = node.egress.position  # (the step's own records follow)
         return found
 
     def _host(self, address: str) -> LabHost | None:
@@ -160,8 +161,9 @@ class LabEvidence:
         for node in self._nodes():
             records = node.egress.since(marks.get(f"egress:{node.address}", 0))
             evidence.egress[node.address] = records
-            evidence.kubelet_via_proxy[node.address] = sum(
-                1 for r in node.egress.records if r.client == "kubelet" and r.time >= step.started)
+            evidence.kubelet_via_proxy[node.address] = sum(  # the step's records, not the node's whole log
+                1 for r in node.egress.since(step.positions.get(f"kubelet:{node.address}", 0))
+                if r.client == "kubelet" and r.time >= step.started)
         cordons = self.lab.control_plane.cordons
         settled, self._boot_environments = self._boot_environments, {}
         evidence.hosts = {n.address: self._host_record(n, step.positions, cordons.changes(n.name),

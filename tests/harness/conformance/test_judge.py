@@ -32,7 +32,7 @@ from proxyfleet.harness.conformance.evidence import (
     ProbedDestination,
     Step,
 )
-from proxyfleet.harness.conformance.judge import STARVED_ATTEMPTS, Conformance, LabRequired
+from proxyfleet.harness.conformance.judge import STARVED_ATTEMPTS, Conformance, LabRequired, StarvedLook
 from proxyfleet.harness.conformance.probe import NodeState, PullResult
 from proxyfleet.harness.conformance.results import CheckResult
 from proxyfleet.harness.lab import Lab, LabSettings
@@ -474,3 +474,59 @@ async def test_a_pull_starved_at_every_attempt_ends_inconclusive_never_failed() 
     verdict = checks.starved_traffic(checks.Verdict(False, "via the proxy", "pull failed"), probed.starved,
                                      probed.attempts)
     assert verdict.inconclusive
+
+
+class _Looks:
+    """A node's looks for ``Conformance._look``: each a failure (its text, the loop blocked that
+    long: a real stall) or, once they run out, a state."""
+
+    def __init__(self, failures: list[tuple[str, float]]) -> None:
+        self.failures = failures
+        self.looked = 0
+
+    async def look(self, address: str) -> str:
+        self.looked += 1
+        if self.looked > len(self.failures):
+            return "a state"
+        text, block = self.failures[self.looked - 1]
+        if block:
+            time.sleep(block)  # noqa: ASYNC251 - the lab's own loop starved, as a loaded machine starves it
+            await asyncio.sleep(0.2)  # the monitor's ticker runs again and measures the stall
+        raise NodeError(text)
+
+
+def _looker(failures: list[tuple[str, float]], lab: bool = True) -> tuple[Any, _Looks]:
+    looks = _Looks(failures)
+    stand_in = SimpleNamespace(probe=looks, _lab=object() if lab else None)
+    stand_in._lab_calm = lambda: Conformance._lab_calm(stand_in)  # type: ignore[arg-type]
+    return stand_in, looks
+
+
+LOOK_TIMEOUT = "127.10.0.1: no answer within 20 s"
+
+
+async def test_a_look_that_timed_out_while_the_lab_starved_is_made_again_and_one_starved_throughout_is_inconclusive(
+        ) -> None:
+    process_monitor()
+    await asyncio.sleep(0.2)
+    stand_in, looks = _looker([(LOOK_TIMEOUT, 1.3)])
+    assert await Conformance._look(stand_in, "127.10.0.1") == "a state" and looks.looked == 2  # type: ignore[arg-type]
+    stand_in, looks = _looker([(LOOK_TIMEOUT, 1.3)] * STARVED_ATTEMPTS)
+    with pytest.raises(StarvedLook) as starved:
+        await Conformance._look(stand_in, "127.10.0.1")  # type: ignore[arg-type]
+    assert (starved.value.attempts, looks.looked) == (STARVED_ATTEMPTS, STARVED_ATTEMPTS)
+    assert starved.value.starved >= 1.0 and str(starved.value) == LOOK_TIMEOUT
+    verdict = checks.starved_traffic(checks.Verdict(False, "a readable node", f"unreachable: {starved.value}"),
+                                     starved.value.starved, starved.value.attempts)
+    assert verdict.inconclusive and verdict.observed.startswith(f"unreachable: {LOOK_TIMEOUT} — it timed out")
+
+
+async def test_a_look_refused_under_a_stall_or_timed_out_on_a_cluster_is_judged_as_it_came() -> None:
+    process_monitor()
+    await asyncio.sleep(0.2)
+    refused = "cannot reach 127.10.0.1:22 over SSH: [Errno 111] Connect call failed"
+    for failures, lab in [([(refused, 1.3)], True), ([(LOOK_TIMEOUT, 1.3)], False), ([(LOOK_TIMEOUT, 0.0)], True)]:
+        stand_in, looks = _looker(failures, lab)
+        with pytest.raises(NodeError) as failed:
+            await Conformance._look(stand_in, "127.10.0.1")  # type: ignore[arg-type]
+        assert not isinstance(failed.value, StarvedLook) and looks.looked == 1, (failures, lab)

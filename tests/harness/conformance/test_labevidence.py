@@ -5,6 +5,7 @@ outage edges since the step began, Root store removals, the services' process en
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 from proxyfleet.core.contract import EGRESS_SERVICES
@@ -17,6 +18,7 @@ from proxyfleet.harness.conformance.probe import NodeProbe
 from proxyfleet.harness.conformance.routing import ProbeEvidence
 from proxyfleet.harness.conformance.trafficcommands import native_call_script
 from proxyfleet.harness.lab import Lab, LabSettings
+from proxyfleet.simulators.egress.records import EgressRecord
 from proxyfleet.simulators.origins.catalog import INTERNET_HTTP_SITE, INTERNET_REGISTRY, INTRANET_REGISTRY
 from tests.support import run_powershell, wait_until
 
@@ -28,8 +30,13 @@ async def test_a_probes_route_is_read_from_the_nodes_and_the_origins_side() -> N
         assert lab.proxy is not None and lab.fleet.client_key is not None
         address = lab.fleet.nodes[0].address
         evidence = LabEvidence(lab)
+        # the kubelet's request through a proxy before the step is not the step's (one after it is)
+        egress_log = lab.fleet.nodes[0].machine.egress
+        kubelet = EgressRecord(dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1), address, "kubelet", 0, "PUT", "https://api/lease", "connect")
+        egress_log.add(kubelet)
         step = Step("a step", dt.datetime.now(dt.UTC), members=[address], deconfigured=[], before={},
                     positions=evidence.positions())
+        egress_log.add(dataclasses.replace(kubelet, time=dt.datetime.now(dt.UTC)))
         marks = evidence.marks()
         pull, intranet, fetch = LAB_DESTINATIONS
         probe = NodeProbe(lab.fleet.client_key, lab.fleet.port)
@@ -55,7 +62,7 @@ async def test_a_probes_route_is_read_from_the_nodes_and_the_origins_side() -> N
         assert found.probe_sources[fetch_id or ""] == [egress]
         assert pull_id not in found.probe_sources  # refused before a request arrived
         assert found.violations == {address: ["internet-registry"]}
-        assert found.kubelet_via_proxy == {address: 0}
+        assert found.kubelet_via_proxy == {address: 1}
         # the node's own records of the three
         records = found.egress[address]
         assert {r.client for r in records} == {"containerd", "curl"}
