@@ -15,8 +15,8 @@ refused (the listener closed) — for
 unit run (RHCOS's ``coreos-update-ca-trust.service``: the bundle extracted again), the enabled services
 started with their units' environment, then sshd listens. The session that asked is sometimes cut
 before its exit status reaches the client (``lost_exit_status_rate``, decided per reboot by a
-generator seeded from ``seed`` and the node's name), as over real SSH. A killed command whose end
-the lab cannot see within ``nodeshell.REAP_TIMEOUT`` fails the reboot, naming its processes
+generator seeded from ``seed`` and the node's name), as over real SSH. A killed command that has
+not ended within ``nodeshell.REAP_TIMEOUT`` fails the reboot, naming its processes
 (``reboot_failure``; the judge reads the node's checks as the lab's, inconclusive) rather than
 leaving the node "stopping sshd" for good.
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proxyfleet.core.cancelling import stop_task
+from proxyfleet.core.looplag import poll_until
 from proxyfleet.simulators.linux.nodecommands import SYSTEMCTL_ALIASES, LinuxNodeModel, commands_for, run_command
 from proxyfleet.simulators.linux.nodeegress import EGRESS_COMMANDS, CallerGone
 from proxyfleet.simulators.linux.nodemounts import (
@@ -42,8 +43,8 @@ from proxyfleet.simulators.linux.servicemanager import Outcome
 
 log = logging.getLogger(__name__)
 
-# How long a killed command's end may take to be seen (its exit and its output pipes closing) before
-# the lab says it is stuck: a SIGKILLed group ends in milliseconds on any machine.
+# How long a killed command may take to end before the lab says it is stuck: a SIGKILLed process
+# ends in milliseconds on any machine (and the bound moves with the lab's own stalls).
 REAP_TIMEOUT = 30.0
 REPLIES = "/run/proxyfleet"  # on the node: the lock and each call's output
 
@@ -268,20 +269,22 @@ class NodeCommand:
         """Kill what still runs — the command and whatever it started in the background (its
         process group: the node's processes are the host's, and none may outlive the session or
         the node's reboot) — and stop serving (idempotent). Killed first: a server still answering
-        would otherwise wait for a caller that only the kill ends. ``NodeCommandStuck`` if the
-        command's end is not seen within ``REAP_TIMEOUT`` of the kill (something keeps its output
-        open: the lab's fault, named, never a silent hang)."""
+        would otherwise wait for a caller that only the kill ends. Then the command's exit is
+        awaited, not asyncio's ``wait()``, which also waits for every output pipe to close — and a
+        job that left the group (a ``setsid``, a daemon) may hold one for ever (the node's going
+        down ends those: ``NodeMounts.end_processes``). ``NodeCommandStuck`` if the command has
+        not ended within ``REAP_TIMEOUT`` of the kill: the lab's fault, named, never a silent hang."""
         self._kill_group()
         await stop_task(self._server)
-        try:
-            async with asyncio.timeout(REAP_TIMEOUT):
-                await self.process.wait()  # (asyncio's: the exit, and every output pipe closed)
-        except TimeoutError:
+        if not await poll_until(self._exited, REAP_TIMEOUT, 0.02):
             raise NodeCommandStuck(
-                f"command {self.process.pid} was killed, but its end was not seen within {REAP_TIMEOUT:.0f} s: "
+                f"command {self.process.pid} was killed, but had not ended within {REAP_TIMEOUT:.0f} s: "
                 f"{process_summary(self.process.pid)}; its process group: "
-                f"{', '.join(process_summary(p) for p in group_members(self.process.pid)) or 'empty'}") from None
+                f"{', '.join(process_summary(p) for p in group_members(self.process.pid)) or 'empty'}")
         self._channel.close()
+
+    async def _exited(self) -> bool:
+        return self.process.returncode is not None
 
     def _kill_group(self) -> None:
         # The group's id is the command's pid, which the kernel keeps allocated while any member

@@ -17,7 +17,7 @@ import trustme
 from proxyfleet.core.certificates import certificates_in_bundle
 from proxyfleet.simulators.linux import nodeshell
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
-from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
+from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount, process_summary
 from proxyfleet.simulators.linux.noderoot import DEBIAN_NODE, RHCOS_NODE, Flavour, create_root
 from proxyfleet.simulators.linux.nodeshell import (
     ChannelError,
@@ -222,19 +222,33 @@ async def test_the_node_runs_a_command_as_sh_dash_c_runs_it(tmp_path: Path, comm
 
 
 @needs_root
-async def test_a_killed_command_whose_output_is_held_outside_its_group_is_named_not_waited_for(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nodeshell, "REAP_TIMEOUT", 1.0)
+async def test_a_killed_command_ends_though_a_job_that_left_its_group_holds_its_output(tmp_path: Path) -> None:
+    # asyncio's wait() would wait for the job's end too (it holds the output pipe): closing a
+    # command awaits the command's own exit, and the job is the node's going down to end.
     model, mounts = booted(tmp_path, RHCOS_NODE)
     running = await start_on_node(model, mounts, "setsid sleep 300 & echo $!; wait")
     assert running.process.stdout is not None
     escaped = int(await running.process.stdout.readline())
     await wait_until(lambda: os.getpgid(escaped) == escaped, what="the job's own session")
-    with pytest.raises(NodeCommandStuck, match=rf"command {running.process.pid} was killed, but its end was not "
-                                               rf"seen within 1 s: .*; its process group: "):
-        await running.close()  # its group is gone; the job that left it still holds the output
-    assert mounts.end_processes() == [escaped]  # what the node's power-off does
     await running.close()
+    assert running.process.returncode == -9 and process_summary(escaped).startswith(f"{escaped} (sleep) state S")
+    assert mounts.end_processes() == [escaped]  # what the node's power-off does
+    await wait_until(lambda: mounts.processes() == [], what="the job's end")
+
+
+@needs_root
+async def test_a_command_the_kill_did_not_end_is_named_not_waited_for(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nodeshell, "REAP_TIMEOUT", 1.0)
+    model, mounts = booted(tmp_path, RHCOS_NODE)
+    running = await start_on_node(model, mounts, "sleep 300")
+    pid = running.process.pid
+    with monkeypatch.context() as patched:
+        patched.setattr(nodeshell.os, "killpg", lambda pgid, signal: None)  # a kill that did not take
+        with pytest.raises(NodeCommandStuck, match=rf"command {pid} was killed, but had not ended within 1 s: "
+                                                   rf"{pid} \((sh|sleep)\) state S pgid {pid}; its process group: {pid} "):
+            await running.close()
+    await running.close()  # killed for real: it ends
     assert running.process.returncode == -9
 
 
