@@ -989,15 +989,13 @@ class Conformance:
         ``REJUDGE_CALM`` seconds, up to ``STARVED_ATTEMPTS`` attempts in all; a last one still
         starved is judged inconclusive (``checks.starved_traffic``), never failed. Against an
         existing cluster the lab's loop carries none of it: one attempt, as it comes."""
-        monitor = process_monitor()
         attempt = 0
         while True:
             attempt += 1
             text, probe = self.evidence.probe_target(destination)
             began = time.monotonic()
             result = await (self.probe.pull(address, text) if destination.image else self.probe.fetch(address, text))
-            starved = (monitor.stalled(began) if self._lab is not None and not result.ok
-                       and checks.TIMED_OUT.search(result.output) else 0.0)
+            starved = self._timed_out_starved(began, result.output) if not result.ok else 0.0
             if starved < checks.STARVED_SECONDS or attempt >= STARVED_ATTEMPTS:
                 return Probed(result, probe, starved, attempt)
             await poll_until(self._lab_calm, REJUDGE_WITHIN, 0.5)
@@ -1008,7 +1006,6 @@ class Conformance:
         own loop stalled a second or more — the node's sshd and shell run on that loop — is made
         again once the lab has been calm, up to ``STARVED_ATTEMPTS``; a last one still starved
         raises ``StarvedLook`` (judged inconclusive). Any other failure is raised as it came."""
-        monitor = process_monitor()
         attempt = 0
         while True:
             attempt += 1
@@ -1016,13 +1013,17 @@ class Conformance:
             try:
                 return await self.probe.look(address)
             except NodeError as exc:
-                starved = (monitor.stalled(began) if self._lab is not None and checks.TIMED_OUT.search(str(exc))
-                           else 0.0)
+                starved = self._timed_out_starved(began, str(exc))
                 if starved < checks.STARVED_SECONDS:
                     raise
                 if attempt >= STARVED_ATTEMPTS:
                     raise StarvedLook(exc, starved, attempt) from exc
             await poll_until(self._lab_calm, REJUDGE_WITHIN, 0.5)
+
+    def _timed_out_starved(self, began: float, failure: str) -> float:
+        """How long the lab's own loop stalled since ``began``, if ``failure`` ran out of time in
+        the lab (0: it did not, or the nodes are an existing cluster's, off the lab's loop)."""
+        return process_monitor().stalled(began) if self._lab is not None and checks.TIMED_OUT.search(failure) else 0.0
 
     async def _lab_calm(self) -> bool:
         """The lab's own loop ran the last ``REJUDGE_CALM`` seconds without a stall of half a heartbeat."""

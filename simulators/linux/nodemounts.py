@@ -179,14 +179,25 @@ def processes_in_namespace(namespace: str, exclude: int | None = None) -> list[i
             if entry.isdigit() and int(entry) != exclude and _namespace_of(int(entry)) == namespace]
 
 
+def process_stat(pid: int) -> tuple[str, list[str]] | None:
+    """Process ``pid``'s name and the fields of ``/proc/PID/stat`` after it (state first, then
+    ppid, pgrp, …: proc(5)'s field 3 is index 0); None when no process has that pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # the name (2nd field) is in parentheses and may hold spaces and parentheses: split after its end
+    end = stat.rindex(b")")
+    return stat[stat.index(b"(") + 1:end].decode(errors="replace"), stat[end + 2:].decode().split()
+
+
 def process_summary(pid: int) -> str:
     """``pid (comm) state S pgid G`` from ``/proc/PID/stat``, for a lab log; "ended" when it has."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(errors="replace")
-    except (FileNotFoundError, ProcessLookupError):
+    found = process_stat(pid)
+    if found is None:
         return f"{pid} ended"
-    name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-    return f"{pid} ({name}) state {rest[0]} pgid {rest[2]}"
+    name, fields = found
+    return f"{pid} ({name}) state {fields[0]} pgid {fields[2]}"
 
 
 class NodeMounts:
@@ -314,23 +325,25 @@ class NodeMounts:
             holder.kill()
             holder.wait()
 
+    def _namespace(self) -> str | None:
+        """The node's mount namespace (``mnt:[inode]``); None while it is not up."""
+        return _namespace_of(self.holder_pid) if self.mounted else None
+
     def processes(self) -> list[int]:
         """The processes running in the node's namespace, its holder aside (blocking); none while
         the namespace is not up."""
-        if not self.mounted:
-            return []
-        holder = self.holder_pid
-        return processes_in_namespace(os.readlink(f"/proc/{holder}/ns/mnt"), exclude=holder)
+        namespace = self._namespace()
+        return processes_in_namespace(namespace, exclude=self.holder_pid) if namespace is not None else []
 
     def end_processes(self) -> list[int]:
         """SIGKILL every process in the node's namespace but its holder (blocking): what powering
         a node off does to whatever it ran, a process that left its command's process group (a
         ``setsid``, a daemon) too. The pids signalled; none while the namespace is not up."""
-        if not self.mounted:
+        namespace = self._namespace()
+        if namespace is None:
             return []
-        namespace = os.readlink(f"/proc/{self.holder_pid}/ns/mnt")
         ended = []
-        for pid in self.processes():
+        for pid in processes_in_namespace(namespace, exclude=self.holder_pid):
             try:
                 # a pidfd, so that a pid that ended and was reused since the look is never signalled
                 handle = os.pidfd_open(pid)

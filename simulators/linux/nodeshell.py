@@ -25,7 +25,6 @@ import socket
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
 
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.looplag import poll_until
@@ -37,6 +36,7 @@ from proxyfleet.simulators.linux.nodemounts import (
     NodeMounts,
     command_file,
     handed_over,
+    process_stat,
     process_summary,
 )
 from proxyfleet.simulators.linux.servicemanager import Outcome
@@ -166,12 +166,8 @@ def _answer(model: LinuxNodeModel, pid: int, name: str, args: list[str]) -> int:
 def process_start_time(pid: int) -> int | None:
     """When the process ``pid`` started, in clock ticks since boot (``/proc/PID/stat``'s 22nd
     field); None when no process has that pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    # the command's name (2nd field) is in parentheses and may hold spaces: count after its end
-    return int(stat[stat.rindex(b")") + 2:].split()[19])
+    found = process_stat(pid)
+    return int(found[1][19]) if found is not None else None
 
 
 def _sync_proc_locked(model: LinuxNodeModel) -> None:
@@ -303,16 +299,8 @@ class NodeCommandStuck(RuntimeError):
 
 def group_members(pgid: int) -> list[int]:
     """The host's processes in process group ``pgid`` (``/proc/PID/stat``'s fifth field)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_bytes()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid:
-                members.append(int(entry))
-    return members
+    return [int(entry) for entry in os.listdir("/proc")
+            if entry.isdigit() and (found := process_stat(int(entry))) is not None and int(found[1][2]) == pgid]
 
 
 async def start_on_node(model: LinuxNodeModel, mounts: NodeMounts, command: str) -> NodeCommand:

@@ -434,6 +434,8 @@ def _prober(answers: list[tuple[bool, str, float]], lab: bool = True) -> tuple[A
     stand_in = SimpleNamespace(probe=pulls, _lab=object() if lab else None,
                                evidence=SimpleNamespace(probe_target=lambda d: (f"{d.text}-{next(count)}", None)))
     stand_in._lab_calm = lambda: Conformance._lab_calm(stand_in)  # type: ignore[arg-type]
+    stand_in._timed_out_starved = lambda began, failure: Conformance._timed_out_starved(
+        stand_in, began, failure)  # type: ignore[arg-type]
     return stand_in, pulls
 
 
@@ -499,6 +501,8 @@ def _looker(failures: list[tuple[str, float]], lab: bool = True) -> tuple[Any, _
     looks = _Looks(failures)
     stand_in = SimpleNamespace(probe=looks, _lab=object() if lab else None)
     stand_in._lab_calm = lambda: Conformance._lab_calm(stand_in)  # type: ignore[arg-type]
+    stand_in._timed_out_starved = lambda began, failure: Conformance._timed_out_starved(
+        stand_in, began, failure)  # type: ignore[arg-type]
     return stand_in, looks
 
 
