@@ -49,11 +49,13 @@ import fcntl
 import logging
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -88,6 +90,9 @@ COMMAND_FD = 8
 # Descriptors handed to the node's shell are numbered at least this, above every one dash can name,
 # so moving them to 8 and 9 can never overwrite one another.
 HANDED_OVER_FROM = 10
+# How long ``end_processes`` waits for the processes it killed to have ended: bounds only a kill that
+# does not take (a process in uninterruptible sleep); a SIGKILL is otherwise done as its target runs.
+END_TIMEOUT = 30.0
 # The node's shell: the command read from COMMAND_FD and run as ``sh -c`` runs its argument. (Told
 # apart only by its errors' "eval: " prefix: "sh: 1: eval: x: not found".)
 NODE_SHELL = (f'proxyfleet_command=$(cat <&{COMMAND_FD}) || exit 125\n'
@@ -171,6 +176,18 @@ def _namespace_of(pid: int) -> str | None:
         return os.readlink(f"/proc/{pid}/ns/mnt")
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
+
+
+def _await_exits(pidfds: list[int], timeout: float) -> None:
+    """Wait until each pidfd's process has exited (its pidfd readable), up to ``timeout`` seconds."""
+    waiting = select.poll()
+    for handle in pidfds:
+        waiting.register(handle, select.POLLIN)
+    left, deadline = len(pidfds), time.monotonic() + timeout
+    while left and (remaining := deadline - time.monotonic()) > 0:
+        for handle, _ in waiting.poll(remaining * 1000):
+            waiting.unregister(handle)
+            left -= 1
 
 
 def processes_in_namespace(namespace: str, exclude: int | None = None) -> list[int]:
@@ -336,26 +353,35 @@ class NodeMounts:
         return processes_in_namespace(namespace, exclude=self.holder_pid) if namespace is not None else []
 
     def end_processes(self) -> list[int]:
-        """SIGKILL every process in the node's namespace but its holder (blocking): what powering
-        a node off does to whatever it ran, a process that left its command's process group (a
-        ``setsid``, a daemon) too. The pids signalled; none while the namespace is not up."""
+        """SIGKILL every process in the node's namespace but its holder and wait until each has
+        ended (blocking, up to ``END_TIMEOUT``): what powering a node off does to whatever it ran,
+        a process that left its command's process group (a ``setsid``, a daemon) too. The pids
+        signalled; none while the namespace is not up. One still running past the bound (a kill
+        does not take in uninterruptible sleep) stays in ``processes()``, for the caller to name."""
         namespace = self._namespace()
         if namespace is None:
             return []
-        ended = []
-        for pid in processes_in_namespace(namespace, exclude=self.holder_pid):
-            try:
-                # a pidfd, so that a pid that ended and was reused since the look is never signalled
-                handle = os.pidfd_open(pid)
-            except ProcessLookupError:
-                continue
-            try:
-                if _namespace_of(pid) == namespace:
-                    signal.pidfd_send_signal(handle, signal.SIGKILL)
-                    ended.append(pid)
-            except ProcessLookupError:
-                pass
-            finally:
+        ended: list[int] = []
+        handles: list[int] = []
+        try:
+            for pid in processes_in_namespace(namespace, exclude=self.holder_pid):
+                try:
+                    # a pidfd, so that a pid that ended and was reused since the look is never signalled
+                    handle = os.pidfd_open(pid)
+                except ProcessLookupError:
+                    continue
+                handles.append(handle)
+                try:
+                    if _namespace_of(pid) == namespace:
+                        signal.pidfd_send_signal(handle, signal.SIGKILL)
+                        ended.append(pid)
+                except ProcessLookupError:
+                    pass
+            # A kill is delivered when its target next runs, not by the call: a pidfd turns
+            # readable once its process has exited (and left the namespace).
+            _await_exits(handles, END_TIMEOUT)
+        finally:
+            for handle in handles:
                 os.close(handle)
         return ended
 

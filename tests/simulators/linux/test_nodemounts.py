@@ -17,6 +17,7 @@ from proxyfleet.core.certificates import certificates_in_bundle
 from proxyfleet.simulators.linux.nodemounts import (
     NodeMountError,
     NodeMounts,
+    _await_exits,
     command_file,
     host_cannot_mount,
     host_storage_mounts,
@@ -226,7 +227,24 @@ def test_ending_the_nodes_processes_ends_each_on_the_node_and_nothing_else(tmp_p
         on_the_host.kill()
         on_the_host.wait()
     assert on_the_host_ran and mounts.mounted and mounts.holder_pid == holder
-    assert mounts.processes() == []  # (a killed process's namespaces go with it, reaped or not)
+    assert mounts.processes() == []  # (ended, not only signalled: a killed process leaves its namespaces as it exits)
     assert process_summary(on_the_host.pid) == f"{on_the_host.pid} ended"
     mounts.unmount()
     assert mounts.processes() == [] and mounts.end_processes() == []
+
+
+def test_waiting_for_exits_returns_once_each_has_ended_or_at_the_bound() -> None:
+    running, killed = subprocess.Popen(["sleep", "300"]), subprocess.Popen(["sleep", "300"])
+    handles = [os.pidfd_open(running.pid), os.pidfd_open(killed.pid)]
+    try:
+        killed.kill()
+        _await_exits(handles[1:], 300.0)  # returns at the exit, not at the bound
+        assert process_summary(killed.pid).startswith(f"{killed.pid} (sleep) state Z ")  # exited, not yet reaped
+        _await_exits(handles, 0.05)  # one never ends: the bound ends the wait, the process runs on
+        assert running.poll() is None
+    finally:
+        for handle in handles:
+            os.close(handle)
+        for process in (running, killed):
+            process.kill()
+            process.wait()
