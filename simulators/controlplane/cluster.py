@@ -91,7 +91,8 @@ class ControlPlane:
         evidence, read from the store so it is exact at the instant it is asked."""
         return tuple(f"{p['metadata']['namespace']}/{p['metadata']['name']}"
                      + (" (Terminating: evicted, not yet gone)" if terminating(p) else "")
-                     for p in self.store.list(PODS, None, lambda p: (p.get("spec") or {}).get("nodeName") == name)
+                     for p in self.store.list(PODS, None, lambda p: (p.get("spec") or {}).get("nodeName") == name,
+                                              {"spec.nodeName": name})
                      if evictable(p))
 
     def kubelet_token(self, node_name: str) -> str:

@@ -94,7 +94,8 @@ def label_selector(text: str | None) -> Predicate:
     return matches
 
 
-def _field(obj: dict[str, Any], path: str) -> str:
+def field_value(obj: dict[str, Any], path: str) -> str:
+    """The text a field selector compares for ``path`` (``spec.nodeName``) of ``obj``; "" if unset."""
     value: Any = obj
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
@@ -107,9 +108,27 @@ def _field(obj: dict[str, Any], path: str) -> str:
     return str(value)
 
 
-def field_selector(text: str | None, plural: str) -> Predicate:
+@dataclass(frozen=True)
+class FieldSelector:
+    """A parsed ``fieldSelector``: called with an object, whether it matches every term."""
+
+    checks: tuple[tuple[str, bool, str], ...] = ()  # (field, negated, value)
+
+    def __call__(self, obj: dict[str, Any]) -> bool:
+        return all((field_value(obj, key) != value) if negate else (field_value(obj, key) == value)
+                   for key, negate, value in self.checks)
+
+    @property
+    def equalities(self) -> dict[str, str]:
+        """The terms that fix a field's value (``field=value``): what an index can look up."""
+        return {key: value for key, negate, value in self.checks if not negate}
+
+
+def field_selector(text: str | None, plural: str) -> FieldSelector:
+    """Parse a ``fieldSelector`` for ``plural``, refusing a field the real API server does not
+    select on in its own words."""
     if not text:
-        return lambda obj: True
+        return FieldSelector()
     allowed = ("metadata.name", "metadata.namespace", *FIELD_SELECTORS.get(plural, ()))
     checks: list[tuple[str, bool, str]] = []
     for term in _split_terms(text):
@@ -121,9 +140,4 @@ def field_selector(text: str | None, plural: str) -> Predicate:
             raise bad_request(f'"{key}" is not a known field selector: only "'
                               + '", "'.join(allowed) + '"')
         checks.append((key, op == "!=", value))
-
-    def matches(obj: dict[str, Any]) -> bool:
-        return all((_field(obj, key) != value) if negate else (_field(obj, key) == value)
-                   for key, negate, value in checks)
-
-    return matches
+    return FieldSelector(tuple(checks))

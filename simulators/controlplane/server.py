@@ -352,7 +352,9 @@ class APIServer:
         exact = query.get("resourceVersionMatch") == "Exact"
         if exact and query.get("resourceVersion") not in (None, current):
             raise gone("The resourceVersion for the provided list is too old.")
-        items = self.store.list(resource_type, route.namespace, self._predicate(request, route))
+        # the selector's equalities too: an indexed field (a kubelet's spec.nodeName) is looked up
+        fields = field_selector(query.get("fieldSelector"), resource_type.plural).equalities
+        items = self.store.list(resource_type, route.namespace, self._predicate(request, route), fields)
         offset = 0
         if query.get("continue"):
             try:

@@ -21,6 +21,7 @@ from typing import Any
 from proxyfleet.simulators.controlplane.errors import already_exists, bad_request, conflict, gone, not_found
 from proxyfleet.simulators.controlplane.jsoncopy import copy_json
 from proxyfleet.simulators.controlplane.resources import RESOURCE_TYPES, ResourceType
+from proxyfleet.simulators.controlplane.selectors import field_value
 
 Predicate = Callable[[dict[str, Any]], bool]
 DEFAULT_HISTORY = 10_000  # events kept for watch resumption (kube keeps far fewer)
@@ -96,13 +97,23 @@ class Watcher:
             self.queue.put_nowait(None)
 
 
+# The fields a list looks objects up by instead of scanning every one: kube-apiserver's watch cache
+# indexes pods by the node they are bound to, so each kubelet's list of its own pods does not grow
+# with the cluster (at 1,000 nodes, a thousand kubelets each scanning every pod would).
+INDEXED_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {("", "pods"): ("spec.nodeName",)}
+
+Key = tuple[str, str]  # (namespace, name)
+
+
 class Store:
     def __init__(self, history: int = DEFAULT_HISTORY,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
         self._counter = itertools.count(1000)
         self._rv = next(self._counter)
-        self._objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {
-            t.key: {} for t in RESOURCE_TYPES}
+        self._objects: dict[tuple[str, str], dict[Key, dict[str, Any]]] = {t.key: {} for t in RESOURCE_TYPES}
+        # (resource type, field) -> the field's value -> the objects that have it
+        self._indexes: dict[tuple[tuple[str, str], str], dict[str, set[Key]]] = {
+            (kind, path): {} for kind, paths in INDEXED_FIELDS.items() for path in paths}
         self._history: deque[StoredEvent] = deque(maxlen=history)
         self._watchers: set[Watcher] = set()
         self._clock = clock
@@ -160,14 +171,44 @@ class Store:
         return copy_json(stored)
 
     def list(self, resource_type: ResourceType, namespace: str | None,
-             predicate: Predicate | None = None) -> list[dict[str, Any]]:
-        items = [obj for (ns, _), obj in sorted(self._bucket(resource_type).items())
-                 if namespace is None or ns == namespace]
+             predicate: Predicate | None = None, fields: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Copies of the objects of ``resource_type`` (in ``namespace``, or all) that ``predicate``
+        takes, ordered by namespace and name. ``fields``: values ``predicate`` requires of fields
+        (a field selector's equalities), which an indexed field narrows to before the predicate."""
+        bucket = self._bucket(resource_type)
+        keys: set[Key] | None = None
+        for path, value in (fields or {}).items():
+            index = self._indexes.get((resource_type.key, path))
+            if index is not None:
+                found = index.get(value, set())
+                keys = found if keys is None else keys & found
+        chosen = bucket.items() if keys is None else ((key, bucket[key]) for key in keys)
+        items = [obj for (ns, _), obj in sorted(chosen) if namespace is None or ns == namespace]
         if predicate is not None:
             items = [obj for obj in items if predicate(obj)]
         return copy_json(items)
 
     # --- writes ------------------------------------------------------------------------------
+
+    def _put(self, resource_type: ResourceType, key: Key, old: dict[str, Any] | None,
+             new: dict[str, Any] | None) -> None:
+        """Store ``new`` at ``key`` (None: remove), keeping the type's indexes in step."""
+        bucket = self._bucket(resource_type)
+        for path in INDEXED_FIELDS.get(resource_type.key, ()):
+            index = self._indexes[(resource_type.key, path)]
+            before, after = (None if o is None else field_value(o, path) for o in (old, new))
+            if before == after:
+                continue
+            if before is not None:
+                index[before].discard(key)
+                if not index[before]:
+                    del index[before]
+            if after is not None:
+                index.setdefault(after, set()).add(key)
+        if new is None:
+            del bucket[key]
+        else:
+            bucket[key] = new
 
     def create(self, resource_type: ResourceType, obj: dict[str, Any], *,
                dry_run: bool = False) -> dict[str, Any]:
@@ -187,7 +228,7 @@ class Store:
             metadata["resourceVersion"] = self.resource_version
             return obj
         metadata["resourceVersion"] = str(self._bump())
-        bucket[(namespace, name)] = obj
+        self._put(resource_type, (namespace, name), None, obj)
         self._record("ADDED", resource_type, None, obj)
         return copy_json(obj)
 
@@ -234,7 +275,7 @@ class Store:
         if _same(updated, existing) or dry_run:
             return copy_json(updated if dry_run else existing)
         updated["metadata"]["resourceVersion"] = str(self._bump())
-        bucket[(namespace, name)] = updated
+        self._put(resource_type, (namespace, name), existing, updated)
         self._record("MODIFIED", resource_type, existing, updated)
         return copy_json(updated)
 
@@ -252,7 +293,7 @@ class Store:
         if dry_run:
             return updated
         updated["metadata"]["resourceVersion"] = str(self._bump())
-        bucket[(namespace, name)] = updated
+        self._put(resource_type, (namespace, name), existing, updated)
         self._record("MODIFIED", resource_type, existing, updated)
         return copy_json(updated)
 
@@ -270,7 +311,7 @@ class Store:
                     for (ns, other_name) in list(self._bucket(other)):
                         if ns == name:
                             self.delete(other, ns, other_name)
-        del bucket[(namespace, name)]
+        self._put(resource_type, (namespace, name), existing, None)
         deleted = copy_json(existing)
         deleted["metadata"]["resourceVersion"] = str(self._bump())
         self._record("DELETED", resource_type, existing, deleted)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from proxyfleet.simulators.controlplane.errors import APIError
-from proxyfleet.simulators.controlplane.resources import CONFIGMAPS, NODES
-from proxyfleet.simulators.controlplane.selectors import label_selector
+from proxyfleet.simulators.controlplane.resources import CONFIGMAPS, NODES, PODS, resource
+from proxyfleet.simulators.controlplane.selectors import field_selector, label_selector
 from proxyfleet.simulators.controlplane.store import Store
 
 
@@ -88,3 +88,42 @@ async def test_a_watch_times_out_only_with_nothing_pending() -> None:
         await watcher.next(0)
     store.stop_watch(watcher)
     assert await watcher.next(0) is None
+
+
+def pod(name: str, namespace: str, node: str | None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": namespace},
+            "spec": {"containers": [{"name": "c", "image": "i"}], **({"nodeName": node} if node else {})}}
+
+
+def test_a_list_by_an_indexed_field_finds_what_a_scan_finds_through_every_kind_of_write() -> None:
+    store = Store()
+    namespaces = resource("", "namespaces")
+    store.create(namespaces, {"metadata": {"name": "gone"}})
+
+    def listed(selector: str, namespace: str | None = None) -> list[str]:
+        parsed = field_selector(selector, "pods")
+        by_index = store.list(PODS, namespace, parsed, parsed.equalities)
+        scanned = store.list(PODS, namespace, parsed)  # no equalities: every pod looked at
+        assert by_index == scanned
+        return [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in by_index]
+
+    store.create(PODS, pod("b", "ns", "node-1"))
+    store.create(PODS, pod("a", "ns", "node-1"))
+    store.create(PODS, pod("c", "gone", "node-1"))
+    store.create(PODS, pod("pending", "ns", None))
+    assert listed("spec.nodeName=node-1") == ["gone/c", "ns/a", "ns/b"]  # ordered as any list
+    assert listed("spec.nodeName=node-1", "ns") == ["ns/a", "ns/b"]
+    assert listed("spec.nodeName=node-1,metadata.name!=a") == ["gone/c", "ns/b"]
+    assert listed("spec.nodeName=") == ["ns/pending"]  # unset reads as empty, as in kube-apiserver
+    bound = store.get(PODS, "ns", "pending")
+    bound["spec"]["nodeName"] = "node-2"  # bound: moves from one value to another
+    store.update(PODS, "ns", "pending", bound)
+    assert listed("spec.nodeName=") == [] and listed("spec.nodeName=node-2") == ["ns/pending"]
+    store.mark_deleting(PODS, "ns", "a", {"deletionTimestamp": "2026-11-28T00:00:00Z",
+                                          "deletionGracePeriodSeconds": 30})
+    assert listed("spec.nodeName=node-1") == ["gone/c", "ns/a", "ns/b"]  # Terminating is still there
+    store.delete(PODS, "ns", "a")
+    store.delete(namespaces, "", "gone")  # its pods with it
+    assert listed("spec.nodeName=node-1") == ["ns/b"]
+    assert listed("spec.nodeName=node-9") == []
+    assert store._indexes[(PODS.key, "spec.nodeName")] == {"node-1": {("ns", "b")}, "node-2": {("ns", "pending")}}
