@@ -37,6 +37,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA
+from proxyfleet.core.gcpauses import process_gc_pauses
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.looplag import poll_until, process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError, Unreachable
@@ -646,6 +647,7 @@ class Conformance:
         """Run ``action``, wait for convergence, check every instance (and every node removed in
         this step, for its clean-up). Returns the results (also kept in ``results``)."""
         removed = [n.address for n in deconfigure]
+        collections = process_gc_pauses()  # (timed from the first step on, on an existing cluster)
         step = self._mark(name, removed)
         step.claims_before = await revision_claims(self.api)
         self.steps.append(step)
@@ -666,8 +668,11 @@ class Conformance:
         await self._verify(step, problems)
         await self._rejudge_starved(step)
         own = process_monitor()
+        # of the stalls, how long the garbage collector held this process (the rest: the machine, the lab's work)
         step.lag = {self._process_name: {"worst_s": round(own.worst(step.clock), 3),
-                                         "stalled_s": round(own.stalled(step.clock), 3)},
+                                         "stalled_s": round(own.stalled(step.clock), 3),
+                                         "gc_s": round(collections.paused(step.clock), 3),
+                                         "gc_worst_s": round(collections.worst(step.clock), 3)},
                     **await self.evidence.lags(step.clock)}
         return step.results
 

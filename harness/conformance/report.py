@@ -11,7 +11,8 @@ JSON schema (``--json``)::
                     "checks": [{"check": str, "status": str, "expected": str, "observed": str,
                                 "step": str, "nodes": [str]}],   # see "Checks" below
                     "timeline": [{"step": str, "nodes": int, "converged_s": {node: seconds},
-                                  "lag_s": {process: {"worst_s": float, "stalled_s": float}},
+                                  "lag_s": {process: {"worst_s": float, "stalled_s": float,
+                                                      "gc_s": float, "gc_worst_s": float (the judge's process only)}},
                                   "deadline_s": float, "deadline": str (how it follows from the step),
                                   "note": str (only when the step did more than the ordinary)}],
                     "flows": {"<proxy> <kind> <host> <status>": {"count": int}},
@@ -323,11 +324,14 @@ def _lags(scenario: ScenarioResult) -> str:
     steps = [s for s in scenario.timeline if s.get("lag_s")]
     if not steps:
         return ""
+    def collector(lag: dict[str, float]) -> str:  # measured in the judge's process only
+        return f"{lag['gc_s']:.2f} (longest {lag.get('gc_worst_s', 0):.2f})" if "gc_s" in lag else ""
+
     rows = "".join(f"<tr><td>{_e(s['step'])}</td><td>{_e(process)}</td><td>{lag.get('worst_s', 0):.2f}</td>"
-                   f"<td>{lag.get('stalled_s', 0):.2f}</td></tr>"
+                   f"<td>{lag.get('stalled_s', 0):.2f}</td><td>{collector(lag)}</td></tr>"
                    for s in steps for process, lag in s["lag_s"].items())
     return ("<h3>Event-loop lag (the lab's own starvation)</h3><table><tr><th>step</th><th>process</th>"
-            f"<th>worst stall (s)</th><th>stalled in all (s)</th></tr>{rows}</table>")
+            f"<th>worst stall (s)</th><th>stalled in all (s)</th><th>garbage collection (s)</th></tr>{rows}</table>")
 
 
 def _causes(run: ConformanceRun, filterable: bool = False) -> str:

@@ -35,6 +35,7 @@ from proxyfleet.core.contract import (
     OPERATOR_REBOOT_TIMEOUT,
     PROXIES,
 )
+from proxyfleet.core.gcpauses import process_gc_pauses
 from proxyfleet.core.kubeconfig import api_client
 from proxyfleet.core.noproxy.urls import with_userinfo
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
@@ -280,6 +281,7 @@ class Lab:
         tune_tls_buffers()
         raise_open_file_limit()
         collect_garbage_less_often()  # fewer full collections stopping the loop (kubelets, SSH, judge)
+        process_gc_pauses()  # and each one timed: the judge names the collector's part of a step's lag
         if self.settings.state_dir is None:
             self._temporary = tempfile.mkdtemp(prefix="proxyfleet-lab-")
             self.state_dir = Path(self._temporary)

@@ -32,7 +32,8 @@ def _run() -> ConformanceRun:
         CheckResult("127.10.0.1", "reboots", "passed", "at most 1", "1", "proxy added"),
     ], duration_s=3.0, timeline=[{"step": "proxy added", "nodes": 2, "converged_s": {"127.10.0.1": 1.5,
                                                                                      "127.10.0.2": 2.5},
-                                  "lag_s": {"lab (control plane, fleet, judge)": {"worst_s": 0.42, "stalled_s": 1.1},
+                                  "lag_s": {"lab (control plane, fleet, judge)": {"worst_s": 0.42, "stalled_s": 1.1,
+                                                                                  "gc_s": 0.37, "gc_worst_s": 0.31},
                                             "mitmdump (proxy)": {"worst_s": 0.05, "stalled_s": 0.05}}}],
         flows={"proxy request quay.io 200": {"count": 4}})
     bad = ScenarioResult("test_bad", "change", "failed", [
@@ -80,6 +81,7 @@ def test_junit_has_one_testcase_per_scenario_and_check_family(tmp_path: Path) ->
 def test_html_shows_each_steps_event_loop_lag_per_process() -> None:
     page = render_html(_run())
     assert "Event-loop lag" in page and "lab (control plane, fleet, judge)" in page and "0.42" in page
+    assert "<td>0.37 (longest 0.31)</td>" in page  # the collector's part, where it was measured
 
 
 def test_html_shows_matrix_timeline_flows_and_violations() -> None:
