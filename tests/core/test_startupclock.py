@@ -6,7 +6,14 @@ import subprocess
 import sys
 import time
 
-from proxyfleet.core.startupclock import CEILING_FACTOR, CEILING_FLOOR, IDLE_SECONDS, StartupClock, tree_cpu_seconds
+from proxyfleet.core.startupclock import (
+    CEILING_FACTOR,
+    CEILING_FLOOR,
+    IDLE_SECONDS,
+    SAMPLE_SECONDS,
+    StartupClock,
+    tree_cpu_seconds,
+)
 
 
 class Fake:
@@ -15,11 +22,13 @@ class Fake:
     def __init__(self) -> None:
         self.now = 100.0
         self.used: float | None = 0.0
+        self.reads = 0
 
     def clock(self) -> float:
         return self.now
 
     def cpu(self, pid: int) -> float | None:
+        self.reads += 1
         return self.used
 
 
@@ -46,6 +55,15 @@ def test_past_the_limit_a_program_still_working_is_given_its_time_up_to_the_ceil
     fake.used = (fake.used or 0) + 0.1
     assert clock.expired()
     assert "its ceiling" in clock.why()
+
+
+def test_a_waiter_asking_often_reads_the_cpu_once_a_second() -> None:
+    fake = Fake()
+    clock = _clock(fake)
+    for _ in range(100):  # a waiter's looks every 50 ms for 5 s: a scan of /proc each would be 100
+        fake.now += 0.05
+        assert not clock.expired()
+    assert fake.reads == int(5 / SAMPLE_SECONDS)
 
 
 def test_a_short_limit_still_has_the_ceiling_floor() -> None:
