@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +31,12 @@ EVICTION_REFUSED = "Cannot evict pod as it would violate the pod's disruption bu
 MANY_BUDGETS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
 
-def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The owner reference with ``controller: true``, if any."""
+def controller_of(obj: dict[str, Any]) -> Mapping[str, Any] | None:
+    """The owner reference with ``controller: true``, if any: the object's own (read it, do not
+    change it; every workload pass asks it of every pod)."""
     for reference in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if reference.get("controller"):
-            return dict(reference)
+            return reference  # type: ignore[no-any-return]
     return None
 
 

@@ -42,6 +42,7 @@ SERVICE_NAME = "web"  # ReplicaSets spread one pod per node, each guarded by a b
 # one would make every 1,000-node rollout ~30 minutes of one-at-a-time evictions, a shape no
 # production fleet of that size runs. Labs of up to 26 nodes have the one service they always had.
 SERVICE_PODS = 25
+GENERATE_NAME_ATTEMPTS = 8  # kube-apiserver's tries at a free generated name
 AGENT_NAME = "node-agent"  # a DaemonSet: drains leave its pods (kubectl drain --ignore-daemonsets)
 WINDOWS_IMAGE = "mcr.microsoft.com/windows/servercore:ltsc2022"
 NAMESPACES = resource("", "namespaces")
@@ -151,22 +152,23 @@ class WorkloadControllers(WatchingController):
                 self._delete(pod)  # pod GC: its node is gone
             else:
                 live.append(pod)
-        # Active pods only: a Terminating one is replaced at once (the ReplicaSet controller's
-        # FilterActivePods), while it is still bound to its node.
+        # One look at each pod: its owner's active pods (a Terminating one is replaced at once,
+        # the ReplicaSet controller's FilterActivePods, while it is still bound to its node) and
+        # the nodes each owner covers (the DaemonSet controller's, Terminating ones too).
         active: dict[str, int] = {}
+        covered: dict[str, set[str | None]] = {}
         for pod in live:
+            uid = (controller_of(pod) or {}).get("uid", "")
             if not terminating(pod):
-                uid = (controller_of(pod) or {}).get("uid", "")
                 active[uid] = active.get(uid, 0) + 1
+            covered.setdefault(uid, set()).add((pod.get("spec") or {}).get("nodeName"))
         for replica_set in self.store.scan(REPLICASETS):
             wanted = int((replica_set.get("spec") or {}).get("replicas", 1))
             missing = wanted - active.get(replica_set["metadata"]["uid"], 0)
             live.extend(self._create(replica_set, None) for _ in range(max(0, missing)))
         for daemon_set in self.store.scan(DAEMONSETS):
-            uid = daemon_set["metadata"]["uid"]
-            covered = {(p.get("spec") or {}).get("nodeName") for p in live
-                       if (controller_of(p) or {}).get("uid") == uid}
-            live.extend(self._create(daemon_set, name) for name in sorted(nodes) if name not in covered)
+            has = covered.get(daemon_set["metadata"]["uid"], set())
+            live.extend(self._create(daemon_set, name) for name in sorted(nodes) if name not in has)
         self._schedule(live, nodes)
         self._budgets()
 
@@ -176,13 +178,23 @@ class WorkloadControllers(WatchingController):
         spec = dict(template.get("spec") or {})
         if node is not None:
             spec["nodeName"] = node  # the DaemonSet controller binds its pods itself
-        pod = {"metadata": {"name": f"{metadata['name']}-{secrets.token_hex(3)}", "namespace": metadata["namespace"],
+        pod = {"metadata": {"name": "", "namespace": metadata["namespace"],
                             "labels": dict((template.get("metadata") or {}).get("labels") or {}),
                             "ownerReferences": [{"apiVersion": owner.get("apiVersion", "apps/v1"),
                                                  "kind": owner.get("kind"), "name": metadata["name"],
                                                  "uid": metadata["uid"], "controller": True,
                                                  "blockOwnerDeletion": True}]},
                "spec": spec, "status": {"phase": "Pending"}}
+        # A generated name: a random suffix, drawn again when taken, as kube-apiserver retries
+        # generateName (RetryGenerateName, GA in 1.32): 2,000 pods of a 1,000-node lab collide now and then.
+        for _ in range(GENERATE_NAME_ATTEMPTS - 1):
+            pod["metadata"]["name"] = f"{metadata['name']}-{secrets.token_hex(3)}"
+            try:
+                return self.store.create(PODS, pod)
+            except APIError as exc:
+                if exc.reason != "AlreadyExists":
+                    raise
+        pod["metadata"]["name"] = f"{metadata['name']}-{secrets.token_hex(3)}"
         return self.store.create(PODS, pod)
 
     def _delete(self, pod: dict[str, Any]) -> None:
@@ -193,6 +205,8 @@ class WorkloadControllers(WatchingController):
         """Bind each pending pod to a schedulable node its ``nodeSelector`` matches, the one with
         the fewest pods of its owner, then the fewest pods (spreading, as the default scheduler's
         scoring would)."""
+        if all((pod.get("spec") or {}).get("nodeName") for pod in pods):
+            return  # nothing to bind: most passes (a pass follows every pod's status post)
         candidates = sorted(name for name, node in nodes.items() if _schedulable(node))
         if not candidates:
             return

@@ -14,13 +14,17 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from proxyfleet.simulators.controlplane import workloads
 from proxyfleet.simulators.controlplane.cluster import ControlPlane
-from proxyfleet.simulators.controlplane.resources import NODES, PDBS, PODS
+from proxyfleet.simulators.controlplane.errors import APIError
+from proxyfleet.simulators.controlplane.resources import DAEMONSETS, NODES, PDBS, PODS
+from proxyfleet.simulators.controlplane.store import Store
 from proxyfleet.simulators.controlplane.workloads import (
     AGENT_NAME,
     SERVICE_NAME,
     SERVICE_PODS,
     WORKLOAD_NAMESPACE,
+    WorkloadControllers,
     evictable,
     lab_workloads,
     service_names,
@@ -234,3 +238,20 @@ async def test_drains_of_different_services_proceed_side_by_side(tmp_path: Path)
         finally:
             api.close()
         assert [d.outcome for d in plane.server.disruptions.entries] == ["evicted", "evicted", "refused"]
+
+
+def test_a_generated_pod_name_already_taken_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the random suffixes a 1,000-node lab's 2,000 pods draw collide now and then (a bench saw it)
+    store = Store()
+    for resource_type, obj in lab_workloads(1):
+        store.create(resource_type, obj)
+    controllers, agent = WorkloadControllers(store), store.scan(DAEMONSETS)[0]
+    suffixes = iter(["aaaaaa", "aaaaaa", "aaaaaa", "bbbbbb"])
+    monkeypatch.setattr(workloads.secrets, "token_hex", lambda n: next(suffixes))
+    assert controllers._create(agent, "win-0001")["metadata"]["name"] == f"{AGENT_NAME}-aaaaaa"
+    assert controllers._create(agent, "win-0002")["metadata"]["name"] == f"{AGENT_NAME}-bbbbbb"  # 2 taken draws
+    # a name taken at every draw is the server's error, as kube-apiserver's after its last try
+    monkeypatch.setattr(workloads.secrets, "token_hex", lambda n: "aaaaaa")
+    with pytest.raises(APIError, match="already exists"):
+        controllers._create(agent, "win-0003")
+    assert len(store.scan(PODS)) == 2
