@@ -363,6 +363,7 @@ class NodeMounts:
             return []
         ended: list[int] = []
         handles: list[int] = []
+        killed: list[int] = []  # the handles of the processes signalled: only those are waited for
         try:
             for pid in processes_in_namespace(namespace, exclude=self.holder_pid):
                 try:
@@ -375,11 +376,12 @@ class NodeMounts:
                     if _namespace_of(pid) == namespace:
                         signal.pidfd_send_signal(handle, signal.SIGKILL)
                         ended.append(pid)
+                        killed.append(handle)
                 except ProcessLookupError:
                     pass
             # A kill is delivered when its target next runs, not by the call: a pidfd turns
             # readable once its process has exited (and left the namespace).
-            _await_exits(handles, END_TIMEOUT)
+            _await_exits(killed, END_TIMEOUT)
         finally:
             for handle in handles:
                 os.close(handle)

@@ -14,6 +14,7 @@ import certifi
 import pytest
 
 from proxyfleet.core.certificates import certificates_in_bundle
+from proxyfleet.simulators.linux import nodemounts
 from proxyfleet.simulators.linux.nodemounts import (
     NodeMountError,
     NodeMounts,
@@ -248,3 +249,24 @@ def test_waiting_for_exits_returns_once_each_has_ended_or_at_the_bound() -> None
         for process in (running, killed):
             process.kill()
             process.wait()
+
+
+@needs_mounts
+def test_a_pid_found_on_the_node_that_is_another_process_by_the_kill_is_not_waited_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Between the look at /proc and the kill, a process ended and its pid went to another, off the
+    # node: that one is neither signalled nor waited for (it would hold the node's power-off up).
+    mounts = node(tmp_path)
+    started = on_node(mounts, "setsid sh -c 'echo $$ > /tmp/left; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+                              "until [ -s /tmp/left ]; do sleep 0.01; done; cat /tmp/left")
+    on_the_node, elsewhere = int(started.stdout), subprocess.Popen(["sleep", "300"])
+    waited: list[int] = []
+    try:
+        monkeypatch.setattr(nodemounts, "processes_in_namespace", lambda namespace, exclude: [on_the_node, elsewhere.pid])
+        monkeypatch.setattr(nodemounts, "_await_exits", lambda handles, timeout: waited.extend(handles))
+        assert mounts.end_processes() == [on_the_node]
+        assert len(waited) == 1 and elsewhere.poll() is None  # the one killed, and only it
+    finally:
+        elsewhere.kill()
+        elsewhere.wait()
+        mounts.unmount()
