@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Sequence
 
 from proxyfleet.harness.conformance import CheckResult, Conformance
+from proxyfleet.harness.conformance.judge import Bundle
 from proxyfleet.harness.lab import DEFAULT_NO_PROXY
 from proxyfleet.simulators.linux.node import LinuxNode
 from proxyfleet.simulators.windows.node import WindowsNode
@@ -44,7 +45,7 @@ async def change_proxy(conformance: Conformance, url: str, no_proxy: str = DEFAU
     return await conformance.step(name, lambda: conformance.set_proxy(url, no_proxy))
 
 
-async def remove_proxy(conformance: Conformance, trusted_ca: str | None = "corp-ca",
+async def remove_proxy(conformance: Conformance, trusted_ca: str | Bundle | None = Bundle.SCENARIOS,
                        name: str = "proxy removed") -> list[CheckResult]:
     """The company retires its proxy: the network opens direct egress (a lab action, taken in the
     open), then the administrator removes the proxy from the cluster."""

@@ -1,7 +1,10 @@
-"""Faults during rollouts, in two scenarios (each on its own lab, in parallel with the others).
+"""Faults during rollouts, one fault per scenario (each on its own lab, in parallel with the
+others, so a large fleet's run is as long as its longest single fault, not their sum). A fault
+that needs a configured fleet starts from a cluster installed with the proxy, so it waits for no
+rollout before its own.
 
-Hosts and network, one step each (on a mixed fleet, one node of each kind off the network and
-one rekeyed; the stuck one is whichever node of either kind the reconciler reboots first):
+Hosts and network (on a mixed fleet, one node of each kind off the network or rekeyed; the stuck
+one is whichever node of either kind the reconciler reboots first):
 * an instance off the network when the proxy is added: the others proceed (the reconciler did
   not take it down: it does not use up maxUnavailable); it converges with one reboot once back;
 * an instance's SSH host key replaced before a change: the reconciler refuses it and says so in
@@ -11,7 +14,7 @@ one rekeyed; the stuck one is whichever node of either kind the reconciler reboo
   converge within maxUnavailable, which the stuck one keeps using (never more than
   maxUnavailable - 1 others down or cordoned while it is down).
 
-The reconciler and the control plane, one step each:
+The reconciler and the control plane:
 * the reconciler killed while a node is down for its reboot, and started again: no node reboots
   twice (the reboot owed must be remembered outside its memory), the budget holds;
 * the API server restarted mid-rollout with its history compacted (every watch gets 410 Gone
@@ -34,18 +37,12 @@ from proxyfleet.scenarios.actions import join, publish_proxy
 OTHER_NO_PROXY = f"{DEFAULT_NO_PROXY},.partner.example"
 
 
-@pytest.mark.rollouts(4)
+@pytest.mark.rollouts(2)
 @pytest.mark.workflow("faults")
-# maxUnavailable a quarter of the nodes (at least 2): while the stuck node keeps one slot and the
-# others are held in their drains, nodes are still waiting their turn when the reconciler gives up
-# on the stuck one (five nodes or more) — a reconciler that frees the slot then takes one.
-@pytest.mark.lab(max_unavailable_floor=2, max_unavailable_share=0.25, reboot_timeout=4.0)
-async def test_host_and_network_faults(conformance: Conformance) -> None:
-    lab = conformance.lab
+async def test_an_instance_off_the_network_converges_once_back(conformance: Conformance) -> None:
     await join(conformance)
-    # on a mixed fleet, one node of each kind: the last off the network, the first rekeyed
     kinds = [kind for kind in (conformance.nodes, conformance.linux_nodes) if kind]
-    away, rekeyed = [kind[-1] for kind in kinds], [kind[0] for kind in kinds]
+    away = [kind[-1] for kind in kinds]  # on a mixed fleet, one node of each kind
     each = "one instance" if len(kinds) == 1 else "one instance of each kind"
 
     async def change_while_away() -> None:
@@ -59,6 +56,18 @@ async def test_host_and_network_faults(conformance: Conformance) -> None:
 
     await conformance.step(f"proxy added while {each} is off the network", change_while_away)
     await conformance.step("the instance is back" if len(kinds) == 1 else "the instances are back", back)
+    conformance.assert_passed()
+
+
+@pytest.mark.rollouts(2)
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(install_proxy=True)
+async def test_an_instance_whose_host_key_changed_is_refused(conformance: Conformance) -> None:
+    lab = conformance.lab
+    await join(conformance)
+    kinds = [kind for kind in (conformance.nodes, conformance.linux_nodes) if kind]
+    rekeyed = [kind[0] for kind in kinds]  # on a mixed fleet, one node of each kind
+    each = "one instance" if len(kinds) == 1 else "one instance of each kind"
 
     async def rekey_then_change() -> None:
         for node in rekeyed:
@@ -66,6 +75,18 @@ async def test_host_and_network_faults(conformance: Conformance) -> None:
         await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY, https_url=lab.proxy_https_url)
 
     await conformance.step(f"{each}'s host key replaced, then NO_PROXY changed", rekey_then_change)
+    conformance.assert_passed()
+
+
+@pytest.mark.rollouts(2)
+@pytest.mark.workflow("faults")
+# maxUnavailable a quarter of the nodes (at least 2): while the stuck node keeps one slot and the
+# others are held in their drains, nodes are still waiting their turn when the reconciler gives up
+# on the stuck one (four nodes or more) — a reconciler that frees the slot then takes one.
+@pytest.mark.lab(install_proxy=True, max_unavailable_floor=2, max_unavailable_share=0.25, reboot_timeout=4.0)
+async def test_an_instance_that_never_comes_back_keeps_its_slot(conformance: Conformance) -> None:
+    lab = conformance.lab
+    await join(conformance)
 
     async def change_with_one_stuck() -> None:
         # Whichever node the reconciler reboots first never comes back. From then until the
@@ -74,20 +95,18 @@ async def test_host_and_network_faults(conformance: Conformance) -> None:
         # must keep counting it against maxUnavailable, on any machine.
         conformance.hang_first_reboot()
         rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
-        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY, https_url=lab.proxy_https_url)
+        await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY, https_url=lab.proxy_https_url)
         stuck = await rebooting
         async with conformance.drains_held():
             await conformance.wait_for_report(stuck, since=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1))
 
-    await conformance.step("NO_PROXY changed back; one instance never comes back from its reboot",
-                           change_with_one_stuck)
+    await conformance.step("NO_PROXY changed; one instance never comes back from its reboot", change_with_one_stuck)
     conformance.assert_passed()
 
 
-@pytest.mark.rollouts(5)
+@pytest.mark.rollouts(2)
 @pytest.mark.workflow("faults")
-@pytest.mark.lab(second_proxy=True)
-async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> None:
+async def test_the_reconciler_killed_mid_rollout_reboots_no_node_twice(conformance: Conformance) -> None:
     lab = conformance.lab
     await join(conformance)
 
@@ -98,6 +117,15 @@ async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> 
         await lab.kill_reconciler()
 
     await conformance.step("proxy added; the reconciler killed while a node reboots", change_and_kill)
+    conformance.assert_passed()
+
+
+@pytest.mark.rollouts(2)
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(install_proxy=True)
+async def test_the_api_server_restarted_mid_rollout_with_its_history_compacted(conformance: Conformance) -> None:
+    lab = conformance.lab
+    await join(conformance)
 
     async def change_and_restart() -> None:
         rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
@@ -106,21 +134,41 @@ async def test_reconciler_and_control_plane_faults(conformance: Conformance) -> 
         await lab.control_plane.restart()
 
     await conformance.step("NO_PROXY changed; the API server restarted, watches expired (410)", change_and_restart)
+    conformance.assert_passed()
+
+
+@pytest.mark.rollouts(2)
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(install_proxy=True, second_proxy=True)
+async def test_a_second_change_while_the_first_rolls_out_lands(conformance: Conformance) -> None:
+    lab = conformance.lab
+    await join(conformance)
 
     async def two_changes() -> None:
         rebooting = asyncio.ensure_future(conformance.wait_for_a_reboot())
-        await conformance.set_proxy(lab.proxy_url, DEFAULT_NO_PROXY, https_url=lab.proxy_https_url)
+        await conformance.set_proxy(lab.proxy_url, OTHER_NO_PROXY, https_url=lab.proxy_https_url)
         await rebooting
-        await conformance.set_proxy(lab.proxy2_url, DEFAULT_NO_PROXY)
+        await conformance.set_proxy(lab.proxy2_url, OTHER_NO_PROXY)
 
     await conformance.step("NO_PROXY changed, then the proxy changed while that rolls out", two_changes)
+    conformance.assert_passed()
+
+
+@pytest.mark.rollouts(2)
+@pytest.mark.workflow("faults")
+@pytest.mark.lab(install_proxy=True, second_proxy=True)
+async def test_a_change_while_the_proxy_is_down_lands_and_pulls_recover(conformance: Conformance) -> None:
+    lab = conformance.lab
     assert lab.proxy2 is not None
     proxy2 = lab.proxy2
+    await join(conformance)
 
     async def change_with_the_proxy_down() -> None:
+        # The lab's second proxy (its own: a vendor's, used by URL, cannot be stopped) is down,
+        # and the change moves the cluster onto it.
         await lab.take_proxy_down(proxy2)
         await conformance.set_proxy(lab.proxy2_url, OTHER_NO_PROXY)
 
-    await conformance.step("NO_PROXY changed while the proxy is down", change_with_the_proxy_down)
+    await conformance.step("proxy and NO_PROXY changed while the proxy is down", change_with_the_proxy_down)
     await conformance.step("the proxy is back", lambda: lab.bring_proxy_up(proxy2))
     conformance.assert_passed()

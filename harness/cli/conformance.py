@@ -42,7 +42,13 @@ from proxyfleet.harness.cli.clusterrun import (
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.plugin import PROPERTY, shard_items
+from proxyfleet.harness.conformance.plugin import (
+    PROPERTY,
+    runnable_scenarios,
+    scenario_name,
+    select_named,
+    shard_items,
+)
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
 from proxyfleet.harness.conformance.results import INTERRUPTED_EXIT, ConformanceRun, ScenarioResult, verdict_of
 from proxyfleet.harness.conformance.shards import Shard, ShardError
@@ -184,6 +190,7 @@ class RunOptions:
     linux_flavour: str = "rhcos"
     variant: str = "correct"
     workflows: tuple[str, ...] = ()
+    scenarios: tuple[str, ...] = ()  # by name (--scenario); empty: every one of the workflows
     reconciler_command: str | None = None
     reconciler_env: str = "none"
     reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
@@ -265,8 +272,8 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     if options.reconciler_command:
         args.append(f"--proxyfleet-reconciler-command={options.reconciler_command}")
         args.append(f"--proxyfleet-reconciler-env={options.reconciler_env}")
-    for workflow in options.workflows:
-        args.append(f"--proxyfleet-workflow={workflow}")
+    args += [f"--proxyfleet-workflow={workflow}" for workflow in options.workflows]
+    args += [f"--proxyfleet-scenario={name}" for name in options.scenarios]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         collector = Collector(run, progress)
@@ -280,20 +287,28 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
 
 
 class _Collected:
-    """The scenarios a pytest session selected (after the plugin's own filtering)."""
+    """The scenarios a pytest session collected (``every``) and selected (``items``, after the
+    plugin's own filtering)."""
 
     def __init__(self) -> None:
+        self.every: list[pytest.Item] = []
         self.items: list[pytest.Item] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.every = runnable_scenarios(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.items = list(session.items)
 
 
-def shard_scenarios(shard: Shard, workflows: tuple[str, ...], linux_nodes: int = 0) -> list[str]:
-    """The scenarios ``shard`` runs, found before any lab starts (a part left empty is a usage
-    error here, not a worker's crash): the same parts every machine computes."""
+def planned_scenarios(workflows: tuple[str, ...], named: tuple[str, ...] = (), linux_nodes: int = 0,
+                      shard: Shard | None = None) -> list[str]:
+    """The scenarios a run of ``workflows`` (all: empty), ``named`` (``--scenario``) and ``shard``
+    runs, found before any lab starts — a name that is no scenario, or a part left empty, is a
+    usage error here, not a worker's crash; every machine computes the same parts."""
     collected = _Collected()
-    with tempfile.TemporaryDirectory(prefix="proxyfleet-shard-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="proxyfleet-plan-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)
         code = pytest.main([str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p",
@@ -301,9 +316,14 @@ def shard_scenarios(shard: Shard, workflows: tuple[str, ...], linux_nodes: int =
                             f"--proxyfleet-linux-nodes={linux_nodes}",
                             *(f"--proxyfleet-workflow={w}" for w in workflows)], plugins=[collected])
     if code != 0 or not collected.items:
-        raise click.ClickException(f"the scenarios could not be listed for --shard (pytest exit code {code})")
+        raise click.ClickException(f"the scenarios could not be listed (pytest exit code {code})")
+    items = collected.items
     try:
-        return [item.name for item in shard_items(collected.items, shard)]
+        if named:
+            items, _ = select_named(items, named, collected.every)
+        return [scenario_name(item) for item in (shard_items(items, shard) if shard else items)]
+    except pytest.UsageError as exc:
+        raise click.UsageError(f"--scenario: {exc}") from None
     except ShardError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -343,7 +363,7 @@ def report_options(function: Any) -> Any:
 
 # --help's headings: what a user sets up together (a test keeps every option under one)
 SECTIONS = (
-    ("Lab", ("config", "config_from", "nodes", "linux_nodes", "linux_flavour", "workflows", "shard",
+    ("Lab", ("config", "config_from", "nodes", "linux_nodes", "linux_flavour", "workflows", "scenarios", "shard",
              "converge_timeout", "workers", "keep")),
     ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
     ("Your proxy", PROXY_OPTION_NAMES),
@@ -373,6 +393,8 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
               help="The Linux workers' distribution: rhcos (CRI-O, update-ca-trust) or debian (containerd).")
 @click.option("--workflow", "workflows", multiple=True, type=click.Choice(WORKFLOWS), metavar="NAME",
               help=f"Only this workflow (repeatable; default: all): {', '.join(WORKFLOWS)}.")
+@click.option("--scenario", "scenarios", multiple=True, metavar="NAME",
+              help="Only this scenario, by name as reports show it (repeatable; a wrong name lists them).")
 @report_options
 @click.option("--variant", default="correct", show_default=True, type=click.Choice(sorted(VARIANTS)), metavar="NAME",
               help="The reference reconciler, or a deliberately broken one for self-tests (a wrong name lists them).")
@@ -392,7 +414,7 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @click.pass_context
 def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | None, nodes: int, linux_nodes: int,
                 linux_flavour: str,
-                workflows: tuple[str, ...], junit: Path | None, json_path: Path | None,
+                workflows: tuple[str, ...], scenarios: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
                 reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None,
                 converge_timeout: float | None, workers: int, shard: Shard | None, **proxy: Any) -> None:
@@ -405,6 +427,8 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
     if linux_nodes and proxy.get("kubeconfig") is not None:
         raise click.UsageError("--linux-nodes: only on the lab (on an existing cluster name its Linux workers with "
                                "--linux-instance ADDR=USER)")
+    if scenarios and proxy.get("kubeconfig") is not None:
+        raise click.UsageError("--scenario: only on the lab (on an existing cluster, choose with --workflow)")
     if shard is not None and proxy.get("kubeconfig") is not None:
         raise click.UsageError("--shard: only on the lab (a cluster's workflows share the cluster: one run at a time)")
     vendor = proxy_options_from(proxy)
@@ -434,18 +458,18 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
             console.print(f"corporate proxy: {vendor.spec().describe()}", markup=False, highlight=False)
         except VendorProxyError as exc:
             raise click.UsageError(str(exc)) from None
+    planned = planned_scenarios(workflows, scenarios, linux_nodes, shard)
     if shard is not None:
-        console.print(f"shard {shard}: {', '.join(shard_scenarios(shard, workflows, linux_nodes))}", markup=False,
-                      highlight=False)
+        console.print(f"shard {shard}: {', '.join(planned)}", markup=False, highlight=False)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))
     try:
         options = RunOptions(nodes=nodes, linux_nodes=linux_nodes, linux_flavour=linux_flavour, variant=variant,
-                             workflows=workflows,
+                             workflows=workflows, scenarios=scenarios,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
                              reconciler_reboot_timeout=reconciler_reboot_timeout,
                              converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor,
                              extra_args=[f"--proxyfleet-shard={shard}"] if shard else [])
-        outcome = run_scenarios(options, scratch, console, selected=len(workflows) or len(WORKFLOWS))
+        outcome = run_scenarios(options, scratch, console, selected=len(planned))
         outcome.run.config = effective
         if shard is not None:
             outcome.run.shards = [{"index": shard.index, "total": shard.total}]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import enum
 import itertools
 import logging
 import time
@@ -36,7 +37,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA
+from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA, USER_CA_BUNDLE
 from proxyfleet.core.gcpauses import process_gc_pauses
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.looplag import poll_until, process_monitor
@@ -148,6 +149,15 @@ class StarvedLook(NodeError):
         self.attempts = attempts
 
 
+SCENARIO_CA_BUNDLE = "corp-ca"  # the trusted bundle's ConfigMap on a cluster installed without one
+
+
+class Bundle(enum.Enum):
+    """``set_proxy(trusted_ca=Bundle.SCENARIOS)``: the ConfigMap the scenarios' bundle is in."""
+
+    SCENARIOS = "the scenarios' bundle"
+
+
 class LabRequired(RuntimeError):
     """A scenario asked an existing cluster's judge for something only the embedded lab has."""
 
@@ -214,6 +224,8 @@ class Conformance:
         self._targets: dict[str, Expected] = {}  # what each node should hold now
         self._user_ca: set[str] = set()
         self._old_user_ca: set[str] = set()
+        # the openshift-config ConfigMap the scenarios' bundle goes in (``set_trusted_ca``)
+        self.trusted_ca_name = SCENARIO_CA_BUNDLE
         # Every proxy credential this scenario (or the lab's install-config) used: none may leak.
         self._secrets: set[str] = set()
         self._credential_cache = credentialscan.ScanCache()  # a step walks only the objects that changed
@@ -279,7 +291,10 @@ class Conformance:
         for address in self._addresses:
             self._targets[address] = UNCONFIGURED
         if self._lab is not None and self._lab.settings.install_proxy and self._lab.settings.mitm_ca is not None:
+            # installed with the proxy: its bundle is the installer's ConfigMap, which a later
+            # change edits (an administrator does not move the cluster onto a new one)
             self._user_ca = set(certificates_of(self._lab.user_ca_pem()))
+            self.trusted_ca_name = USER_CA_BUNDLE
         if self.cluster is not None:
             await self._cluster_baselines(self.cluster)
             # A cordon already there when the run begins is an administrator's, and must survive
@@ -611,22 +626,28 @@ class Conformance:
         administrator's clean-up script or a GitOps prune does by mistake)."""
         await admin.tamper_trusted_ca(self.api, OPERATOR_NAMESPACE, delete)
 
-    async def set_trusted_ca(self, pems: Iterable[bytes], name: str = "corp-ca") -> None:
+    async def set_trusted_ca(self, pems: Iterable[bytes], name: str | None = None) -> None:
+        """Publish ``pems`` as the cluster's trusted bundle, in ConfigMap ``name`` (default
+        ``trusted_ca_name``)."""
         bundle = b"".join(pems)
         self._old_user_ca |= self._user_ca
         self._user_ca = set(certificates_of(bundle))
         issued = dt.datetime.now(dt.UTC)
-        await admin.set_trusted_ca(self.api, bundle.decode(), name)
+        await admin.set_trusted_ca(self.api, bundle.decode(), name or self.trusted_ca_name)
         self._writes.append((issued, dt.datetime.now(dt.UTC)))
 
-    async def set_proxy(self, url: str = "", no_proxy: str = "", trusted_ca: str | None = "corp-ca",
+    async def set_proxy(self, url: str = "", no_proxy: str = "", trusted_ca: str | Bundle | None = Bundle.SCENARIOS,
                         https_url: str | None = None) -> None:
-        """Set (or with no URL remove) the cluster-wide proxy (``https_url`` defaults to ``url``).
+        """Set (or with no URL remove) the cluster-wide proxy (``https_url`` defaults to ``url``);
+        ``trusted_ca``: the ConfigMap named as its trustedCA (None: none; by default the
+        scenarios' own, ``trusted_ca_name``).
         Only the cluster changes: the network's egress firewall is the lab's
         (``Lab.set_egress_firewall``)."""
         https = url if https_url is None else https_url
         self._secrets |= checks.url_secrets(url) | checks.url_secrets(https)
         issued = dt.datetime.now(dt.UTC)
+        if isinstance(trusted_ca, Bundle):
+            trusted_ca = self.trusted_ca_name
         await admin.set_proxy(self.api, http_proxy=url, https_proxy=https, no_proxy=no_proxy,
                               trusted_ca=trusted_ca or None)
         self._writes.append((issued, dt.datetime.now(dt.UTC)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,6 +95,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run only the K-th of N balanced parts of the selected scenarios (shards)")
     group.addoption("--proxyfleet-workflow", action="append", default=[],
                     help="Run only scenarios of this workflow (repeatable).")
+    group.addoption("--proxyfleet-scenario", action="append", default=[],
+                    help="Run only this scenario, by its function's name (repeatable; with "
+                         "--proxyfleet-workflow, it must be one of those workflows').")
     group.addoption("--proxyfleet-repro", default=None, type=Path,
                     help="Run the 'repro' scenario with a customer's settings (JSON written by proxyfleet repro).")
     group.addoption("--proxyfleet-vendor-proxy", default=None, type=Path,
@@ -156,6 +159,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             drop.append(item)
     shard_option = config.getoption("--proxyfleet-shard")
+    named = config.getoption("--proxyfleet-scenario")
+    if named:
+        keep, unnamed = select_named(keep, named, runnable_scenarios(items, on_cluster))
+        drop += unnamed
     if shard_option and all(item.get_closest_marker("workflow") for item in keep):
         try:
             chosen = shard_items(keep, shards.Shard.parse(shard_option))
@@ -174,6 +181,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if workers > 1 and all(item.get_closest_marker("workflow") for item in keep):
         keep = worksteal_order(keep, workers, _cost)
     items[:] = keep
+
+
+def scenario_name(item: pytest.Item) -> str:
+    """A scenario's name: its function's (a parametrised one's every case shares it)."""
+    return str(getattr(item, "originalname", item.name))
+
+
+def runnable_scenarios(items: Sequence[pytest.Item], on_cluster: bool = False) -> list[pytest.Item]:
+    """The scenarios among ``items`` a run can name: the lab's (or, ``on_cluster``, an existing
+    cluster's), the repro scenario left out (``proxyfleet repro`` runs it)."""
+    return [item for item in items if item.get_closest_marker("workflow") and _workflow(item) != "repro"
+            and (item.get_closest_marker("cluster") is not None) == on_cluster]
+
+
+def select_named(kept: list[pytest.Item], named: Sequence[str],
+                 every: Sequence[pytest.Item]) -> tuple[list[pytest.Item], list[pytest.Item]]:
+    """The ``kept`` scenarios ``named`` (``--proxyfleet-scenario``) and the rest; a name that is no
+    scenario of ``every`` collected, or one the other choices (workflows, the fleet) left out, is
+    a usage error that says which."""
+    known = {scenario_name(item): item for item in every}
+    unknown = sorted(set(named) - set(known))
+    if unknown:
+        raise pytest.UsageError(f"no scenario named {', '.join(unknown)} (the scenarios: {', '.join(sorted(known))})")
+    chosen = [item for item in kept if scenario_name(item) in named]
+    left_out = sorted(set(named) - {scenario_name(item) for item in chosen})
+    if left_out:
+        workflows = {name: _workflow(known[name]) for name in left_out}
+        raise pytest.UsageError("not in this run's selection: " + ", ".join(
+            f"{name} (workflow {workflows[name]}{', Linux nodes only' if _needs_linux(known[name]) else ''})"
+            for name in left_out))
+    return chosen, [item for item in kept if item not in chosen]
+
+
+def _workflow(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("workflow")
+    return str(marker.args[0]) if marker and marker.args else "custom"
 
 
 def _needs_linux(item: pytest.Item) -> bool:
@@ -218,7 +261,7 @@ def _rollouts(item: pytest.Item) -> int:
 
 def _cost(item: pytest.Item) -> float:
     """The scenario's measured seconds, or its estimate from its declared reboot waves."""
-    return scenariocosts.cost(getattr(item, "originalname", item.name), _rollouts(item))
+    return scenariocosts.cost(scenario_name(item), _rollouts(item))
 
 
 def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
@@ -291,8 +334,7 @@ async def proxyfleet_lab(request: pytest.FixtureRequest) -> AsyncIterator[Lab]:
 @pytest_asyncio.fixture
 async def conformance(request: pytest.FixtureRequest, proxyfleet_lab: Lab) -> AsyncIterator[Conformance]:
     """The judge for one scenario; its results are attached to the test report."""
-    marker = request.node.get_closest_marker("workflow")
-    workflow = str(marker.args[0]) if marker and marker.args else "custom"
+    workflow = _workflow(request.node)
     judge = Conformance(proxyfleet_lab, scenario=request.node.name,
                         converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"), quiet=LAB_QUIET)
     await judge.start()
@@ -311,8 +353,7 @@ async def cluster_conformance(request: pytest.FixtureRequest) -> AsyncIterator[C
     path: Path | None = request.config.getoption("--proxyfleet-cluster")
     if path is None:
         pytest.skip("only against an existing cluster (proxyfleet conformance --kubeconfig)")
-    marker = request.node.get_closest_marker("workflow")
-    workflow = str(marker.args[0]) if marker and marker.args else "custom"
+    workflow = _workflow(request.node)
     target = ClusterTarget.from_json(json.loads(await asyncio.to_thread(path.read_text)))
     judge = Conformance(None, scenario=request.node.name, cluster=target,
                         converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"),

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trustme
 
-from proxyfleet.harness.cli.conformance import RunOutcome
+from proxyfleet.harness.cli.conformance import RunOutcome, planned_scenarios
 from proxyfleet.harness.conformance.results import CHECK_FAMILIES, ConformanceRun, ScenarioResult
 from proxyfleet.harness.lab.assembly import PROXY_HOST, well_known_plan
 from proxyfleet.harness.lab.vendor import VendorProxy, VendorProxySettings
@@ -25,68 +25,82 @@ from proxyfleet.harness.reconciler import VARIANTS
 from proxyfleet.simulators.network import Endpoint
 from proxyfleet.simulators.origins.catalog import real_ports_allowed
 from tests.harness.cli.commands import marked_processes
+from tests.harness.cli.test_vendor_matrix import THREE_SCENARIOS, vendor_options
 from tests.harness.cli.test_vendor_matrix import needs as needs_vendor
-from tests.harness.cli.test_vendor_matrix import vendor_options
 from tests.support import HANG
 
-# variant -> (the workflow that exposes it, the check that must name it[, node count]); "a|b":
+# The scenarios that expose broken variants (each is run alone: --scenario).
+ADDED = "test_proxy_added_at_runtime"
+REMOVED = "test_proxy_then_trusted_ca_removed"
+URL_CHANGED = "test_proxy_url_changed_at_runtime"  # to the second proxy, whose credentials are code
+ROTATED = "test_proxy_ca_rotated_to_a_new_ca"
+RENEWED = "test_proxy_ca_renewed_under_the_same_subject"
+DRIFT = "test_out_of_band_changes_are_repaired"
+HTTPS_ONLY = "test_an_https_proxy_alone_and_an_untidy_noproxy_are_carried_exactly"
+OFF_THE_NETWORK = "test_an_instance_off_the_network_converges_once_back"
+HOST_KEY = "test_an_instance_whose_host_key_changed_is_refused"
+STUCK = "test_an_instance_that_never_comes_back_keeps_its_slot"
+KILLED = "test_the_reconciler_killed_mid_rollout_reboots_no_node_twice"
+SECOND_CHANGE = "test_a_second_change_while_the_first_rolls_out_lands"
+FAULTS = {OFF_THE_NETWORK, HOST_KEY, STUCK, KILLED, SECOND_CHANGE}
+
+# variant -> (the scenario that exposes it, the check that must name it[, node count]); "a|b":
 # either check may name it; "a&b": both must
 CATCHES: dict[str, tuple[str, str] | tuple[str, str, int]] = {
-    "semicolon-noproxy": ("runtime-add", "registry-env"),
-    "no-reboot": ("runtime-add", "services-restarted"),
-    "early-reachability": ("runtime-add", "drained-while-down"),
-    "no-cert-import": ("runtime-add", "certificates"),
-    "no-cert-removal": ("remove", "certificates"),
-    "no-env-removal": ("remove", "registry-env"),
-    "unquoted-values": ("change", "registry-env"),
-    "records-whole-bundle": ("remove", "certificates"),
-    "no-service-wait": ("runtime-add", "reboots"),
-    "reboot-without-exit-status": ("runtime-add", "reboots"),
-    "leaks-credentials": ("change", "credentials"),
-    "annotates-credentials": ("change", "credentials"),
-    "leaves-files": ("remove", "files"),
-    "ignores-max-unavailable": ("runtime-add", "disruption-budget"),
-    "uncordons-admin-cordon": ("runtime-add", "disruption-budget"),
-    "trusts-import-record": ("drift", "certificates"),
+    "semicolon-noproxy": (ADDED, "registry-env"),
+    "no-reboot": (ADDED, "services-restarted"),
+    "early-reachability": (ADDED, "drained-while-down"),
+    "no-cert-import": (ADDED, "certificates"),
+    "no-cert-removal": (REMOVED, "certificates"),
+    "no-env-removal": (REMOVED, "registry-env"),
+    "unquoted-values": (URL_CHANGED, "registry-env"),
+    "records-whole-bundle": (REMOVED, "certificates"),
+    "no-service-wait": (ADDED, "reboots"),
+    "reboot-without-exit-status": (ADDED, "reboots"),
+    "leaks-credentials": (URL_CHANGED, "credentials"),
+    "annotates-credentials": (URL_CHANGED, "credentials"),
+    "leaves-files": (REMOVED, "files"),
+    "ignores-max-unavailable": (ADDED, "disruption-budget"),
+    "uncordons-admin-cordon": (ADDED, "disruption-budget"),
+    "trusts-import-record": (DRIFT, "certificates"),
     # the variables are wrong, and so is the route: plain-HTTP egress goes through the HTTPS proxy
-    "http-from-https": ("proxy-shapes", "registry-env&fetch-http"),
-    "normalises-noproxy": ("proxy-shapes", "registry-env"),
-    "removes-by-subject": ("change", "certificates"),
-    "no-trusted-ca-restore": ("drift", "trusted-ca"),
-    "never-retries-unreachable": ("faults", "registry-env"),
-    "reboots-again-after-restart": ("faults", "reboots"),
+    "http-from-https": (HTTPS_ONLY, "registry-env&fetch-http"),
+    "normalises-noproxy": (HTTPS_ONLY, "registry-env"),
+    "removes-by-subject": (RENEWED, "certificates"),
+    "no-trusted-ca-restore": (DRIFT, "trusted-ca"),
+    "never-retries-unreachable": (OFF_THE_NETWORK, "registry-env"),
+    "reboots-again-after-restart": (KILLED, "reboots"),
     # a second reboot for the later change, or, when the step's deadline comes first, stale settings;
     # three nodes: with two, the second one's slot comes as soon as the change is seen, and a restart
     # asked for then may honestly not have seen it yet
-    "applies-stale-settings": ("faults", "reboots|registry-env", 3),
-    "ignores-host-keys": ("faults", "host-key"),
-    "no-warning-events": ("faults", "reported"),
+    "applies-stale-settings": (SECOND_CHANGE, "reboots|registry-env", 3),
+    "ignores-host-keys": (HOST_KEY, "host-key"),
+    "no-warning-events": (STUCK, "reported"),  # the Warning Event for the node that never came back
     # the stuck node keeps its slot: taking another in its place overruns the budget (maxUnavailable
-    # 2; five nodes: one refused for its host key, one stuck, one that may finish before the hold,
-    # one held in its drain, and one still waiting when the reconciler gives up on the stuck one)
-    "frees-stuck-slot": ("faults", "disruption-budget", 5),
-    "skips-drain": ("runtime-add", "drained"),
-    "reboots-while-terminating": ("runtime-add", "drained"),
+    # 2; five nodes: one stuck, one that may finish before the hold, one held in its drain, and two
+    # still waiting when the reconciler gives up on the stuck one)
+    "frees-stuck-slot": (STUCK, "disruption-budget", 5),
+    "skips-drain": (ADDED, "drained"),
+    "reboots-while-terminating": (ADDED, "drained"),
     # a budget is only overrun by two drains at once: maxUnavailable 2 needs four nodes
-    "deletes-pods": ("runtime-add", "drained", 4),
+    "deletes-pods": (ADDED, "drained", 4),
 }
 
 # The Linux variants (``linuxvariants``), each caught on a mixed fleet (one Windows node, two Linux):
-# variant -> (the workflow that exposes it, the check that must name it; "a&b": both must)
 LINUX_CATCHES: dict[str, tuple[str, str]] = {
     # curl ignores upper-case HTTP_PROXY: the plain-HTTP fetch goes direct, into the firewall
-    "linux-upper-case-only": ("runtime-add", "service-environment&fetch-http"),
-    "linux-no-daemon-reload": ("runtime-add", "units-loaded&service-environment"),
+    "linux-upper-case-only": (ADDED, "service-environment&fetch-http"),
+    "linux-no-daemon-reload": (ADDED, "units-loaded&service-environment"),
     # the anchor is there, the extracted bundle every client reads is not. On RHCOS a reboot extracts it
     # (coreos-update-ca-trust.service), so the proxy's rollout hides the mistake: a CA-only change
-    # (the change workflow's rotation, no reboot) shows it
-    "linux-no-update-ca-trust": ("change", "certificates"),
+    # (a rotation, no reboot) shows it
+    "linux-no-update-ca-trust": (ROTATED, "certificates"),
     # the second proxy's percent-encoded credentials: systemd reads each % as a specifier
-    "linux-unquoted-environment": ("change", "service-environment"),
-    "linux-restarts-runtime-only": ("runtime-add", "service-environment&services-restarted"),
-    "linux-leaves-drop-in": ("remove", "files"),
+    "linux-unquoted-environment": (URL_CHANGED, "service-environment"),
+    "linux-restarts-runtime-only": (ADDED, "service-environment&services-restarted"),
+    "linux-leaves-drop-in": (REMOVED, "files"),
     # the processes hold the proxy (service-environment passes); the units' files do not: lost at a reboot
-    "linux-set-environment": ("runtime-add", "unit-environment"),
+    "linux-set-environment": (ADDED, "unit-environment"),
 }
 # Reconcilers that differ from the reference and are correct: each must pass a mixed fleet.
 ALSO_CORRECT = {"linux-live-apply"}  # applies Linux changes live (the CAPI way) instead of rebooting
@@ -139,6 +153,9 @@ def test_every_broken_variant_has_a_catch() -> None:
     assert set(CATCHES) | set(LINUX_CATCHES) == set(VARIANTS) - {"correct"} - ALSO_CORRECT
     assert not set(CATCHES) & set(LINUX_CATCHES)
     assert ROLLOUT_ACTIONS.issubset(CATCHES)
+    scenarios = set(planned_scenarios((), linux_nodes=1))
+    assert {scenario for scenario, *_ in [*CATCHES.values(), *LINUX_CATCHES.values()]} <= scenarios
+    assert set(planned_scenarios(("faults",))) >= FAULTS
 
 
 @pytest.mark.slow
@@ -148,8 +165,8 @@ def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: P
     result, report = conformance(tmp_path, "--nodes", "5", "--linux-nodes", "5", "--junit", "r.xml",
                                  "--html", "r.html", hang=2400)
     assert result.returncode == 0, result.stderr[-5000:]
-    # the twelve scenarios and the CAPI machines' install-time (a run with Linux nodes only)
-    assert report["summary"] == {"passed": 13, "failed": 0, "skipped": 0, "inconclusive": 0}
+    # the twenty-one lab scenarios and the CAPI machines' install-time (a run with Linux nodes only)
+    assert report["summary"] == {"passed": 22, "failed": 0, "skipped": 0, "inconclusive": 0}
     scenarios = report["scenarios"]
     assert isinstance(scenarios, list)
     assert {s["workflow"] for s in scenarios} == {"install-time", "runtime-add", "change", "remove", "baseline",
@@ -205,20 +222,20 @@ def test_debian_workers_are_judged_like_rhcos_ones(tmp_path: Path, variant: str,
 
 
 def catch(variant: str) -> tuple[str, str, list[str]]:
-    """The workflow that exposes a broken variant, the check(s) that must name it, and its fleet."""
+    """The scenario that exposes a broken variant, the check(s) that must name it, and its fleet."""
     if variant in LINUX_CATCHES:
-        workflow, check = LINUX_CATCHES[variant]
-        return workflow, check, ["--nodes", "1", "--linux-nodes", "2"]
-    workflow, check, *count = CATCHES[variant]
-    return workflow, check, ["--nodes", str(count[0] if count else 2)]
+        scenario, check = LINUX_CATCHES[variant]
+        return scenario, check, ["--nodes", "1", "--linux-nodes", "2"]
+    scenario, check, *count = CATCHES[variant]
+    return scenario, check, ["--nodes", str(count[0] if count else 2)]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(CATCHES) + sorted(LINUX_CATCHES))
 def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, variant: str) -> None:
-    workflow, check, fleet = catch(variant)
+    scenario, check, fleet = catch(variant)
     deadline = [] if variant in ROLLOUT_ACTIONS else ["--converge-timeout", "5"]
-    result, report = conformance(tmp_path, *fleet, "--workflow", workflow, "--variant", variant, *deadline)
+    result, report = conformance(tmp_path, *fleet, "--scenario", scenario, "--variant", variant, *deadline)
     assert result.returncode == 1, result.stderr[-3000:]
     summary = report["summary"]
     assert isinstance(summary, dict) and summary["failed"] >= 1
@@ -267,6 +284,27 @@ def test_a_shard_left_empty_or_of_a_cluster_is_one_error_before_any_lab(tmp_path
                             "--ssh-key", "k", "--proxy-url", "http://p:3128", "--linux-nodes", "2"],
                            capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
     assert linux.returncode == 2 and "--linux-nodes: only on the lab" in linux.stderr
+    named = subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", "--kubeconfig", "k",
+                            "--ssh-key", "k", "--proxy-url", "http://p:3128", "--scenario", "test_proxy_added_at_runtime"],
+                           capture_output=True, text=True, timeout=HANG, cwd=tmp_path)
+    assert named.returncode == 2 and "--scenario: only on the lab" in named.stderr
+
+
+def test_a_scenario_named_wrongly_or_outside_the_workflows_is_one_error_before_any_lab(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "proxyfleet.harness", "conformance", *args],
+                              capture_output=True, text=True, timeout=HANG, cwd=tmp_path, env={**os.environ, "COLUMNS": "400"})
+
+    unknown = run("--scenario", "test_proxy_added_at_runtime", "--scenario", "test_nope")
+    assert unknown.returncode == 2 and "no scenario named test_nope (the scenarios: " in unknown.stderr
+    assert "test_proxy_then_trusted_ca_removed" in unknown.stderr  # the list to choose from
+    outside = run("--workflow", "remove", "--scenario", "test_proxy_added_at_runtime")
+    assert outside.returncode == 2
+    assert "not in this run's selection: test_proxy_added_at_runtime (workflow runtime-add)" in outside.stderr
+    capi = run("--scenario", "test_capi_machines_boot_with_the_proxy_in_their_bootstrap_data")
+    assert capi.returncode == 2 and "Linux nodes only" in capi.stderr
+    for result in (unknown, outside, capi):
+        assert "Traceback" not in result.stderr and "INTERNALERROR" not in result.stderr
 
 
 @pytest.mark.slow
@@ -295,12 +333,13 @@ def test_shards_run_side_by_side_and_merge_into_the_whole_run(tmp_path: Path) ->
 def test_an_external_reconciler_declares_its_reboot_timeout_and_the_judge_waits_that_long(tmp_path: Path) -> None:
     """--reconciler-reboot-timeout is what the judge waits for a stuck node's report (plus a
     margin), and ``{reboot_timeout}`` hands the same value to the reconciler's command: an
-    operator started with 5 s passes faults in about a minute instead of the real operator's ten."""
+    operator started with 5 s passes the stuck node's scenario in about a minute instead of the real
+    operator's ten."""
     command = (f"{sys.executable} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
                f"--max-unavailable {{max_unavailable}} --reboot-timeout {{reboot_timeout}} "
                f"--service-poll-seconds 0.2 --drain-retry-seconds 0.2")
     labs = tmp_path / "labs"
-    result, report = conformance(tmp_path, "--nodes", "5", "--workflow", "faults", "--reconciler-command", command,
+    result, report = conformance(tmp_path, "--nodes", "5", "--scenario", STUCK, "--reconciler-command", command,
                                  "--reconciler-reboot-timeout", "5", "--keep", str(labs))
     assert result.returncode == 0, result.stderr[-3000:]
     notes = [t.get("note", "") for s in report["scenarios"] for t in s["timeline"]]  # type: ignore[union-attr]
@@ -387,7 +426,7 @@ def errors(report: dict[str, Any]) -> str:
 
 
 def _runs_through(tmp_path: Path, mode: str, route: str, image: str | None) -> None:
-    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
+    result, report = conformance(tmp_path, "--nodes", "2", *THREE_SCENARIOS,
                                  "--keep", str(tmp_path / "labs"), *squid(tmp_path, mode, image=image))
     assert result.returncode == 0, result.stderr[-4000:] + errors(report)
     assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -424,7 +463,7 @@ def test_squid_over_tls_is_the_clusters_https_proxy(tmp_path: Path) -> None:
     """An https:// proxy URL: httpsProxy reaches Squid's TLS listener (its certificate from the
     lab's proxy server CA, in the bundle), httpProxy its plain one, as OpenShift allows."""
     options = squid(tmp_path, "https")
-    result, report = conformance(tmp_path, "--nodes", "2", "--workflow", "runtime-add", "--workflow", "change",
+    result, report = conformance(tmp_path, "--nodes", "2", *THREE_SCENARIOS,
                                  *options)
     assert result.returncode == 0, result.stderr[-4000:]
     assert report["summary"] == {"passed": 3, "failed": 0, "skipped": 0, "inconclusive": 0}
@@ -495,21 +534,21 @@ def test_a_destination_the_proxy_refuses_is_reported_for_that_destination(tmp_pa
                for o in observed(report, "fetch-http")), observed(report, "fetch-http")
 
 
-# Through a vendor's proxy, every variant whose catch the proxy could change. The faults workflow's
+# Through a vendor's proxy, every variant whose catch the proxy could change. The faults scenarios'
 # (a replaced host key, a node off the network, a reboot that never ends, a change during a reboot,
 # a proxy outage) are judged from Warning Events, command counts, reboots and the variables, none of
 # which a proxy's kind touches; the lab's own sweep (test_a_broken_reconciler_fails_with_the_right_
 # check_named) catches them, and leaving them out here saves over a minute a Python of CI's ninety.
-THROUGH_SQUID = sorted(v for v, (workflow, *_) in CATCHES.items() if workflow != "faults")
+THROUGH_SQUID = sorted(v for v, (scenario, *_) in CATCHES.items() if scenario not in FAULTS)
 
 
 @needs_squid
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", THROUGH_SQUID)
 def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: str) -> None:
-    workflow, check, *count = CATCHES[variant]
+    scenario, check, *count = CATCHES[variant]
     deadline = [] if variant in ROLLOUT_ACTIONS else ["--converge-timeout", "5"]  # as in the lab's own sweep
-    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
+    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--scenario", scenario,
                                  "--variant", variant, *deadline, *squid(tmp_path, "tunnel"))
     assert result.returncode == 1, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
@@ -561,8 +600,8 @@ CONTAINER_VARIANTS = ["no-cert-import", "removes-by-subject", "semicolon-noproxy
 @pytest.mark.parametrize("variant", CONTAINER_VARIANTS)
 def test_a_broken_reconciler_is_caught_through_squid_in_a_container(tmp_path: Path, squid_image: str,
                                                                      variant: str) -> None:
-    workflow, check, *count = CATCHES[variant]
-    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--workflow", workflow,
+    scenario, check, *count = CATCHES[variant]
+    result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--scenario", scenario,
                                  "--variant", variant, "--converge-timeout", "5",
                                  *squid(tmp_path, "tunnel", image=squid_image))
     assert result.returncode == 1, result.stderr[-3000:]

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.harness.cli.conformance import shard_scenarios
+from proxyfleet.harness.cli.conformance import planned_scenarios
 from proxyfleet.harness.conformance import scenariocosts, shards
-from proxyfleet.harness.conformance.shards import Shard
 
 
 @pytest.fixture(scope="module")
 def scenarios() -> list[str]:
-    return shard_scenarios(Shard(1, 1), ())
+    return planned_scenarios(())
 
 
 def test_every_lab_scenario_is_measured() -> None:
     """A new scenario gets a measured cost (``bench/scenario_costs.py``) rather than an estimate;
     a scenario renamed or removed leaves no stale entry. (With Linux nodes: those about them too.)"""
-    every = shard_scenarios(Shard(1, 1), (), linux_nodes=1)
+    every = planned_scenarios((), linux_nodes=1)
     assert sorted(every) == sorted(scenariocosts.SECONDS)
 
 
 def test_a_scenario_about_linux_nodes_is_left_out_of_a_run_without_them(scenarios: list[str]) -> None:
     capi = "test_capi_machines_boot_with_the_proxy_in_their_bootstrap_data"
-    assert capi not in scenarios and capi in shard_scenarios(Shard(1, 1), (), linux_nodes=1)
+    assert capi not in scenarios and capi in planned_scenarios((), linux_nodes=1)
 
 
 @pytest.mark.parametrize("parts", [2, 3, 4])
