@@ -28,6 +28,14 @@ def last_of_each_kind(conformance: Conformance) -> list[AnyNode]:
     return [kind[-1] for kind in (conformance.nodes, conformance.linux_nodes) if len(kind) > 1]
 
 
+def one_of_each_kind(conformance: Conformance, last: bool = False) -> tuple[list[AnyNode], str]:
+    """The first (or ``last``) node of each kind the fleet has, and how a step names them: a fault
+    that hits one instance hits one Windows and one Linux node on a mixed fleet."""
+    kinds = [kind for kind in (conformance.nodes, conformance.linux_nodes) if kind]
+    named = "one instance" if len(kinds) == 1 else "one instance of each kind"
+    return [kind[-1 if last else 0] for kind in kinds], named
+
+
 async def add_proxy(conformance: Conformance, no_proxy: str = DEFAULT_NO_PROXY) -> list[CheckResult]:
     """Runtime add: publish the proxy's CA as the trusted bundle, then set the proxy."""
     return await conformance.step("proxy added", lambda: publish_proxy(conformance, no_proxy))

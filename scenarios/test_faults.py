@@ -32,7 +32,7 @@ import pytest
 
 from proxyfleet.harness.conformance import Conformance
 from proxyfleet.harness.lab import DEFAULT_NO_PROXY
-from proxyfleet.scenarios.actions import join, publish_proxy
+from proxyfleet.scenarios.actions import join, one_of_each_kind, publish_proxy
 
 OTHER_NO_PROXY = f"{DEFAULT_NO_PROXY},.partner.example"
 
@@ -41,9 +41,7 @@ OTHER_NO_PROXY = f"{DEFAULT_NO_PROXY},.partner.example"
 @pytest.mark.workflow("faults")
 async def test_an_instance_off_the_network_converges_once_back(conformance: Conformance) -> None:
     await join(conformance)
-    kinds = [kind for kind in (conformance.nodes, conformance.linux_nodes) if kind]
-    away = [kind[-1] for kind in kinds]  # on a mixed fleet, one node of each kind
-    each = "one instance" if len(kinds) == 1 else "one instance of each kind"
+    away, each = one_of_each_kind(conformance, last=True)
 
     async def change_while_away() -> None:
         for node in away:
@@ -55,7 +53,7 @@ async def test_an_instance_off_the_network_converges_once_back(conformance: Conf
             await conformance.bring_online(node)
 
     await conformance.step(f"proxy added while {each} is off the network", change_while_away)
-    await conformance.step("the instance is back" if len(kinds) == 1 else "the instances are back", back)
+    await conformance.step("the instance is back" if len(away) == 1 else "the instances are back", back)
     conformance.assert_passed()
 
 
@@ -65,9 +63,7 @@ async def test_an_instance_off_the_network_converges_once_back(conformance: Conf
 async def test_an_instance_whose_host_key_changed_is_refused(conformance: Conformance) -> None:
     lab = conformance.lab
     await join(conformance)
-    kinds = [kind for kind in (conformance.nodes, conformance.linux_nodes) if kind]
-    rekeyed = [kind[0] for kind in kinds]  # on a mixed fleet, one node of each kind
-    each = "one instance" if len(kinds) == 1 else "one instance of each kind"
+    rekeyed, each = one_of_each_kind(conformance)
 
     async def rekey_then_change() -> None:
         for node in rekeyed:
