@@ -42,6 +42,11 @@ TRUSTED_CA = "trusted-ca"  # the operator's injected copy of the merged bundle
 # (pkg/windows/connectivity.go init: wait.PollImmediate(time.Minute, retry.Timeout, ...);
 # pkg/retry/retry.go). A judge waiting for a stuck node to be reported waits at least this long.
 OPERATOR_REBOOT_TIMEOUT = 600.0
+# How often a reconciler looks at every node again (its resync: what repairs a node changed out of
+# band) unless it declares otherwise: ``proxyfleet reconcile``'s default. A step that drifts a node
+# waits this long more for the repair to begin; the real operator's periodic resync is controller-
+# runtime's, hours — an external reconciler declares its own.
+RECONCILER_RESYNC_PERIOD = 60.0
 
 # What a conformance run against an existing cluster writes there itself: the company CA it
 # publishes with its proxy (in OPENSHIFT_CONFIG). Its saved snapshot may delete nothing else.

@@ -30,6 +30,7 @@ reconciler:
   variant: correct            # the reference reconciler; or judge your own:
   # command: "my-operator --kubeconfig {kubeconfig} --ssh-port {ssh_port} --max-unavailable {max_unavailable}"
   # reboot-timeout: 600       # seconds it waits for a rebooting node before reporting it
+  # resync-period: 60         # seconds between its looks at every node (what repairs drift)
 """
 
 RUNNING_PROXY = """\

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 import proxyfleet.scenarios as scenarios
-from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
+from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT, RECONCILER_RESYNC_PERIOD
 from proxyfleet.core.lifecycle import interrupt_on_sigterm
 from proxyfleet.core.noproxy import redact_text
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
@@ -194,6 +194,7 @@ class RunOptions:
     reconciler_command: str | None = None
     reconciler_env: str = "none"
     reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
+    reconciler_resync_period: float = RECONCILER_RESYNC_PERIOD
     converge_timeout: float | None = None  # None: each step's deadline follows from its rollout
     workers: int = 0
     keep: Path | None = None
@@ -266,6 +267,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
               if options.converge_timeout is not None else []),
             f"--proxyfleet-state-dir={state_dir}",
             f"--proxyfleet-reconciler-reboot-timeout={options.reconciler_reboot_timeout}",
+            f"--proxyfleet-reconciler-resync-period={options.reconciler_resync_period}",
             *([] if options.keep else ["--proxyfleet-state-is-scratch"]), *options.extra_args]
     if options.proxy.given:
         args.append(f"--proxyfleet-vendor-proxy={options.proxy.write(scratch / 'vendor-proxy.json')}")
@@ -365,7 +367,8 @@ def report_options(function: Any) -> Any:
 SECTIONS = (
     ("Lab", ("config", "config_from", "nodes", "linux_nodes", "linux_flavour", "workflows", "scenarios", "shard",
              "converge_timeout", "workers", "keep")),
-    ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_env")),
+    ("Reconciler under test", ("variant", "reconciler_command", "reconciler_reboot_timeout", "reconciler_resync_period",
+                               "reconciler_env")),
     ("Your proxy", PROXY_OPTION_NAMES),
     ("Existing cluster", ("kubeconfig", "target_cluster", "dry_run", "wait_restored", "ssh_key", "ssh_port",
                           "ssh_known_hosts",
@@ -403,6 +406,9 @@ def _shard_option(_ctx: click.Context, _param: click.Parameter, value: str | Non
 @click.option("--reconciler-reboot-timeout", type=click.FloatRange(min=1), default=OPERATOR_REBOOT_TIMEOUT,
               show_default=True,
               help="Seconds it waits for a rebooting node before reporting it (the real operator's).")
+@click.option("--reconciler-resync-period", type=click.FloatRange(min=1), default=RECONCILER_RESYNC_PERIOD,
+              show_default=True,
+              help="Seconds between its looks at every node (what repairs drift): drift steps wait that long more.")
 @click.option("--reconciler-env", type=click.Choice(ENV_MODES), default="none", show_default=True,
               help="olm: give it the cluster's proxy variables, restarted on change, as OLM does.")
 @click.option("--workers", default=0, type=click.IntRange(0, 64),
@@ -416,7 +422,8 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
                 linux_flavour: str,
                 workflows: tuple[str, ...], scenarios: tuple[str, ...], junit: Path | None, json_path: Path | None,
                 html: Path | None, flows: Path | None, variant: str, reconciler_command: str | None,
-                reconciler_reboot_timeout: float, reconciler_env: str, keep: Path | None,
+                reconciler_reboot_timeout: float, reconciler_resync_period: float, reconciler_env: str,
+                keep: Path | None,
                 converge_timeout: float | None, workers: int, shard: Shard | None, **proxy: Any) -> None:
     """Judge a reconciler by the conformance scenarios, on the lab or an existing cluster."""
     if config is not None and config_from is not None:
@@ -448,8 +455,8 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
             name.require(target_cluster)
         except ClusterNameError as exc:
             raise click.ClickException(str(exc)) from None
-        _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout, reconciler_reboot_timeout, console,
-                                effective, wait,
+        _conformance_on_cluster(cluster, run_proxy, workflows, converge_timeout,
+                                (reconciler_reboot_timeout, reconciler_resync_period), console, effective, wait,
                                 (json_path, junit, html))
         return
     if vendor.given:
@@ -467,6 +474,7 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
                              workflows=workflows, scenarios=scenarios,
                              reconciler_command=reconciler_command, reconciler_env=reconciler_env,
                              reconciler_reboot_timeout=reconciler_reboot_timeout,
+                             reconciler_resync_period=reconciler_resync_period,
                              converge_timeout=converge_timeout, workers=workers, keep=keep, proxy=vendor,
                              extra_args=[f"--proxyfleet-shard={shard}"] if shard else [])
         outcome = run_scenarios(options, scratch, console, selected=len(planned))
@@ -486,11 +494,12 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
 
 
 def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | None, workflows: tuple[str, ...],
-                            converge_timeout: float | None, reboot_timeout: float, console: Console,
+                            converge_timeout: float | None, declared: tuple[float, float], console: Console,
                             effective: dict[str, dict[str, Any]], wait: float | None,
                             reports: tuple[Path | None, Path | None, Path | None]) -> None:
     """The cluster workflows one at a time, with the cluster's objects saved first and put back
-    last (and the run's own proxy, if it starts one, running in between)."""
+    last (and the run's own proxy, if it starts one, running in between). ``declared``: the
+    cluster's reconciler's reboot timeout and resync period."""
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-cluster-"))
     scratch.chmod(0o700)
     code = 1
@@ -522,7 +531,8 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
                 cluster.proxy_listen = run_proxy.authority
                 console.print(f"started {run_proxy.describe()}", markup=False, highlight=False)
             options = RunOptions(nodes=len(cluster.instances), variant="the cluster's own", workflows=workflows,
-                                 converge_timeout=converge_timeout, reconciler_reboot_timeout=reboot_timeout, workers=1,
+                                 converge_timeout=converge_timeout, reconciler_reboot_timeout=declared[0],
+                                 reconciler_resync_period=declared[1], workers=1,
                                  extra_args=[f"--proxyfleet-cluster={write_target(cluster, scratch)}"])
             outcome = run_scenarios(options, scratch, console, selected=1)
             outcome.run.nodes = max((s.nodes for s in outcome.run.scenarios), default=0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from proxyfleet.core.contract import OPERATOR_NAMESPACE
+from proxyfleet.core.contract import OPERATOR_NAMESPACE, RECONCILER_RESYNC_PERIOD
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client
 from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.process_limits import raise_open_file_limit
@@ -27,7 +27,7 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | No
             click.echo(f"reconciling Windows instances of {settings.namespace}/windows-instances "
                        f"and Linux nodes of {settings.namespace}/linux-instances "
                        f"(SSH port {settings.ssh_port}, maxUnavailable {settings.max_unavailable}, "
-                       f"reboot timeout {settings.reboot_timeout:g} s"
+                       f"reboot timeout {settings.reboot_timeout:g} s, resync every {settings.resync_period:g} s"
                        + (f", variant {variant}" if variant else "") + ")", err=True)
             click.echo("watch progress: kubectl get nodes -L proxyfleet.io/proxy-state; press Ctrl-C to stop",
                        err=True)
@@ -44,7 +44,7 @@ async def _run(kubeconfig: Path, settings: ReconcilerSettings, variant: str | No
 @click.option("--max-unavailable", default=1, show_default=True, type=click.IntRange(1, 10000),
               help="How many nodes may be rebooting at once.")
 @click.option("--variant", type=click.Choice(sorted(VARIANTS)), help="A deliberately broken variant (self-test).")
-@click.option("--resync-seconds", default=60.0, show_default=True, type=float)
+@click.option("--resync-seconds", default=RECONCILER_RESYNC_PERIOD, show_default=True, type=float)
 @click.option("--reboot-timeout", default=600.0, show_default=True, type=float,
               help="Seconds a node may take to come back with a new boot.")
 @click.option("--service-poll-seconds", default=2.0, show_default=True, type=float,

@@ -11,6 +11,9 @@ The default deadline is therefore the step's plan, priced with the lab's own tim
 (``WAVE_MARGIN`` per reboot wave, ``EVICTION_MARGIN`` per eviction, priced one at a time across
 the fleet: exact for one service, an upper bound where several drain side by side), never under
 ``FLOOR`` (a live change, the reconciler's reaction to the watch and its verification).
+A step in which the scenario changed nodes out of band waits, on top, for the reconciler's resync
+period (it notices drift only when it looks again; the lab's own at 1,000 nodes every 100 s, an
+external one's as it declares), and counts each drifted node as one its repair may reboot.
 ``--converge-timeout`` is an explicit override. Time in which the lab's own event loop could not
 run still moves the deadline (``converging.converge``); a reconciler's own slowness is never excused.
 
@@ -55,6 +58,8 @@ class StepPlan:
 
     rolling: int  # members whose proxy variables change: each drained and rebooted
     max_unavailable: int  # how many of them may be down or cordoned at once
+    drifted: int = 0  # nodes changed out of band: each repaired at the reconciler's next resync
+    resync_s: float = 0.0  # the reconciler's resync period (what a drifted node waits for first)
 
     @property
     def waves(self) -> int:
@@ -91,9 +96,19 @@ def stuck_deadline(plan: StepPlan, timings: RolloutTimings | None, report_wait: 
 def step_deadline(plan: StepPlan, timings: RolloutTimings | None, explicit: float | None = None) -> Deadline:
     """The step's deadline: ``explicit`` when given (``--converge-timeout``); ``FLOOR`` where the
     step reboots nothing or the hosts' timings are not known (an existing cluster); else its plan
-    priced with the lab's timings and margins, at least ``FLOOR``."""
+    priced with the lab's timings and margins, at least ``FLOOR``. Where nodes drifted, the
+    reconciler's resync period on top, and each drifted node priced as one more to reboot."""
     if explicit is not None:
         return Deadline(explicit, "--converge-timeout", "explicit")
+    if not plan.drifted:
+        return _rollout_deadline(plan, timings)
+    repaired = _rollout_deadline(StepPlan(plan.rolling + plan.drifted, plan.max_unavailable), timings)
+    return Deadline(math.ceil(plan.resync_s + repaired.seconds),
+                    f"the reconciler's resync ({plan.resync_s:g} s) to notice {plan.drifted} node(s) changed out "
+                    f"of band, then: {repaired.basis}")
+
+
+def _rollout_deadline(plan: StepPlan, timings: RolloutTimings | None) -> Deadline:
     if timings is None or not plan.rolling:
         return Deadline(FLOOR, "no reboot in this step" if timings is not None else "the default")
     planned = _priced(plan, timings)

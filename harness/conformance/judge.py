@@ -30,14 +30,20 @@ import itertools
 import logging
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from proxyfleet.core.contract import OPERATOR_NAMESPACE, OPERATOR_REBOOT_TIMEOUT, TRUSTED_CA, USER_CA_BUNDLE
+from proxyfleet.core.contract import (
+    OPERATOR_NAMESPACE,
+    OPERATOR_REBOOT_TIMEOUT,
+    RECONCILER_RESYNC_PERIOD,
+    TRUSTED_CA,
+    USER_CA_BUNDLE,
+)
 from proxyfleet.core.gcpauses import process_gc_pauses
 from proxyfleet.core.kubeconfig import KubeconfigError, api_client, internal_api_url
 from proxyfleet.core.looplag import poll_until, process_monitor
@@ -167,7 +173,8 @@ class Conformance:
     (``Conformance(None, cluster=…)``). ``await start()`` first, ``await close()`` at the end."""
 
     def __init__(self, lab: Lab | None, scenario: str = "", converge_timeout: float | None = None, quiet: float = 1.0,
-                 cluster: ClusterTarget | None = None, reconciler_reboot_timeout: float | None = None) -> None:
+                 cluster: ClusterTarget | None = None, reconciler_reboot_timeout: float | None = None,
+                 reconciler_resync_period: float | None = None) -> None:
         self._lab = lab
         self.cluster = cluster
         self.scenario = scenario
@@ -178,6 +185,10 @@ class Conformance:
         # a node stuck in its reboot waits that long (and a margin) for the report, never less.
         self.reboot_timeout = reconciler_reboot_timeout if reconciler_reboot_timeout is not None else (
             lab.reconciler_reboot_timeout if lab is not None else OPERATOR_REBOOT_TIMEOUT)
+        # How long the reconciler under test takes to look at a node again (its resync period): a
+        # node changed out of band waits that long for its repair to begin.
+        self.resync_period = reconciler_resync_period if reconciler_resync_period is not None else (
+            lab.reconciler_resync_period if lab is not None else RECONCILER_RESYNC_PERIOD)
         self.quiet = quiet
         self.evidence: EvidenceSource
         self._addresses: list[str] = []
@@ -859,9 +870,11 @@ class Conformance:
         """maxUnavailable: the lab's (an existing cluster's reconciler declares none: 1)."""
         return self._lab.max_unavailable if self._lab is not None else 1
 
-    def _planned(self, rolling: int) -> Deadline:
-        """The deadline of a step that reboots ``rolling`` nodes (``deadlines.step_deadline``)."""
-        return step_deadline(StepPlan(rolling, self._budget()), self._timings(), self.converge_timeout)
+    def _planned(self, rolling: int, drifted: int = 0) -> Deadline:
+        """The deadline of a step that reboots ``rolling`` nodes and in which ``drifted`` nodes were
+        changed out of band (``deadlines.step_deadline``)."""
+        return step_deadline(StepPlan(rolling, self._budget(), drifted, self.resync_period), self._timings(),
+                             self.converge_timeout)
 
     def _deadline(self, step: Step) -> float:
         """The step's deadline: its plan (``_planned``: the members whose proxy variables change,
@@ -872,7 +885,7 @@ class Conformance:
         if step.deadline:
             return step.deadline.seconds
         rolling = sum(1 for a in step.members if self._change(step, a) == "environment")
-        step.deadline = self._planned(rolling)
+        step.deadline = self._planned(rolling, sum(1 for a in step.members if a in step.drifted))
         if step.stuck:
             wait = self.report_wait()
             # Without --converge-timeout: the report, then the rest of the rollout (a scenario may
@@ -996,9 +1009,10 @@ class Conformance:
         trusted = await self._trusted_ca_verdict(step)
         budget = self._disruption_budget(step, addresses + step.stuck, evidence, nodes)
         overtaken = self._overtaken(step, evidence)
+        subjects = self._subjects(step)
         for address, (state, pulls) in zip(addresses, observed, strict=True):
             self._verify_node(step, address, problems.get(address), nodes.get(address), state, pulls, evidence,
-                              overtaken)
+                              overtaken, subjects)
             if address in step.members:
                 self._record(step, address, "disruption-budget", budget(address))
                 if trusted is not None:
@@ -1114,11 +1128,19 @@ class Conformance:
                                                      existing_cluster=self._lab is None,
                                                      cache=self._credential_cache)
 
+    def _subjects(self, step: Step) -> dict[str, str]:
+        """Thumbprint -> subject of every certificate a node's target held before the step or
+        holds now (to name what a Root store lacks or has too many of): from each distinct target
+        once — a fleet shares a few, and reading every node's for every node was nodes squared times the bundle."""
+        distinct = {id(e): e for e in (*step.before.values(), *self._targets.values())}
+        return {t: s for e in distinct.values() for t, s in e.bundle.items()}
+
     def _verify_node(self, step: Step, address: str, problem: str | None, node_object: dict[str, Any] | None,
                      state: NodeLook | NodeError, pulls: dict[str, Probed], evidence: Evidence,
-                     overtaken: Callable[[HostRecord], bool]) -> None:
+                     overtaken: Callable[[HostRecord], bool], subjects: Mapping[str, str]) -> None:
         """Gather each check's evidence for one node and record the pure checks' verdicts; a check
-        whose evidence the source does not have is recorded ``skipped`` with the reason."""
+        whose evidence the source does not have is recorded ``skipped`` with the reason
+        (``subjects``: every certificate's subject a target held, ``_subjects``)."""
         fault = self.evidence.lab_fault(address)
 
         def record(check: str, verdict: checks.Verdict) -> None:
@@ -1144,15 +1166,13 @@ class Conformance:
         else:
             record("service-environment", linuxchecks.service_environment(state, target.environment))
             record("units-loaded", linuxchecks.units_loaded(state))
-        others = {t: s for e in (step.before.get(address, UNCONFIGURED), *self._targets.values())
-                  for t, s in e.bundle.items()}
         if address in self.unknown_baseline:
             self._verify_without_baseline(address, problem, state, record)
         else:
             if isinstance(state, NodeState):
                 record("certificates", checks.certificates(
-                    self._expected_root(address), state.root, len(target.bundle), {**others, **target.bundle},
-                    others, self._removed_while_kept(step, address, host)))
+                    self._expected_root(address), state.root, len(target.bundle), subjects, subjects,
+                    self._removed_while_kept(step, address, host)))
             else:
                 record("certificates", linuxchecks.certificates(state, self._expected_root(address),
                                                                 len(target.bundle)))

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import pytest
 import pytest_asyncio
 
-from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT
+from proxyfleet.core.contract import OPERATOR_REBOOT_TIMEOUT, RECONCILER_RESYNC_PERIOD
 from proxyfleet.core.lifecycle import die_with_parent, interrupt_on_sigterm
 from proxyfleet.core.privatedirs import NotPrivateError, private_directory
 from proxyfleet.harness.conformance import scenariocosts, shards
@@ -86,6 +86,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="How long the reconciler under test waits for a rebooting node before it reports it "
                          "(an external one's declaration, also {reboot_timeout}; default the real operator's, "
                          f"{OPERATOR_REBOOT_TIMEOUT:g} s): a stuck node's report is waited for that long.")
+    group.addoption("--proxyfleet-reconciler-resync-period", type=float, default=RECONCILER_RESYNC_PERIOD,
+                    help="How often the external reconciler looks at every node again (its declaration, also "
+                         f"{{resync_period}}; default {RECONCILER_RESYNC_PERIOD:g} s): a node changed out of band "
+                         "is waited for that long more.")
     group.addoption("--proxyfleet-reconciler-env", default="none", choices=ENV_MODES,
                     help="'olm': start the external reconciler with the Proxy status variables and restart "
                          "it when they change, as OLM runs WMCO.")
@@ -283,6 +287,7 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         "reconciler_command": config.getoption("--proxyfleet-reconciler-command"),
         "reconciler_env": config.getoption("--proxyfleet-reconciler-env"),
         "reconciler_reboot_timeout": config.getoption("--proxyfleet-reconciler-reboot-timeout"),
+        "reconciler_resync_period": config.getoption("--proxyfleet-reconciler-resync-period"),
         "second_proxy": False, "reboot_duration": 0.3,
         # Services still come up in four stages after sshd; 0.6 s in all is several times what a
         # verification right after the reconnect takes even on a loaded CI machine, so a reconciler
@@ -358,6 +363,7 @@ async def cluster_conformance(request: pytest.FixtureRequest) -> AsyncIterator[C
     judge = Conformance(None, scenario=request.node.name, cluster=target,
                         converge_timeout=request.config.getoption("--proxyfleet-converge-timeout"),
                         reconciler_reboot_timeout=request.config.getoption("--proxyfleet-reconciler-reboot-timeout"),
+                        reconciler_resync_period=request.config.getoption("--proxyfleet-reconciler-resync-period"),
                         quiet=CLUSTER_QUIET)
     started = False
     try:

@@ -34,6 +34,7 @@ from proxyfleet.core.contract import (
     OPERATOR_NAMESPACE,
     OPERATOR_REBOOT_TIMEOUT,
     PROXIES,
+    RECONCILER_RESYNC_PERIOD,
 )
 from proxyfleet.core.gcpauses import process_gc_pauses
 from proxyfleet.core.kubeconfig import api_client
@@ -159,8 +160,8 @@ class LabSettings:
     # The reconciler the lab runs: a variant name ("correct" or a broken one), or None for none.
     reconciler: str | None = None
     # An external reconciler instead: a command line with {kubeconfig}, {ssh_port}, {namespace},
-    # {max_unavailable} and {reboot_timeout} placeholders, started after the fleet and stopped
-    # (SIGTERM) first.
+    # {max_unavailable}, {reboot_timeout} and {resync_period} placeholders, started after the fleet
+    # and stopped (SIGTERM) first.
     reconciler_command: str | None = None
     # "olm": run it as OLM runs WMCO, with the Proxy status variables, restarted when they change.
     reconciler_env: str = "none"
@@ -168,14 +169,18 @@ class LabSettings:
     # reports it (what it declares; {reboot_timeout} in its command): the judge waits that long for
     # a stuck node's report. Default: the real operator's.
     reconciler_reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT
+    # How often the external reconciler looks at every node again (what it declares; {resync_period}
+    # in its command): a step that changes a node out of band waits that long more for its repair.
+    reconciler_resync_period: float = RECONCILER_RESYNC_PERIOD
     max_unavailable: int = 0  # 0: max_unavailable_share of the nodes, at least max_unavailable_floor
     max_unavailable_floor: int = 1
     max_unavailable_share: float = 0.5
     # More (host, port) names for the lab proxy: a customer's proxy hosts in ``proxyfleet repro``.
     proxy_aliases: list[tuple[str, int]] = field(default_factory=list)
     settle_delay: float = 0.3
-    # How often the lab's own reconciler looks at every node again (its drift repair); None: as
-    # ``resync`` works it out from the fleet's size. A value given is used as it is.
+    # How often the lab's own reconciler looks at every node again (its drift repair): what a
+    # scenario asks for (drift: 3 s), or None for the lab's default; ``resync`` caps either by the
+    # fleet's size.
     resync_period: float | None = None
     # How long the lab's own reconciler waits for a node to come back from a reboot.
     reboot_timeout: float = 60.0
@@ -212,14 +217,14 @@ class LabSettings:
         return self.heartbeat * factor, self.node_grace * factor
 
     def resync(self) -> float:
-        """The lab's reconciler's resync period: as set, or ``RESYNC_SECONDS`` until the fleet would
-        be looked at more than ``RESYNC_LOOKS_PER_SECOND`` times a second in all, then longer. Every
-        resync looks at every node over SSH; at 1,000 nodes every 10 s that was a hundred looks a
-        second, all through a rollout that takes minutes, competing with the rollout itself. A real
-        operator resyncs every few hours; drift repair is judged where a scenario sets its period."""
-        if self.resync_period is not None:
-            return self.resync_period
-        return max(RESYNC_SECONDS, (self.nodes + self.linux_nodes) / RESYNC_LOOKS_PER_SECOND)
+        """The lab's reconciler's resync period: as set (``RESYNC_SECONDS`` if not), until the
+        fleet would be looked at more than ``RESYNC_LOOKS_PER_SECOND`` times a second in all, then
+        longer. Every resync looks at every node over SSH; at 1,000 nodes every 10 s that was a
+        hundred looks a second (every 3 s, the drift scenario's, 333), all through a rollout that
+        takes minutes, competing with the rollout itself. A real operator resyncs every few hours;
+        the judge waits for the period this returns where a scenario drifts a node."""
+        wanted = self.resync_period if self.resync_period is not None else RESYNC_SECONDS
+        return max(wanted, (self.nodes + self.linux_nodes) / RESYNC_LOOKS_PER_SECOND)
 
 
 # What the lab's simulated kubelets renew at most, in all (a real 1,000-node cluster's rate).
@@ -512,6 +517,14 @@ class Lab:
         return self.settings.reboot_timeout
 
     @property
+    def reconciler_resync_period(self) -> float:
+        """How often the reconciler under test looks at every node again: the lab's own
+        reconciler's period (``LabSettings.resync``), or what an external one declares."""
+        if self.settings.reconciler_command:
+            return self.settings.reconciler_resync_period
+        return self.settings.resync()
+
+    @property
     def max_unavailable(self) -> int:
         """The reconciler's disruption budget: given, or a share of every node it drives (one
         budget for both kinds: the reference reconciler rolls them in one queue)."""
@@ -554,7 +567,8 @@ class Lab:
             argv = command_line(template, {"kubeconfig": self.kubeconfig, "ssh_port": self.fleet.port,
                                            "namespace": OPERATOR_NAMESPACE,
                                            "max_unavailable": self.max_unavailable,
-                                           "reboot_timeout": f"{self.settings.reconciler_reboot_timeout:g}"})
+                                           "reboot_timeout": f"{self.settings.reconciler_reboot_timeout:g}",
+                                           "resync_period": f"{self.settings.reconciler_resync_period:g}"})
             reconciler = ExternalReconciler(argv, self.state_dir / "reconciler.log", self.settings.reconciler_env)
         except ExternalReconcilerError as exc:
             raise LabError(str(exc)) from None

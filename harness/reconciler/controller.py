@@ -35,6 +35,7 @@ from proxyfleet.core.contract import (
     OPERATOR_NAMESPACE,
     OPERATOR_REBOOT_TIMEOUT,
     PROXY_VARIABLES,
+    RECONCILER_RESYNC_PERIOD,
     STATE_LABEL,
     TRUSTED_CA,
 )
@@ -94,7 +95,7 @@ class ReconcilerSettings:
     # Strict host keys: only hosts in this OpenSSH known_hosts file (None: pin on first contact).
     known_hosts: Path | None = None
     workers: int = 64
-    resync_period: float = 60.0
+    resync_period: float = RECONCILER_RESYNC_PERIOD
     reboot_timeout: float = OPERATOR_REBOOT_TIMEOUT  # the real operator's
     # sshd answers before containerd, the kubelet and delayed-start services run: after a new
     # boot, wait this long for every egress service, polling this often.

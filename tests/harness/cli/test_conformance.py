@@ -334,20 +334,21 @@ def test_an_external_reconciler_declares_its_reboot_timeout_and_the_judge_waits_
     """--reconciler-reboot-timeout is what the judge waits for a stuck node's report (plus a
     margin), and ``{reboot_timeout}`` hands the same value to the reconciler's command: an
     operator started with 5 s passes the stuck node's scenario in about a minute instead of the real
-    operator's ten."""
+    operator's ten. ``{resync_period}`` hands over --reconciler-resync-period the same way."""
     command = (f"{sys.executable} -m proxyfleet.harness reconcile --kubeconfig {{kubeconfig}} --ssh-port {{ssh_port}} "
                f"--max-unavailable {{max_unavailable}} --reboot-timeout {{reboot_timeout}} "
-               f"--service-poll-seconds 0.2 --drain-retry-seconds 0.2")
+               f"--resync-seconds {{resync_period}} --service-poll-seconds 0.2 --drain-retry-seconds 0.2")
     labs = tmp_path / "labs"
     result, report = conformance(tmp_path, "--nodes", "5", "--scenario", STUCK, "--reconciler-command", command,
-                                 "--reconciler-reboot-timeout", "5", "--keep", str(labs))
+                                 "--reconciler-reboot-timeout", "5", "--reconciler-resync-period", "7",
+                                 "--keep", str(labs))
     assert result.returncode == 0, result.stderr[-3000:]
     notes = [t.get("note", "") for s in report["scenarios"] for t in s["timeline"]]  # type: ignore[union-attr]
     assert any("reboot timeout (5 s) and a margin" in n for n in notes), notes
     reported = [c for s in report["scenarios"] for c in s["checks"] if c["check"] == "reported"]  # type: ignore[union-attr]
     assert reported and all(c["status"] == "passed" for c in reported)
     logs = [p.read_text() for p in labs.rglob("reconciler.log")]
-    assert logs and all("reboot timeout 5 s" in log for log in logs)  # the placeholder was filled in
+    assert logs and all("reboot timeout 5 s, resync every 7 s" in log for log in logs)  # the placeholders filled in
 
 
 @pytest.mark.slow

@@ -29,7 +29,8 @@ def test_every_group_and_key_maps_to_its_option(tmp_path: Path) -> None:
     (tmp_path / "squid").mkdir()
     found = _options("""
 lab: {nodes: 3, workflow: [runtime-add, change], converge-timeout: 90, keep: labs}
-reconciler: {variant: no-cert-import, command: "my-operator --kubeconfig {kubeconfig}", reboot-timeout: 30, env: olm}
+reconciler: {variant: no-cert-import, command: "my-operator --kubeconfig {kubeconfig}", reboot-timeout: 30,
+             resync-period: 90, env: olm}
 proxy: {command: "squid -N -f {config_dir}/squid.conf", config: [squid], user: proxy, etc-hosts: true}
 cluster: {no-proxy: .corp.example, dry-run: false}
 reports: {json: out/r.json, junit: r.xml}
@@ -37,7 +38,7 @@ reports: {json: out/r.json, junit: r.xml}
     assert found == {
         "nodes": 3, "workflows": ("runtime-add", "change"), "converge_timeout": 90.0, "keep": tmp_path / "labs",
         "variant": "no-cert-import", "reconciler_command": "my-operator --kubeconfig {kubeconfig}",
-        "reconciler_reboot_timeout": 30.0, "reconciler_env": "olm",
+        "reconciler_reboot_timeout": 30.0, "reconciler_resync_period": 90.0, "reconciler_env": "olm",
         "proxy_command": "squid -N -f {config_dir}/squid.conf", "proxy_config": (tmp_path / "squid",),
         "proxy_user": "proxy", "proxy_etc_hosts": True, "no_proxy": ".corp.example", "dry_run": False,
         "json_path": tmp_path / "out" / "r.json", "junit": tmp_path / "r.xml"}  # paths: relative to the file

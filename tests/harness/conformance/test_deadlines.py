@@ -69,3 +69,19 @@ def test_a_stuck_nodes_step_waits_for_its_report_then_the_rest_of_the_rollout() 
     # never a budget of 0, however many are stuck; an existing cluster's timings unknown: the least deadline after
     assert "wave(s) of up to 1" in stuck_deadline(StepPlan(3, 1), LAB, 70.0, 2).basis
     assert stuck_deadline(StepPlan(3, 1), None, 70.0, 1).seconds == 70 + FLOOR
+
+
+def test_a_step_with_drifted_nodes_waits_for_the_reconcilers_resync_first() -> None:
+    # Nodes changed out of band are repaired only when the reconciler looks again: its resync
+    # period comes first, then each drifted node priced as one more reboot.
+    plain = step_deadline(StepPlan(0, 5), LAB)
+    drifted = step_deadline(StepPlan(0, 5, drifted=2, resync_s=100.0), LAB)
+    assert drifted.seconds == plain.seconds + 100 == FLOOR + 100
+    assert drifted.basis.startswith("the reconciler's resync (100 s) to notice 2 node(s) changed out of band")
+    assert "2 node(s) to reboot fit in the least deadline" in drifted.basis
+    # a large repair (and rollout) beside it: priced with the drifted nodes as reboots
+    both = step_deadline(StepPlan(100, 2, drifted=100, resync_s=10.0), LAB)
+    assert both.seconds == pytest.approx(10 + step_deadline(StepPlan(200, 2), LAB).seconds, abs=1)
+    # --converge-timeout still overrides everything; no drift, no resync
+    assert step_deadline(StepPlan(0, 5, drifted=2, resync_s=100.0), LAB, explicit=42.0).seconds == 42.0
+    assert step_deadline(StepPlan(0, 5, resync_s=100.0), LAB).seconds == FLOOR

@@ -16,7 +16,7 @@ from typing import Any
 import asyncssh
 import pytest
 
-from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES
+from proxyfleet.core.contract import EGRESS_SERVICES, PROXY_VARIABLES, RECONCILER_RESYNC_PERIOD
 from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.harness.conformance import checks
@@ -32,6 +32,7 @@ from proxyfleet.harness.conformance.evidence import (
     ProbedDestination,
     Step,
 )
+from proxyfleet.harness.conformance.expectations import Expected
 from proxyfleet.harness.conformance.judge import STARVED_ATTEMPTS, Conformance, LabRequired, StarvedLook
 from proxyfleet.harness.conformance.probe import NodeState, PullResult
 from proxyfleet.harness.conformance.results import CheckResult
@@ -95,6 +96,34 @@ async def test_a_lab_step_deadline_is_priced_with_the_lab_s_own_timings(tmp_path
         assert explicit._planned(300).kind == "explicit"
 
 
+def test_a_step_that_drifts_a_node_waits_for_the_declared_resync(tmp_path: Path) -> None:
+    """A node changed out of band is repaired at the reconciler's next resync: that step waits
+    the declared period (default ``RECONCILER_RESYNC_PERIOD``) on top of its plan; others do not."""
+    for declared, resync in ((None, RECONCILER_RESYNC_PERIOD), (3600.0, 3600.0)):
+        judge = _cluster_judge(tmp_path)
+        if declared is not None:
+            judge = Conformance(None, cluster=judge.cluster, reconciler_resync_period=declared)
+        judge._targets["10.0.0.5"] = UNCONFIGURED
+        drifted = Step("the proxy CA deleted on a host", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {},
+                       drifted={"10.0.0.5"})
+        assert judge._deadline(drifted) == FLOOR + resync
+        assert drifted.deadline is not None and f"the reconciler's resync ({resync:g} s)" in drifted.deadline.basis
+        plain = Step("proxy added", dt.datetime.now(dt.UTC), ["10.0.0.5"], [], {})
+        assert judge._deadline(plain) == FLOOR
+
+
+def test_certificates_are_named_from_every_target_before_and_after_the_step(tmp_path: Path) -> None:
+    """What a Root store lacks or has too many of is named by subject: from every target a node
+    held before the step or holds now — each distinct target read once, however many nodes share it."""
+    judge = _cluster_judge(tmp_path)
+    old = Expected({"HTTP_PROXY": PROXY, "HTTPS_PROXY": None, "NO_PROXY": None}, {"aa": "CN=Old CA"}, {})
+    new = Expected({"HTTP_PROXY": PROXY, "HTTPS_PROXY": None, "NO_PROXY": None}, {"bb": "CN=New CA"}, {})
+    for index in range(1000):
+        judge._targets[f"10.0.{index // 250}.{index % 250}"] = new
+    step = Step("CA rotated", dt.datetime.now(dt.UTC), list(judge._targets), [], dict.fromkeys(judge._targets, old))
+    assert judge._subjects(step) == {"aa": "CN=Old CA", "bb": "CN=New CA"}
+
+
 def test_a_judge_needs_a_lab_or_a_cluster_and_a_cluster_has_no_lab(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="a lab or a cluster"):
         Conformance(None)
@@ -115,7 +144,8 @@ def _judged(judge: Conformance, evidence: Evidence, started: dt.datetime) -> dic
     judge._targets[ADDRESS] = UNCONFIGURED
     state = NodeState(dict.fromkeys(PROXY_VARIABLES), frozenset({"AA"}), started - dt.timedelta(hours=1),
                       dict.fromkeys(EGRESS_SERVICES, started - dt.timedelta(minutes=5)))
-    judge._verify_node(step, ADDRESS, None, READY_NODE, state, {}, evidence, judge._overtaken(step, evidence))
+    judge._verify_node(step, ADDRESS, None, READY_NODE, state, {}, evidence, judge._overtaken(step, evidence),
+                       judge._subjects(step))
     return {r.check: r for r in step.results}
 
 

@@ -39,7 +39,18 @@ def test_the_reconcilers_resync_stretches_once_the_fleet_would_be_looked_at_over
     assert LabSettings(nodes=100).resync() == 10.0  # every lab of up to 100 nodes as before
     assert LabSettings(nodes=150, linux_nodes=150).resync() == pytest.approx(30.0)
     assert LabSettings(nodes=1000).resync() == pytest.approx(100.0)
-    assert LabSettings(nodes=1000, resync_period=3.0).resync() == 3.0  # a scenario's own period (drift)
+    # a scenario's own period (drift), within the same cap: 333 looks a second at 1,000 nodes was not
+    assert LabSettings(nodes=10, resync_period=3.0).resync() == 3.0
+    assert LabSettings(nodes=1000, resync_period=3.0).resync() == pytest.approx(100.0)
+    assert LabSettings(nodes=10, resync_period=30.0).resync() == 30.0
+
+
+def test_the_judge_learns_the_resync_period_of_the_reconciler_under_test() -> None:
+    """The lab's own reconciler's period, or what an external one declares ({resync_period})."""
+    own = Lab(LabSettings(nodes=1000, resync_period=3.0, reconciler="correct"))
+    assert own.reconciler_resync_period == pytest.approx(100.0)
+    external = Lab(LabSettings(nodes=10, reconciler_command="op --resync {resync_period}", reconciler_resync_period=90.0))
+    assert external.reconciler_resync_period == 90.0  # its command's {resync_period}: test_conformance
 
 
 async def test_a_started_lab_has_every_part_and_its_network_state() -> None:
