@@ -1,6 +1,7 @@
 """Print the measured-cost table of ``harness/conformance/scenariocosts.py`` from a ``--json``
-report of a run of every scenario (e.g. ``proxyfleet conformance --nodes 10 --json r.json``):
-each scenario's seconds, longest first, to paste over ``SECONDS``.
+report of a run of every scenario (``proxyfleet conformance --nodes 10 --json r.json``, and again
+with ``--nodes 300``): each scenario's seconds, longest first, to paste over ``SECONDS`` (10 nodes)
+or ``SECONDS_AT_300``.
 
     python bench/scenario_costs.py r.json
 """
@@ -13,13 +14,15 @@ from pathlib import Path
 
 
 def table(report: dict[str, object]) -> str:
-    """The ``SECONDS`` dict literal for the scenarios of ``report``."""
+    """The dict literal for the scenarios of ``report``: ``SECONDS`` for a 10-node run,
+    ``SECONDS_AT_<nodes>`` for another."""
     scenarios = report.get("scenarios")
     if not isinstance(scenarios, list) or not scenarios:
         raise SystemExit("the report has no scenarios")
     costs = sorted(((str(s["name"]), float(s["duration_s"])) for s in scenarios), key=lambda c: (-c[1], c[0]))
     lines = [f"    {name!r}: {seconds:.1f}," for name, seconds in costs]
-    return "SECONDS: dict[str, float] = {\n" + "\n".join(lines).replace("'", '"') + "\n}"
+    name = "SECONDS" if report.get("nodes") == 10 else f"SECONDS_AT_{report.get('nodes')}"
+    return f"{name}: dict[str, float] = {{\n" + "\n".join(lines).replace("'", '"') + "\n}"
 
 
 if __name__ == "__main__":

@@ -305,17 +305,18 @@ class _Collected:
 
 
 def planned_scenarios(workflows: tuple[str, ...], named: tuple[str, ...] = (), linux_nodes: int = 0,
-                      shard: Shard | None = None) -> list[str]:
+                      shard: Shard | None = None, nodes: int = 10) -> list[str]:
     """The scenarios a run of ``workflows`` (all: empty), ``named`` (``--scenario``) and ``shard``
     runs, found before any lab starts — a name that is no scenario, or a part left empty, is a
-    usage error here, not a worker's crash; every machine computes the same parts."""
+    usage error here, not a worker's crash; every machine computes the same parts (priced at the
+    run's fleet size, ``nodes`` Windows and ``linux_nodes`` Linux)."""
     collected = _Collected()
     with tempfile.TemporaryDirectory(prefix="proxyfleet-plan-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)
         code = pytest.main([str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p",
                             "no:cacheprovider", "-p", "no:terminal", "-p", "no:xdist", "--collect-only",
-                            f"--proxyfleet-linux-nodes={linux_nodes}",
+                            f"--proxyfleet-nodes={nodes}", f"--proxyfleet-linux-nodes={linux_nodes}",
                             *(f"--proxyfleet-workflow={w}" for w in workflows)], plugins=[collected])
     if code != 0 or not collected.items:
         raise click.ClickException(f"the scenarios could not be listed (pytest exit code {code})")
@@ -465,7 +466,7 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
             console.print(f"corporate proxy: {vendor.spec().describe()}", markup=False, highlight=False)
         except VendorProxyError as exc:
             raise click.UsageError(str(exc)) from None
-    planned = planned_scenarios(workflows, scenarios, linux_nodes, shard)
+    planned = planned_scenarios(workflows, scenarios, linux_nodes, shard, nodes)
     if shard is not None:
         console.print(f"shard {shard}: {', '.join(planned)}", markup=False, highlight=False)
     scratch = Path(tempfile.mkdtemp(prefix="proxyfleet-conformance-"))

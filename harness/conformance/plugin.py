@@ -264,8 +264,11 @@ def _rollouts(item: pytest.Item) -> int:
 
 
 def _cost(item: pytest.Item) -> float:
-    """The scenario's measured seconds, or its estimate from its declared reboot waves."""
-    return scenariocosts.cost(scenario_name(item), _rollouts(item))
+    """The scenario's measured seconds at this run's fleet size, or its estimate from its
+    declared reboot waves."""
+    config = item.config
+    nodes = int(config.getoption("--proxyfleet-nodes")) + int(config.getoption("--proxyfleet-linux-nodes"))
+    return scenariocosts.cost(scenario_name(item), _rollouts(item), nodes)
 
 
 def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:

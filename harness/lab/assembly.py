@@ -157,6 +157,7 @@ class LabSettings:
     state_is_scratch: bool = False
     second_proxy: bool = False  # PROXY2_HOST with PROXY2_AUTH
     install_proxy: bool = False  # generate an install-config with the lab proxy and its CA
+    install_no_proxy: str = DEFAULT_NO_PROXY  # that install-config's noProxy
     # The reconciler the lab runs: a variant name ("correct" or a broken one), or None for none.
     reconciler: str | None = None
     # An external reconciler instead: a command line with {kubeconfig}, {ssh_port}, {namespace},
@@ -618,7 +619,8 @@ class Lab:
                                                key_type=trustme.KeyType.RSA)
         return yaml.safe_dump({
             "apiVersion": "v1", "baseDomain": "example.com", "metadata": {"name": "lab"},
-            "proxy": {"httpProxy": self.proxy_url, "httpsProxy": self.proxy_https_url, "noProxy": DEFAULT_NO_PROXY},
+            "proxy": {"httpProxy": self.proxy_url, "httpsProxy": self.proxy_https_url,
+                      "noProxy": self.settings.install_no_proxy},
             "additionalTrustBundle": self.user_ca_pem().decode(),
             "additionalTrustBundlePolicy": "Proxyonly"})
 

@@ -165,8 +165,8 @@ def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: P
     result, report = conformance(tmp_path, "--nodes", "5", "--linux-nodes", "5", "--junit", "r.xml",
                                  "--html", "r.html", hang=2400)
     assert result.returncode == 0, result.stderr[-5000:]
-    # the twenty-one lab scenarios and the CAPI machines' install-time (a run with Linux nodes only)
-    assert report["summary"] == {"passed": 22, "failed": 0, "skipped": 0, "inconclusive": 0}
+    # the twenty-two lab scenarios and the CAPI machines' install-time (a run with Linux nodes only)
+    assert report["summary"] == {"passed": 23, "failed": 0, "skipped": 0, "inconclusive": 0}
     scenarios = report["scenarios"]
     assert isinstance(scenarios, list)
     assert {s["workflow"] for s in scenarios} == {"install-time", "runtime-add", "change", "remove", "baseline",

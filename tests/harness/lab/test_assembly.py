@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
 from proxyfleet.core.process_limits import YOUNG_GENERATION
 from proxyfleet.harness.lab import Lab, LabError, LabNotStarted, LabSettings
@@ -96,3 +97,16 @@ async def test_a_vendor_proxy_is_read_in_the_log_format_asked_for(tmp_path: Path
     finally:
         await lab.stop()
         running.close()
+
+
+async def test_a_lab_installed_with_a_proxy_carries_the_noproxy_it_was_installed_with() -> None:
+    """``install_no_proxy``: the install-config's noProxy (a scenario that starts with a
+    destination outside NO_PROXY, to move it in)."""
+    async with Lab(LabSettings(nodes=1, install_proxy=True, install_no_proxy="intranet.corp.internal",
+                               workloads=False)) as lab:
+        objects = client.CustomObjectsApi(lab.api())
+        proxy = await asyncio.to_thread(objects.get_cluster_custom_object, "config.openshift.io", "v1", "proxies",
+                                        "cluster")
+        assert proxy["spec"]["noProxy"] == "intranet.corp.internal"
+        assert "intranet.corp.internal" in proxy["status"]["noProxy"]
+        assert "registry.corp.internal" not in proxy["status"]["noProxy"]
