@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from types import FrameType
+from typing import Protocol
 
 PR_SET_PDEATHSIG = 1
 
@@ -54,7 +55,20 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-async def terminate_group(process: asyncio.subprocess.Process, grace: float | None) -> None:
+class ChildProcess(Protocol):
+    """A process this one can wait for: an ``asyncio.subprocess.Process``, or one a fork server
+    started on its behalf."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+
+async def terminate_group(process: ChildProcess, grace: float | None) -> None:
     """End ``process`` (started with ``start_new_session``) and everything in its process group:
     SIGTERM, then SIGKILL if it is still there after ``grace`` seconds (at once when None)."""
     if process.returncode is not None:

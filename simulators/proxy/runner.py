@@ -4,7 +4,9 @@ Its MITM CA is a trustme CA with an RSA key, written as ``confdir/mitmproxy-ca.p
 certificate in one PEM, as mitmproxy expects); upstream it trusts only the lab's public CA;
 outgoing connections leave from the proxy's own egress address, so origins can tell the proxy
 from a node. Started on a free port and waited for by probing; stopped with SIGTERM (then
-SIGKILL) on the whole process group, also at interpreter exit.
+SIGKILL) on the whole process group, also at interpreter exit. Started by fork from a process
+that has already imported mitmproxy (``forkserver``: the same program and arguments, a fraction of
+the CPU), or with ``PROXYFLEET_MITMDUMP_FORK=0`` in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from proxyfleet.core.privatedirs import runtime_directory
 from proxyfleet.core.secretfiles import write_private
 from proxyfleet.core.startupclock import StartupClock
 from proxyfleet.simulators.network import Endpoint, LabNetwork
+from proxyfleet.simulators.proxy import forkserver
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +144,7 @@ class ProxyServer:
             self.control_path = _short_socket_path()
         self.port = settings.port
         self.started_seconds: float | None = None
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: asyncio.subprocess.Process | forkserver.ForkedProcess | None = None
         self._stderr_path = self.directory / "mitmdump.log"
 
     # --- addresses ------------------------------------------------------------------------
@@ -252,15 +255,22 @@ class ProxyServer:
         started = time.monotonic()
         # Both streams: mitmdump's terminal log (the error that stopped it) goes to stdout, its
         # "Error logged during startup, exiting..." to stderr.
-        output = self._stderr_path.open("ab")  # handed to the child
-        try:
-            self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
-                *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
-                stdout=output, stderr=output,
-                start_new_session=True, preexec_fn=die_with_parent)
-        finally:
-            output.close()
+        if forkserver.enabled():
+            try:
+                self._process = await forkserver.spawn(self._arguments(), self._stderr_path, startup_limit,
+                                                       process_monitor().stalled)
+            except forkserver.ForkServerError as exc:
+                raise ProxyError(str(exc)) from None
+        else:
+            output = self._stderr_path.open("ab")  # handed to the child
+            try:
+                self._process = await asyncio.create_subprocess_exec(
+                    sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
+                    *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
+                    stdout=output, stderr=output,
+                    start_new_session=True, preexec_fn=die_with_parent)
+            finally:
+                output.close()
         _LIVE.add(self._process.pid)
         try:
             pid = self._process.pid

@@ -37,7 +37,9 @@ class EnvironmentBlock(MutableMapping[str, str]):
         return isinstance(name, str) and name.lower() in self._data
 
     def copy(self) -> EnvironmentBlock:
-        return EnvironmentBlock(dict(self.items()))
+        block = EnvironmentBlock()
+        block._data = dict(self._data)  # every process and session starts from one: no re-keying
+        return block
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.items())
@@ -45,5 +47,7 @@ class EnvironmentBlock(MutableMapping[str, str]):
 
 def expand_references(value: str, environment: Mapping[str, str]) -> str:
     """Expand ``%NAME%`` like ``ExpandEnvironmentStrings``; unknown names stay as written."""
+    if "%" not in value:  # most values reference nothing
+        return value
     block = environment if isinstance(environment, EnvironmentBlock) else EnvironmentBlock(environment)
     return _REFERENCE.sub(lambda m: block.get(m.group(1), m.group(0)), value)

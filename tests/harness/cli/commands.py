@@ -29,19 +29,33 @@ def proxyfleet(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Comple
                           cwd=cwd, timeout=timeout)
 
 
+def is_mitmdump(pid: int) -> bool:
+    """Whether ``pid`` runs mitmdump: named so (``comm``: the lab forks it from its fork server,
+    whose command line it keeps) or started as a program of its own (its command line says so)."""
+    try:
+        proc = Path(f"/proc/{pid}")
+        return (proc / "comm").read_text().strip() == "mitmdump" or b"mitmdump" in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def mitmdumps(parent: int | None = None) -> set[int]:
-    """mitmdump processes (children of ``parent`` only, if given: xdist runs other labs alongside)."""
+    """mitmdump processes (only those ``parent`` started, if given — itself or through its fork
+    server: xdist runs other labs alongside)."""
     found = set()
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if b"mitmdump" not in (entry / "cmdline").read_bytes():
-                    continue
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if parent is None or ppid == parent:
-                found.add(int(entry.name))
+        if not entry.name.isdigit() or not is_mitmdump(pid := int(entry.name)):
+            continue
+        up = _parent(pid)
+        if parent is None or up == parent or (up is not None and _parent(up) == parent):
+            found.add(pid)
     return found
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.cli.commands import marked_processes
+from tests.harness.cli.commands import is_mitmdump, marked_processes
 from tests.support import HANG
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,7 @@ def _start(tmp_path: Path, workflows: tuple[str, ...] = ("runtime-add", "change"
                                 *(f"--workflow={w}" for w in workflows)], env=env, cwd=tmp_path,
                                stdout=log, stderr=log, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     marker = f"PROXYFLEET_TEST_RUN={token}"
-    _wait(lambda: sum("mitmdump" in c for c in marked_processes(marker).values()) >= len(workflows),
+    _wait(lambda: sum(map(is_mitmdump, marked_processes(marker))) >= len(workflows),
           "every lab's proxy to run")
     return process, marker
 

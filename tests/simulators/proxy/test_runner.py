@@ -202,3 +202,19 @@ async def test_a_port_taken_after_it_was_chosen_is_chosen_again(lab: TrafficLab,
         fixed.port = taken
         with pytest.raises(ProxyError, match="address already in use"):
             await fixed.start()
+
+
+async def test_with_fork_switched_off_mitmdump_starts_in_a_fresh_interpreter(lab: TrafficLab, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PROXYFLEET_MITMDUMP_FORK=0``: the start the fork server replaced (the README's A/B)."""
+    from proxyfleet.simulators.proxy import forkserver
+
+    monkeypatch.setenv(forkserver.SWITCH, "0")
+    listen = lab.network.allocate(PROXY_NETWORK)
+    proxy = ProxyServer(ProxySettings(tmp_path / "fresh", lab.network, lab.public_ca.cert_pem.bytes(),
+                                      listen_address=listen, egress_address=lab.proxy.settings.egress_address))
+    async with proxy:
+        assert proxy.pid is not None
+        assert b"mitmproxy.tools.main" in Path(f"/proc/{proxy.pid}/cmdline").read_bytes()
+        assert (await proxy.set_faults(refuse=True))["refuse"] is True
+    assert not proxy.running
