@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from proxyfleet.core import owneddirs
+from proxyfleet.core.lifecycle import die_with_parent
 from proxyfleet.core.privatedirs import runtime_directory
 from proxyfleet.core.startupclock import StartupClock
 
@@ -54,7 +55,7 @@ SWITCH = "PROXYFLEET_MITMDUMP_FORK"  # "0": a fresh interpreter for every mitmdu
 DIRECTORY_PREFIX = "mitmfork-"
 REQUEST_LIMIT = 1 << 20
 ANSWER_LOOK_SECONDS = 0.5  # how often a start waiting for the server's answer looks at the server
-PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
+PR_SET_NAME = 15
 
 
 class ForkServerError(RuntimeError):
@@ -201,9 +202,8 @@ def _run_mitmdump(arguments: list[str], output: str, cwd: str, environment: dict
     code = 1
     try:
         os.setsid()
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # dies with the fork server (single-threaded)
-        libc.prctl(PR_SET_NAME, b"mitmdump")
+        die_with_parent()  # the fork server (single-threaded: the signal is bound to it)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, b"mitmdump")
         os.write(readied, b"!")
         os.closerange(3, 1 << 16)  # the server's listener, other starts' connections, pidfds
         null = os.open(os.devnull, os.O_RDONLY)
@@ -216,8 +216,6 @@ def _run_mitmdump(arguments: list[str], output: str, cwd: str, environment: dict
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(environment)
-        if os.getppid() == 1:  # the fork server ended before the signal was asked for
-            os._exit(128 + signal.SIGTERM)
         sys.argv = ["-c", *arguments]  # as ``python -c …`` gives it: mitmdump's messages name it so
         from mitmproxy.tools.main import mitmdump
 
