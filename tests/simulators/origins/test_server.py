@@ -24,16 +24,23 @@ def _origin(public_ca: trustme.CA, allows: bool = True) -> OriginServer:
                         certificate=public_ca.issue_cert("site.example"), allows=lambda _: allows, kind="internet")
 
 
+async def _get(public_ca: trustme.CA, origin: OriginServer,
+               headers: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Send ``GET /`` to the origin over TLS, as site.example; the answer is left to read."""
+    context = ssl.create_default_context(cadata=public_ca.cert_pem.bytes().decode())
+    reader, writer = await asyncio.open_connection("127.0.0.1", origin.port, ssl=context,
+                                                   server_hostname="site.example")
+    writer.write(b"GET / HTTP/1.1\r\nHost: site.example\r\n" + headers + b"\r\n")
+    await writer.drain()
+    return reader, writer
+
+
 async def test_stop_cuts_a_kept_alive_connection(public_ca: trustme.CA) -> None:
     # Since Python 3.12.1 Server.wait_closed() waits for every accepted connection; an origin
     # that waited before cutting its keep-alive clients hung the lab's teardown.
     origin = _origin(public_ca)
     await origin.start()
-    context = ssl.create_default_context(cadata=public_ca.cert_pem.bytes().decode())
-    reader, writer = await asyncio.open_connection("127.0.0.1", origin.port, ssl=context,
-                                                   server_hostname="site.example")
-    writer.write(b"GET / HTTP/1.1\r\nHost: site.example\r\n\r\n")
-    await writer.drain()
+    reader, writer = await _get(public_ca, origin, b"")
     assert (await reader.readline()).startswith(b"HTTP/1.1 200")
     await asyncio.wait_for(origin.stop(), 10)  # the client still holds its connection open
     assert await asyncio.wait_for(reader.read(), 10) is not None  # and it is cut (EOF or reset)
@@ -93,11 +100,7 @@ async def test_a_stopped_origin_is_not_kept_alive_by_aiohttp(public_ca: trustme.
     # lab: without forgetting them, eight 1,000-node labs in one worker grew it to 3.5 GB.
     origin = _origin(public_ca)
     await origin.start()
-    context = ssl.create_default_context(cadata=public_ca.cert_pem.bytes().decode())
-    reader, writer = await asyncio.open_connection("127.0.0.1", origin.port, ssl=context,
-                                                   server_hostname="site.example")
-    writer.write(b"GET / HTTP/1.1\r\nHost: site.example\r\nConnection: close\r\n\r\n")
-    await writer.drain()
+    reader, writer = await _get(public_ca, origin, b"Connection: close\r\n")
     assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.1 200")
     writer.close()
     await origin.stop()
