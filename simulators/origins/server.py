@@ -63,7 +63,7 @@ def forget_middleware_chains() -> None:
     Since aiohttp 3.10.6 each (handler, applications) pair's chain is kept in a module-level LRU of
     1,024 entries: a stopped origin's application, its logging middleware and through them its access
     log and the lab's callbacks stayed alive until 1,024 newer chains pushed them out. One worker
-    runs lab after lab, so at 1,000 nodes a lab that was several gigabytes after eight labs.
+    runs lab after lab: at 1,000 nodes it reached 3.5 GB after eight labs.
     Emptying it costs the running origins one rebuild per route. Nothing to do without the cache.
     """
     cache = getattr(web_app, "_cached_build_middleware", None)
