@@ -40,6 +40,7 @@ from proxyfleet.harness.cli.clusterrun import (
     write_target,
 )
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
+from proxyfleet.harness.cli.pytestrun import run_pytest
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import (
@@ -279,7 +280,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         collector = Collector(run, progress)
-        code = int(pytest.main(args, plugins=[collector]))
+        code = run_pytest(args, [collector])
     run.duration_s = time.monotonic() - started
     if code == pytest.ExitCode.INTERRUPTED:
         console.print("[yellow]interrupted (Ctrl-C or SIGTERM) before every scenario was judged[/]")
@@ -314,10 +315,10 @@ def planned_scenarios(workflows: tuple[str, ...], named: tuple[str, ...] = (), l
     with tempfile.TemporaryDirectory(prefix="proxyfleet-plan-") as scratch:
         ini = Path(scratch) / "pytest.ini"
         ini.write_text(INI)
-        code = pytest.main([str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p",
-                            "no:cacheprovider", "-p", "no:terminal", "-p", "no:xdist", "--collect-only",
-                            f"--proxyfleet-nodes={nodes}", f"--proxyfleet-linux-nodes={linux_nodes}",
-                            *(f"--proxyfleet-workflow={w}" for w in workflows)], plugins=[collected])
+        code = run_pytest([str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p",
+                           "no:cacheprovider", "-p", "no:terminal", "--collect-only",
+                           f"--proxyfleet-nodes={nodes}", f"--proxyfleet-linux-nodes={linux_nodes}",
+                           *(f"--proxyfleet-workflow={w}" for w in workflows)], [collected], workers=False)
     if code != 0 or not collected.items:
         raise click.ClickException(f"the scenarios could not be listed (pytest exit code {code})")
     items = collected.items
