@@ -34,6 +34,10 @@ def _listening(tmp_path: Path, *extra: str) -> list[str]:
     return ["--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={tmp_path / 'confdir'}", *extra]
 
 
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
 def _ended(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -66,7 +70,8 @@ async def test_it_runs_in_a_session_of_its_own_named_mitmdump_with_no_arguments_
         assert Path(f"/proc/{forked.pid}/comm").read_text() == "mitmdump\n"
         assert b"s3cret-marker" not in Path(f"/proc/{forked.pid}/cmdline").read_bytes()
         assert forked.returncode is None
-        await wait_until(lambda: "proxy listening at" in (tmp_path / "log").read_text(), what="mitmdump to listen")
+        # the child answers once it leads its session, before it opens its log: no log yet is "not yet"
+        await wait_until(lambda: "proxy listening at" in _text(tmp_path / "log"), what="mitmdump to listen")
     finally:
         os.killpg(forked.pid, signal.SIGTERM)  # what a stop sends: mitmdump shuts down cleanly
         async with asyncio.timeout(HANG):
