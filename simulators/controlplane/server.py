@@ -38,8 +38,9 @@ from proxyfleet.simulators.controlplane.disruption import (
     DisruptionLedger,
     budgets_for,
     check_eviction_body,
-    compute_budgets,
+    compute_budget_of,
     eviction_decision,
+    replica_scales,
 )
 from proxyfleet.simulators.controlplane.errors import (
     APIError,
@@ -596,8 +597,9 @@ class APIServer:
         selecting = budgets_for(pod, self.store.scan(PDBS, namespace))
         if not selecting:
             return []
-        return [budget for _, budget in compute_budgets(selecting, self.store.scan(PODS, namespace),
-                                                        self.store.scan(REPLICASETS, namespace))]
+        pods = self.store.scan(PODS, namespace)
+        scales = replica_scales(self.store.scan(REPLICASETS, namespace))
+        return [compute_budget_of(pdb, pods, scales) for pdb in selecting]
 
     async def _evict(self, request: web.Request, route: Route) -> tuple[dict[str, Any], int, dict[str, str]]:
         assert route.name is not None and route.namespace is not None

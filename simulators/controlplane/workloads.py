@@ -114,6 +114,11 @@ class WorkloadControllers(WatchingController):
     name = "workload controllers"
     watches = (PODS, NODES, REPLICASETS, DAEMONSETS, PDBS)
     debounce = 0.02  # one pass for a burst of related writes
+    # At most a twentieth of the CPU: a pass takes ~0.04 ms at 10 nodes and ~0.4 ms at 100, which
+    # keep the 20 ms debounce; ~4.6 ms at 1,000 nodes (2,000 pods), which runs ~11 times a second
+    # instead of ~40. A replacement pod or a budget's status comes that much later (< 0.1 s), well
+    # within what the real controllers' work queues take.
+    pacing = 19.0
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)

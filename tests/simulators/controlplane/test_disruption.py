@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxyfleet.simulators.controlplane.disruption import (
     EVICTION_REFUSED,
@@ -13,7 +15,10 @@ from proxyfleet.simulators.controlplane.disruption import (
     DisruptionLedger,
     check_eviction_body,
     compute_budget,
+    compute_budget_of,
+    compute_budgets,
     eviction_decision,
+    replica_scales,
     selector_matches,
 )
 from proxyfleet.simulators.controlplane.errors import APIError
@@ -134,3 +139,44 @@ def test_a_budget_condition_carries_its_transition_time_as_kubernetes_conditions
     refusing = Budget("web", expected_pods=3, desired_healthy=3, current_healthy=3).status(1, same, "2026-01-01T00:09:00Z")
     assert refusing["conditions"][0] == {**refusing["conditions"][0], "status": "False",
                                          "lastTransitionTime": "2026-01-01T00:09:00Z"}
+
+
+_LABELS = st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["web", "db", "a"]), max_size=2)
+_SELECTORS = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"matchLabels": _LABELS}),
+    st.fixed_dictionaries({"matchExpressions": st.lists(st.fixed_dictionaries({
+        "key": st.sampled_from(["app", "tier"]), "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+        "values": st.lists(st.sampled_from(["web", "db", "a"]), max_size=2)}), max_size=2)}))
+_SPECS = st.one_of(st.fixed_dictionaries({"maxUnavailable": st.sampled_from([0, 1, 2, "25%", "50%"])}),
+                   st.fixed_dictionaries({"minAvailable": st.sampled_from([0, 1, 3, "50%"])}))
+
+
+@st.composite
+def _cluster(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    owners = ["rs-1", "rs-2", "rs-3"]
+    replica_sets = [{"metadata": {"uid": uid}, "spec": {"replicas": draw(st.integers(0, 4))}} for uid in owners]
+    pods = []
+    for i in range(draw(st.integers(0, 12))):
+        made = pod(f"p{i}", ready=draw(st.booleans()), phase=draw(st.sampled_from(["Running", "Pending", "Succeeded"])),
+                   deleting=draw(st.booleans()))
+        made["metadata"].update(labels=draw(_LABELS), namespace=draw(st.sampled_from(["ns", "other"])))
+        made["metadata"]["ownerReferences"][0]["uid"] = draw(st.sampled_from(owners))
+        pods.append(made)
+    budgets = [{"metadata": {"name": f"b{i}", "namespace": draw(st.sampled_from(["ns", "other"]))},
+                "spec": {**({"selector": selector} if (selector := draw(_SELECTORS)) is not None else {}),
+                         **draw(_SPECS)}}
+               for i in range(draw(st.integers(1, 4)))]
+    return budgets, pods, replica_sets
+
+
+@settings(max_examples=300, deadline=None)
+@given(_cluster())
+def test_one_budget_computed_for_an_eviction_is_the_controllers_budget(
+        cluster: tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]) -> None:
+    # an eviction computes only the budgets selecting its pod (compute_budget_of, no grouping); the
+    # disruption controller all of them at once (compute_budgets): the same arithmetic either way
+    budgets, pods, replica_sets = cluster
+    scales = replica_scales(replica_sets)
+    for budget, status in compute_budgets(budgets, pods, replica_sets):
+        assert compute_budget_of(budget, pods, scales) == status
