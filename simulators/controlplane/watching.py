@@ -3,7 +3,7 @@ level-triggered pass; a burst of events means one pass, never one per event.
 
 A pass looks at everything it keeps, so its cost grows with the lab while the events that wake it
 grow too: at 1,000 nodes the workload controllers' passes (~2,000 pods each, woken by every pod
-status a kubelet posts) took about a sixth of a lab process's CPU. A controller may pace itself
+status a kubelet posts) took 17-23 % of a lab process's CPU (py-spy). A controller may pace itself
 (``pacing``): after a pass it waits that many times the pass's own CPU time before the next, so it
 never takes more than ``1 / (1 + pacing)`` of the CPU whatever the lab's size, and a small lab,
 whose passes cost little, still answers within ``debounce``. The wait is at most ``MAX_PAUSE``: a

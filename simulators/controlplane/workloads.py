@@ -116,8 +116,8 @@ class WorkloadControllers(WatchingController):
     debounce = 0.02  # one pass for a burst of related writes
     # At most a twentieth of the CPU: a pass takes ~0.04 ms at 10 nodes and ~0.4 ms at 100, which
     # keep the 20 ms debounce; ~4.6 ms at 1,000 nodes (2,000 pods), which runs ~11 times a second
-    # instead of ~40. A replacement pod or a budget's status comes that much later (< 0.1 s), well
-    # within what the real controllers' work queues take.
+    # instead of ~40. A replacement pod or a budget's status comes that much later (< 0.1 s after an
+    # ordinary pass, at most 0.5 s after a heavy one), well within what the real controllers' queues take.
     pacing = 19.0
 
     def __init__(self, store: Store) -> None:
