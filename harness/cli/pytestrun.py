@@ -20,8 +20,9 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-# What the scenarios need: asyncio tests, xdist's workers, and proxyfleet's own plugin.
-PLUGINS = ("pytest_asyncio.plugin", "xdist.plugin", "proxyfleet.harness.conformance.plugin")
+# What the scenarios need: asyncio tests and proxyfleet's own plugin; xdist when workers start.
+SCENARIO_PLUGINS = ("pytest_asyncio.plugin", "proxyfleet.harness.conformance.plugin")
+WORKERS_PLUGIN = "xdist.plugin"
 AUTOLOAD_OFF = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 IGNORED = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
 
@@ -46,11 +47,12 @@ def hermetic_environment() -> Iterator[None]:
 
 
 def plugin_arguments(workers: bool) -> list[str]:
-    """``-p`` for each plugin the session loads (xdist only when it starts workers)."""
-    return [argument for plugin in PLUGINS if workers or plugin != "xdist.plugin" for argument in ("-p", plugin)]
+    """``-p`` for each plugin the session loads."""
+    loaded = (*SCENARIO_PLUGINS, WORKERS_PLUGIN) if workers else SCENARIO_PLUGINS
+    return [argument for plugin in loaded for argument in ("-p", plugin)]
 
 
 def run_pytest(args: Sequence[str], plugins: Sequence[object], workers: bool = True) -> int:
-    """``pytest.main`` with only ``PLUGINS`` (and ``plugins``, objects of the caller's) loaded."""
+    """``pytest.main`` with only the scenarios' plugins (and ``plugins``, objects of the caller's) loaded."""
     with hermetic_environment():
         return int(pytest.main([*plugin_arguments(workers), *args], plugins=list(plugins)))

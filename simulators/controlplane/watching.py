@@ -89,7 +89,7 @@ class WatchingController:
                 await self.reconcile_pass()
             except Exception:  # a bug here must not stop the control plane
                 log.exception("%s failed", self.name)
-            self.last_pass_cost = max(0.0, self.clock() - started)
+            self.last_pass_cost = self.clock() - started
 
 
 def pause_before_pass(debounce: float, pacing: float, last_pass_cost: float) -> float:

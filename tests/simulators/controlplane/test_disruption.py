@@ -13,6 +13,7 @@ from proxyfleet.simulators.controlplane.disruption import (
     EVICTION_REFUSED,
     MANY_BUDGETS,
     DisruptionLedger,
+    budgets_for,
     check_eviction_body,
     compute_budget,
     compute_budget_of,
@@ -101,6 +102,14 @@ def test_label_selectors() -> None:
                                 labels)
     assert selector_matches({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, labels)
     assert not selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
+
+
+def test_a_budget_covers_only_pods_of_its_own_namespace() -> None:
+    elsewhere = {**pdb(maxUnavailable=1), "metadata": {"name": "web", "namespace": "other"}}
+    pods = [pod("a"), pod("b")]  # namespace "ns", labels the budget's selector matches
+    assert budgets_for(pods[0], [pdb(maxUnavailable=1), elsewhere]) == [pdb(maxUnavailable=1)]
+    assert compute_budget_of(elsewhere, pods, {RS_UID: 2}).current_healthy == 0
+    assert compute_budget_of(pdb(maxUnavailable=1), pods, {RS_UID: 2}).current_healthy == 2
 
 
 def test_eviction_bodies() -> None:
