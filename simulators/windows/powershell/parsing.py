@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 from proxyfleet.core.powershell import DOUBLE_QUOTES, SINGLE_QUOTES
 from proxyfleet.simulators.windows.powershell import syntax as ast
@@ -20,6 +21,7 @@ from proxyfleet.simulators.windows.powershell.lexing import (
     scan_number,
     scan_variable_name,
 )
+from proxyfleet.simulators.windows.powershell.tailcache import StatementTails
 
 MAX_SCRIPT_LENGTH = 1 << 20  # far above Windows' 32,767-character command line
 
@@ -35,9 +37,14 @@ _ASSIGNMENT = ("+=", "-=", "*=", "/=", "=")
 _CACHED_TEXT = 64 * 1024
 
 
+# Top-level statements of scripts that parsed, found again at the end of new texts.
+TAILS = StatementTails()
+
+
 def parse(text: str) -> ast.StatementBlock:
     """Parse a whole script. The syntax tree is immutable, so a text seen before (a reconciler's
-    script arrives at every node of a fleet) is parsed once."""
+    script arrives at every node of a fleet) is parsed once, and so is a body seen before behind a
+    prologue of its own (a data file's random name): ``tailcache``."""
     if len(text) <= _CACHED_TEXT:
         return _parse_cached(text)
     return Parser(text).parse_script()
@@ -45,11 +52,16 @@ def parse(text: str) -> ast.StatementBlock:
 
 @functools.lru_cache(maxsize=256)
 def _parse_cached(text: str) -> ast.StatementBlock:
-    return Parser(text).parse_script()
+    return Parser(text, TAILS).parse_script()
 
 
 class Parser(ExpressionParser):
-    """Parses one script text; not reusable."""
+    """Parses one script text; not reusable. With ``tails``, the script's top-level statements
+    are looked up there, and kept there once the whole script has parsed."""
+
+    def __init__(self, text: str, tails: StatementTails | None = None) -> None:
+        super().__init__(text)
+        self.tails = tails
 
     # --- statements ----------------------------------------------------------------------
 
@@ -57,11 +69,28 @@ class Parser(ExpressionParser):
         if len(self.text) > MAX_SCRIPT_LENGTH:
             self._fail("The command line is too long.", "CommandLineTooLong", 0, 1)
         try:
+            if self.tails is not None:
+                return self._top_level(self.tails)
             return self._statement_list(None)
         except RecursionError:
             self._fail("The script nests too deeply to be parsed.", "ScriptTooDeeplyNested", 0)
 
-    def _statement_list(self, closer: str | None) -> ast.StatementBlock:
+    def _top_level(self, tails: StatementTails) -> ast.StatementBlock:
+        """The script's statement list, its tail taken from ``tails`` where one was parsed before."""
+        starts: list[int] = []
+        block = self._statement_list(None, lambda: self._known_tail(tails, starts))
+        tails.remember(self.text, starts, block.statements)
+        return block
+
+    def _known_tail(self, tails: StatementTails, starts: list[int]) -> tuple[ast.Statement, ...] | None:
+        found = tails.find(self.text, self.pos)
+        if found is None:
+            starts.append(self.pos)
+        return found
+
+    def _statement_list(self, closer: str | None,
+                        known_tail: Callable[[], tuple[ast.Statement, ...] | None] | None = None,
+                        ) -> ast.StatementBlock:
         start = self.pos
         statements: list[ast.Statement] = []
         while True:
@@ -77,6 +106,11 @@ class Parser(ExpressionParser):
             if char in ")}":
                 self._fail(f"Unexpected token '{char}' in expression or statement.",
                            "UnexpectedToken", self.pos)
+            tail = known_tail() if known_tail is not None else None
+            if tail is not None:  # the rest of the script, as parsed before: it ends the text
+                statements.extend(tail)
+                self.pos = len(self.text)
+                break
             statements.append(self._statement())
             self._skip(newlines=False)
             char = self._peek()
