@@ -21,7 +21,7 @@ from proxyfleet.simulators.windows.powershell.lexing import (
     scan_number,
     scan_variable_name,
 )
-from proxyfleet.simulators.windows.powershell.tailcache import StatementTails
+from proxyfleet.simulators.windows.powershell.tailcache import FIRST_STATEMENTS, StatementTails
 
 MAX_SCRIPT_LENGTH = 1 << 20  # far above Windows' 32,767-character command line
 
@@ -83,6 +83,8 @@ class Parser(ExpressionParser):
         return block
 
     def _known_tail(self, tails: StatementTails, starts: list[int]) -> tuple[ast.Statement, ...] | None:
+        if len(starts) >= FIRST_STATEMENTS:
+            return None
         found = tails.find(self.text, self.pos)
         if found is None:
             starts.append(self.pos)

@@ -20,6 +20,9 @@ from proxyfleet.simulators.windows.powershell import syntax as ast
 # Tails kept, least recently found first out. A 2 KB reconciler script leaves ~25 (one per
 # top-level statement); each holds its script's text (shared by the script's tails) and a tuple.
 CAPACITY = 1024
+# Tails looked for (and kept) per script: its first statements' only. A prologue of its own is a few
+# statements; looking behind every statement of a long script would hash and keep quadratically.
+FIRST_STATEMENTS = 32
 
 
 @dataclass(frozen=True)

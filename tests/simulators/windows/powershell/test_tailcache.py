@@ -11,7 +11,7 @@ from proxyfleet.harness.reconciler.scripts import apply_script
 from proxyfleet.simulators.windows.powershell import syntax as ast
 from proxyfleet.simulators.windows.powershell.errors import ParseError
 from proxyfleet.simulators.windows.powershell.parsing import Parser, parse
-from proxyfleet.simulators.windows.powershell.tailcache import StatementTails
+from proxyfleet.simulators.windows.powershell.tailcache import FIRST_STATEMENTS, StatementTails
 
 
 def fresh(text: str) -> ast.StatementBlock:
@@ -78,6 +78,17 @@ def test_a_script_that_fails_leaves_no_tail() -> None:
     with pytest.raises(ParseError):
         Parser("'fine'\n'also fine'\n)", tails).parse_script()
     assert len(tails) == 0
+
+
+def test_only_the_first_statements_of_a_long_script_leave_tails() -> None:
+    tails = StatementTails()
+    text = "".join(f"$v{i} = {i}\n" for i in range(FIRST_STATEMENTS * 3))
+    assert Parser(text, tails).parse_script() == fresh(text)
+    assert len(tails) == FIRST_STATEMENTS
+    # Behind a new first statement of the same length, the rest is found again.
+    again = "$w0 = 0\n" + text[len("$v0 = 0\n"):]
+    assert Parser(again, tails).parse_script() == fresh(again)
+    assert tails.found == 1
 
 
 def test_least_recently_found_tails_go_first() -> None:
