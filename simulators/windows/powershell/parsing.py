@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 
 from proxyfleet.core.powershell import DOUBLE_QUOTES, SINGLE_QUOTES
 from proxyfleet.simulators.windows.powershell import syntax as ast
@@ -62,6 +61,7 @@ class Parser(ExpressionParser):
     def __init__(self, text: str, tails: StatementTails | None = None) -> None:
         super().__init__(text)
         self.tails = tails
+        self.tail_starts: list[int] = []  # where top-level statements began that no tail served
 
     # --- statements ----------------------------------------------------------------------
 
@@ -69,30 +69,24 @@ class Parser(ExpressionParser):
         if len(self.text) > MAX_SCRIPT_LENGTH:
             self._fail("The command line is too long.", "CommandLineTooLong", 0, 1)
         try:
-            if self.tails is not None:
-                return self._top_level(self.tails)
-            return self._statement_list(None)
+            block = self._statement_list(None)
         except RecursionError:
             self._fail("The script nests too deeply to be parsed.", "ScriptTooDeeplyNested", 0)
-
-    def _top_level(self, tails: StatementTails) -> ast.StatementBlock:
-        """The script's statement list, its tail taken from ``tails`` where one was parsed before."""
-        starts: list[int] = []
-        block = self._statement_list(None, lambda: self._known_tail(tails, starts))
-        tails.remember(self.text, starts, block.statements)
+        if self.tails is not None:
+            self.tails.remember(self.text, self.tail_starts, block.statements)
         return block
 
-    def _known_tail(self, tails: StatementTails, starts: list[int]) -> tuple[ast.Statement, ...] | None:
-        if len(starts) >= FIRST_STATEMENTS:
+    def _known_tail(self, tails: StatementTails) -> tuple[ast.Statement, ...] | None:
+        """The top-level statements from here to the end, if ``tails`` has them (looked for behind
+        the script's first ``FIRST_STATEMENTS`` only)."""
+        if len(self.tail_starts) >= FIRST_STATEMENTS:
             return None
         found = tails.find(self.text, self.pos)
         if found is None:
-            starts.append(self.pos)
+            self.tail_starts.append(self.pos)
         return found
 
-    def _statement_list(self, closer: str | None,
-                        known_tail: Callable[[], tuple[ast.Statement, ...] | None] | None = None,
-                        ) -> ast.StatementBlock:
+    def _statement_list(self, closer: str | None) -> ast.StatementBlock:
         start = self.pos
         statements: list[ast.Statement] = []
         while True:
@@ -108,7 +102,8 @@ class Parser(ExpressionParser):
             if char in ")}":
                 self._fail(f"Unexpected token '{char}' in expression or statement.",
                            "UnexpectedToken", self.pos)
-            tail = known_tail() if known_tail is not None else None
+            # Only the script's own list has no closer: its statements are the top-level ones.
+            tail = self._known_tail(self.tails) if closer is None and self.tails is not None else None
             if tail is not None:  # the rest of the script, as parsed before: it ends the text
                 statements.extend(tail)
                 self.pos = len(self.text)

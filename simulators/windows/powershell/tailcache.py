@@ -42,17 +42,18 @@ class StatementTails:
     def __len__(self) -> int:
         return len(self._tails)
 
-    def key(self, text: str, start: int) -> tuple[int, int, int]:
+    def key(self, start: int, length: int, tail: str) -> tuple[int, int, int]:
         """Where a tail begins, how long its script is, and a hash of the tail's text."""
-        return start, len(text), hash(text[start:])
+        return start, length, hash(tail)
 
     def find(self, text: str, start: int) -> tuple[ast.Statement, ...] | None:
         """The statements from ``start`` to the end of ``text``, if a script that ends with the
         same characters from the same position was parsed before; else None."""
-        key = self.key(text, start)
+        ending = text[start:]
+        key = self.key(start, len(text), ending)
         tail = self._tails.get(key)
         # Same length and same ending from ``start`` on: the same tail (a hash alone may collide).
-        if tail is None or not tail.text.endswith(text[start:]):
+        if tail is None or not tail.text.endswith(ending):
             return None
         self._tails.move_to_end(key)
         self.found += 1
@@ -61,7 +62,7 @@ class StatementTails:
     def remember(self, text: str, starts: Sequence[int], statements: Sequence[ast.Statement]) -> None:
         """Keep the tails of a script that parsed: ``statements[i:]`` begins at ``starts[i]``."""
         for index, start in enumerate(starts):
-            key = self.key(text, start)
+            key = self.key(start, len(text), text[start:])
             self._tails[key] = _Tail(text, tuple(statements[index:]))
             self._tails.move_to_end(key)
         while len(self._tails) > self.capacity:

@@ -54,7 +54,7 @@ def test_a_tail_at_another_position_is_not_taken() -> None:
 
 def test_a_colliding_key_is_told_apart_by_the_text() -> None:
     class Colliding(StatementTails):
-        def key(self, text: str, start: int) -> tuple[int, int, int]:
+        def key(self, start: int, length: int, tail: str) -> tuple[int, int, int]:
             return 0, 0, 0  # every tail under one key
 
     tails = Colliding()
