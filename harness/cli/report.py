@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from proxyfleet.harness.conformance.causes import failure_causes
+from proxyfleet.harness.conformance.headroom import closest_step
 from proxyfleet.harness.conformance.merge import MergeError
 from proxyfleet.harness.conformance.merge import merge as merge_runs
 from proxyfleet.harness.conformance.report import write_html, write_json, write_junit
@@ -63,6 +64,9 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
                 f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
                 f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive", style="default")
     console.print(line)
+    closest = closest_step(run.scenarios)
+    if closest is not None:
+        console.print(Text(closest.describe(), style=closest.style))
     well, lines = run.put_back_lines()
     for entry in lines:
         console.print(Text(entry, style="default" if well else "red"))
@@ -102,4 +106,7 @@ def merge(paths: tuple[Path, ...], json_path: Path | None, junit: Path | None, h
     click.echo(f"{len(run.shards)} part(s), {len(run.scenarios)} scenario(s), longest part "
                f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
                f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive")
+    closest = closest_step(run.scenarios)  # of every part's machine
+    if closest is not None:
+        click.echo(closest.describe())
     raise SystemExit(run.reported_exit)

@@ -183,6 +183,7 @@ def test_the_reference_reconciler_passes_every_workflow_on_ten_nodes(tmp_path: P
     assert suite is not None and suite.get("failures") == "0" and int(suite.get("tests", "0")) > 50
     assert "PASSED" in (tmp_path / "r.html").read_text()
     assert "PASSED" in result.stderr
+    assert "closest to a deadline: test_" in " ".join(result.stderr.split())  # its step, under the table
     assert report["nodes"] == 10 and report["linux_nodes"] == 5
     print(f"10-node mixed conformance run: {report['duration_s']} s")
 

@@ -152,6 +152,27 @@ def test_merge_joins_shard_reports_into_every_report_kind(tmp_path: Path) -> Non
     assert missing.exit_code == 1 and "part(s) 2/2 missing" in missing.output and "Traceback" not in missing.output
 
 
+def test_show_and_merge_name_the_step_closest_to_its_deadline(tmp_path: Path) -> None:
+    paths = []
+    for index, (name, slowest) in enumerate((("test_proxy_added_at_runtime", 14.7), ("test_remove", 41.0)), start=1):
+        timeline = [{"step": "proxy added", "converged_s": {"127.10.0.1": 2.0, "127.10.0.2": slowest}, "nodes": 2,
+                     "deadline_s": 60.0}]
+        run = ConformanceRun(nodes=2, variant="correct", duration_s=40.0, scenarios=[
+            ScenarioResult(name, "runtime-add", "passed", timeline=timeline,
+                           checks=[_check("127.10.0.1", "files", "passed", "none")])])
+        run.shards = [{"index": index, "total": 2}]
+        paths.append(tmp_path / f"shard-{index}.json")
+        write_json(run, paths[-1])
+    shown = CliRunner().invoke(main, ["report", "show", str(paths[0])])
+    assert shown.exit_code == 0, shown.output
+    assert ("closest to a deadline: test_proxy_added_at_runtime, step 'proxy added': its last node converged "
+            "after 14.7 s of 60 s (24%) no failed") in " ".join(shown.output.split())  # whatever the width
+    merged = CliRunner().invoke(main, ["report", "merge", *map(str, paths)], terminal_width=300)
+    assert merged.exit_code == 0, merged.output
+    assert "closest to a deadline: test_remove, step 'proxy added': its last node converged after 41.0 s of 60 s " \
+           "(68%) — a machine half as fast may fail a correct setup here" in merged.output
+
+
 def _old_form(run: ConformanceRun, path: Path) -> Path:
     """``run``'s report as reports were written before the grouping: one record per node and check."""
     data = run.to_json()

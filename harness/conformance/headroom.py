@@ -1,0 +1,73 @@
+"""How close a run's steps came to their deadlines: for each step, the seconds its last node took to
+converge against the step's deadline. A correct reconciler passes only while every step stays under
+its deadline, so the closest step says how much slower a machine could be before the same run
+failed a correct setup — what a release gate's owner needs to know before the gate flakes, not after.
+
+Read from a run's report alone (each step's ``converged_s`` and ``deadline_s``, both counted from the
+moment the judge began waiting for the step), so it works on a saved ``--json`` report and on shard
+reports merged from several machines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from proxyfleet.harness.conformance.results import ScenarioResult
+
+# From this share of a deadline on, a run is said to be close to failing a correct setup: a CI
+# machine half as fast as the one that ran it would not have made it.
+CLOSE = 0.5
+
+
+@dataclass(frozen=True)
+class StepHeadroom:
+    """One step's slowest node against its deadline."""
+
+    scenario: str
+    step: str
+    converged_s: float  # when the step's last node to converge did, after the judge began waiting
+    deadline_s: float
+
+    @property
+    def share(self) -> float:
+        """The part of the deadline the step used (over 1: the lab's own stalls extended it)."""
+        return self.converged_s / self.deadline_s
+
+    @property
+    def close(self) -> bool:
+        return self.share >= CLOSE
+
+    @property
+    def style(self) -> str:
+        """How a console shows it: yellow once close."""
+        return "yellow" if self.close else "default"
+
+    def describe(self) -> str:
+        line = (f"closest to a deadline: {self.scenario}, step '{self.step}': its last node converged after "
+                f"{self.converged_s:.1f} s of {self.deadline_s:g} s ({self.share:.0%})")
+        if self.share > 1:
+            return line + " — past it, by the time the lab's own event loop stalled (the deadline moves by that)"
+        if self.close:
+            return line + (" — a machine half as fast may fail a correct setup here: give the run more CPU, fewer "
+                           "labs at once (--workers) or a longer --converge-timeout")
+        return line
+
+
+def step_headrooms(scenarios: Iterable[ScenarioResult]) -> list[StepHeadroom]:
+    """Every step in which nodes converged against a deadline, the closest to its deadline first."""
+    steps = []
+    for scenario in scenarios:
+        for step in scenario.timeline:
+            converged = [s for s in (step.get("converged_s") or {}).values() if isinstance(s, int | float)]
+            deadline = step.get("deadline_s")
+            if converged and isinstance(deadline, int | float) and deadline > 0:
+                steps.append(StepHeadroom(scenario.name, str(step.get("step", "")), float(max(converged)),
+                                          float(deadline)))
+    return sorted(steps, key=lambda s: (-s.share, s.scenario, s.step))
+
+
+def closest_step(scenarios: Iterable[ScenarioResult]) -> StepHeadroom | None:
+    """The step that came closest to its deadline, or None when no step converged any node."""
+    steps = step_headrooms(scenarios)
+    return steps[0] if steps else None

@@ -1,0 +1,60 @@
+"""How close a run's steps came to their deadlines, read from its report: the slowest node of each
+step against the step's deadline, the closest first; close from half of it on; past it only where the
+lab's own stalls moved the deadline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxyfleet.harness.conformance.headroom import CLOSE, closest_step, step_headrooms
+from proxyfleet.harness.conformance.results import ScenarioResult
+
+
+def _scenario(name: str, *steps: dict[str, Any]) -> ScenarioResult:
+    return ScenarioResult(name, "runtime-add", "passed", timeline=list(steps))
+
+
+def _step(name: str, converged: dict[str, float], deadline: float | None) -> dict[str, Any]:
+    step: dict[str, Any] = {"step": name, "converged_s": converged, "nodes": len(converged)}
+    if deadline is not None:
+        step["deadline_s"] = deadline
+    return step
+
+
+def test_the_slowest_node_of_each_step_against_its_deadline_closest_first() -> None:
+    scenarios = [
+        _scenario("test_a", _step("instances join", {"127.10.0.1": 2.0, "127.10.0.2": 14.7}, 60.0),
+                  _step("proxy added", {"127.10.0.1": 30.0, "127.10.0.2": 9.0}, 148.0)),
+        _scenario("test_b", _step("proxy added", {"127.10.0.1": 45.0}, 60.0)),
+    ]
+    steps = step_headrooms(scenarios)
+    assert [(s.scenario, s.step, s.converged_s) for s in steps] == [
+        ("test_b", "proxy added", 45.0), ("test_a", "instances join", 14.7), ("test_a", "proxy added", 30.0)]
+    closest = closest_step(scenarios)
+    assert closest is not None and closest.share == 0.75 and closest.close
+    assert closest.describe().startswith("closest to a deadline: test_b, step 'proxy added': its last node "
+                                         "converged after 45.0 s of 60 s (75%) — a machine half as fast")
+    assert closest.style == "yellow"
+
+
+def test_far_from_its_deadline_a_step_is_only_stated() -> None:
+    closest = closest_step([_scenario("test_a", _step("proxy added", {"127.10.0.1": 14.7}, 60.0))])
+    assert closest is not None and not closest.close and closest.style == "default"
+    assert closest.describe() == ("closest to a deadline: test_a, step 'proxy added': its last node converged "
+                                  "after 14.7 s of 60 s (24%)")
+    at_half = closest_step([_scenario("test_a", _step("proxy added", {"127.10.0.1": 30.0}, 60.0))])
+    assert at_half is not None and at_half.share == CLOSE and at_half.close
+
+
+def test_past_its_deadline_only_by_the_labs_own_stall() -> None:
+    closest = closest_step([_scenario("test_a", _step("proxy added", {"127.10.0.1": 63.0}, 60.0))])
+    assert closest is not None and closest.share > 1
+    assert closest.describe().endswith("(105%) — past it, by the time the lab's own event loop stalled "
+                                       "(the deadline moves by that)")
+
+
+def test_steps_without_a_converged_node_or_a_deadline_say_nothing() -> None:
+    scenarios = [_scenario("test_a", _step("nothing changes", {}, 60.0), _step("older report", {"127.10.0.1": 3.0}, None),
+                             {"step": "odd", "converged_s": {"127.10.0.1": None}, "deadline_s": 60.0}),
+                 _scenario("test_b")]
+    assert step_headrooms(scenarios) == [] and closest_step(scenarios) is None
