@@ -55,6 +55,7 @@ from proxyfleet.harness.conformance.fleetsummary import (
     pass_summaries,
     step_counts,
 )
+from proxyfleet.harness.conformance.headroom import closest_step
 from proxyfleet.harness.conformance.results import (
     CHECK_FAMILIES,
     CheckResult,
@@ -435,6 +436,14 @@ def _summarised(scenario: ScenarioResult) -> str:
             f"{_counts(scenario)}{_not_passed(scenario)}{_passes(scenario)}")
 
 
+def _headroom(run: ConformanceRun) -> str:
+    """The step that came closest to its deadline (highlighted from half of it on)."""
+    closest = closest_step(run.scenarios)
+    if closest is None:
+        return ""
+    return f'<p class="{"skip" if closest.close else "small"}">{_e(closest.describe())}</p>'
+
+
 def render_html(run: ConformanceRun) -> str:
     summary = run.summary()
     said = verdict_of(run.reported_exit)
@@ -463,7 +472,7 @@ def render_html(run: ConformanceRun) -> str:
             f"<p>{_e(run.fleet)} per lab, reconciler {_e(run.variant)}, {run.duration_s:.1f}s; scenarios: "
             f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped, "
             f"{summary['inconclusive']} inconclusive.</p>"
-            f"{put_back_html}"
+            f"{put_back_html}{_headroom(run)}"
             "<table><tr><th>scenario</th><th>workflow</th><th>status</th><th>failed checks</th>"
             f"<th>duration</th></tr>{overview}</table>{filter_box}{_causes(run, any(large))}{''.join(sections)}"
             f"{script}</body></html>\n")

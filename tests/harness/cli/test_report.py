@@ -167,10 +167,12 @@ def test_show_and_merge_name_the_step_closest_to_its_deadline(tmp_path: Path) ->
     assert shown.exit_code == 0, shown.output
     assert ("closest to a deadline: test_proxy_added_at_runtime, step 'proxy added': its last node converged "
             "after 14.7 s of 60 s (24%) no failed") in " ".join(shown.output.split())  # whatever the width
-    merged = CliRunner().invoke(main, ["report", "merge", *map(str, paths)], terminal_width=300)
+    merged = CliRunner().invoke(main, ["report", "merge", *map(str, paths), "--html", str(tmp_path / "m.html")])
     assert merged.exit_code == 0, merged.output
-    assert "closest to a deadline: test_remove, step 'proxy added': its last node converged after 41.0 s of 60 s " \
-           "(68%) — a machine half as fast may fail a correct setup here" in merged.output
+    closest = ("closest to a deadline: test_remove, step &#x27;proxy added&#x27;: its last node converged after "
+               "41.0 s of 60 s (68%) — a machine half as fast may fail a correct setup here")
+    assert closest.replace("&#x27;", "'") in merged.output
+    assert f'<p class="skip">{closest}' in (tmp_path / "m.html").read_text()  # highlighted in the page
 
 
 def _old_form(run: ConformanceRun, path: Path) -> Path:
