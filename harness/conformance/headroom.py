@@ -28,11 +28,14 @@ class StepHeadroom:
     step: str
     converged_s: float  # when the step's last node to converge did, after the judge began waiting
     deadline_s: float
+    unconverged: int = 0  # nodes of the step that never converged (a failed step)
+    nodes: int = 0
 
     @property
     def share(self) -> float:
-        """The part of the deadline the step used (over 1: the lab's own stalls extended it)."""
-        return self.converged_s / self.deadline_s
+        """The part of the deadline the step used (over 1: the judge's own stalls extended it;
+        infinite: some node never converged)."""
+        return float("inf") if self.unconverged else self.converged_s / self.deadline_s
 
     @property
     def close(self) -> bool:
@@ -44,10 +47,14 @@ class StepHeadroom:
         return "yellow" if self.close else "default"
 
     def describe(self) -> str:
-        line = (f"closest to a deadline: {self.scenario}, step '{self.step}': its last node converged after "
-                f"{self.converged_s:.1f} s of {self.deadline_s:g} s ({self.share:.0%})")
+        where = f"closest to a deadline: {self.scenario}, step '{self.step}': "
+        if self.unconverged:
+            return where + (f"{self.unconverged} of {self.nodes} node(s) did not converge (its deadline: "
+                            f"{self.deadline_s:g} s; its failed checks say why)")
+        line = where + (f"its last node converged after {self.converged_s:.1f} s of {self.deadline_s:g} s "
+                        f"({self.share:.0%})")
         if self.share > 1:
-            return line + " — past it, by the time the lab's own event loop stalled (the deadline moves by that)"
+            return line + " — past it, by as long as the judge's own process stalled (the deadline moves by that)"
         if self.close:
             return line + (" — a machine half as fast may fail a correct setup here: give the run more CPU, fewer "
                            "labs at once (--workers) or a longer --converge-timeout")
@@ -55,19 +62,21 @@ class StepHeadroom:
 
 
 def step_headrooms(scenarios: Iterable[ScenarioResult]) -> list[StepHeadroom]:
-    """Every step in which nodes converged against a deadline, the closest to its deadline first."""
+    """Every step with nodes to converge against a deadline, the closest to its deadline first
+    (a step where some node never converged before any other)."""
     steps = []
     for scenario in scenarios:
         for step in scenario.timeline:
             converged = [s for s in (step.get("converged_s") or {}).values() if isinstance(s, int | float)]
-            deadline = step.get("deadline_s")
-            if converged and isinstance(deadline, int | float) and deadline > 0:
-                steps.append(StepHeadroom(scenario.name, str(step.get("step", "")), float(max(converged)),
-                                          float(deadline)))
+            deadline, nodes = step.get("deadline_s"), step.get("nodes")
+            nodes = nodes if isinstance(nodes, int) else len(converged)
+            if nodes and isinstance(deadline, int | float) and deadline > 0:
+                steps.append(StepHeadroom(scenario.name, str(step.get("step", "")), float(max(converged, default=0.0)),
+                                          float(deadline), max(0, nodes - len(converged)), nodes))
     return sorted(steps, key=lambda s: (-s.share, s.scenario, s.step))
 
 
 def closest_step(scenarios: Iterable[ScenarioResult]) -> StepHeadroom | None:
-    """The step that came closest to its deadline, or None when no step converged any node."""
+    """The step that came closest to its deadline, or None when no step had nodes to converge."""
     steps = step_headrooms(scenarios)
     return steps[0] if steps else None

@@ -46,15 +46,29 @@ def test_far_from_its_deadline_a_step_is_only_stated() -> None:
     assert at_half is not None and at_half.share == CLOSE and at_half.close
 
 
-def test_past_its_deadline_only_by_the_labs_own_stall() -> None:
+def test_past_its_deadline_only_by_the_judges_own_stall() -> None:
     closest = closest_step([_scenario("test_a", _step("proxy added", {"127.10.0.1": 63.0}, 60.0))])
     assert closest is not None and closest.share > 1
-    assert closest.describe().endswith("(105%) — past it, by the time the lab's own event loop stalled "
+    assert closest.describe().endswith("(105%) — past it, by as long as the judge's own process stalled "
                                        "(the deadline moves by that)")
 
 
-def test_steps_without_a_converged_node_or_a_deadline_say_nothing() -> None:
-    scenarios = [_scenario("test_a", _step("nothing changes", {}, 60.0), _step("older report", {"127.10.0.1": 3.0}, None),
-                             {"step": "odd", "converged_s": {"127.10.0.1": None}, "deadline_s": 60.0}),
+def test_a_step_where_nodes_never_converged_comes_first_and_says_how_many() -> None:
+    failed = _step("proxy added", {"127.10.0.1": 3.0}, 60.0)
+    failed["nodes"] = 3  # two of its nodes are not in converged_s: still off at the deadline
+    none = {"step": "removed", "converged_s": {}, "nodes": 2, "deadline_s": 60.0}
+    scenarios = [_scenario("test_a", _step("instances join", {"127.10.0.1": 59.0}, 60.0), failed),
+                 _scenario("test_b", none)]
+    steps = step_headrooms(scenarios)
+    assert [(s.scenario, s.step, s.unconverged) for s in steps] == [
+        ("test_a", "proxy added", 2), ("test_b", "removed", 2), ("test_a", "instances join", 0)]
+    assert steps[0].close and steps[0].describe() == (
+        "closest to a deadline: test_a, step 'proxy added': 2 of 3 node(s) did not converge (its deadline: 60 s; "
+        "its failed checks say why)")
+
+
+def test_steps_without_nodes_or_a_deadline_say_nothing() -> None:
+    scenarios = [_scenario("test_a", {"step": "nothing to do", "converged_s": {}, "nodes": 0, "deadline_s": 60.0},
+                           _step("older report", {"127.10.0.1": 3.0}, None)),
                  _scenario("test_b")]
     assert step_headrooms(scenarios) == [] and closest_step(scenarios) is None
