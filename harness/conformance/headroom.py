@@ -39,6 +39,7 @@ class StepHeadroom:
 
     @property
     def close(self) -> bool:
+        """Whether the step used ``CLOSE`` of its deadline or more (or some node never converged)."""
         return self.share >= CLOSE
 
     @property
@@ -47,6 +48,8 @@ class StepHeadroom:
         return "yellow" if self.close else "default"
 
     def describe(self) -> str:
+        """One line for a person: the step, how much of its deadline it used, and what to do if that
+        is close."""
         where = f"closest to a deadline: {self.scenario}, step '{self.step}': "
         if self.unconverged:
             return where + (f"{self.unconverged} of {self.nodes} node(s) did not converge (its deadline: "
