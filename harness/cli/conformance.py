@@ -41,9 +41,9 @@ from proxyfleet.harness.cli.clusterrun import (
 )
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
 from proxyfleet.harness.cli.pytestrun import run_pytest
+from proxyfleet.harness.cli.report import print_headroom
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.headroom import closest_step
 from proxyfleet.harness.conformance.plugin import (
     PROPERTY,
     runnable_scenarios,
@@ -171,13 +171,6 @@ def skipped_summary(run: ConformanceRun) -> list[str]:
     # A traffic check's text is its outcome, then why that proves nothing here: the reason is last.
     return [f"skipped {family}: " + "; ".join(dict.fromkeys(w.rsplit("; ", 1)[-1] for w in why))
             for family, why in reasons.items()]
-
-
-def _print_headroom(console: Console, run: ConformanceRun) -> None:
-    """The step that came closest to its deadline (yellow from half of it on)."""
-    closest = closest_step(run.scenarios)
-    if closest is not None:
-        console.print(Text(closest.describe(), style=closest.style))
 
 
 def _collect_flows(state_dir: Path, target: Path) -> int:
@@ -494,7 +487,7 @@ def conformance(ctx: click.Context, /, config: Path | None, config_from: Path | 
             console.print(f"shard {shard}: {len(outcome.run.scenarios)} scenario(s); join the parts' --json reports "
                           "with proxyfleet report merge", markup=False, highlight=False)
         console.print(summary_table(outcome.run))
-        _print_headroom(console, outcome.run)
+        print_headroom(console, outcome.run)
         write_reports(outcome, console, json_path, junit, html, flows)
         if keep:
             console.print(f"kept every lab's state under {outcome.state_dir}", markup=False, highlight=False)
@@ -549,7 +542,7 @@ def _conformance_on_cluster(cluster: ClusterTarget, run_proxy: RunProxySpec | No
             outcome.run.nodes = max((s.nodes for s in outcome.run.scenarios), default=0)
             outcome.run.config = effective
             console.print(summary_table(outcome.run))
-            _print_headroom(console, outcome.run)
+            print_headroom(console, outcome.run)
             for line in skipped_summary(outcome.run):
                 console.print(line, markup=False, highlight=False)
             code = outcome.exit_code

@@ -44,6 +44,13 @@ def read_report(path: Path) -> ConformanceRun:
         raise click.ClickException(f"{path} is not a proxyfleet conformance --json report ({what})") from None
 
 
+def print_headroom(console: Console, run: ConformanceRun) -> None:
+    """The step that came closest to its deadline (yellow from half of it on), if any had nodes."""
+    closest = closest_step(run.scenarios)
+    if closest is not None:
+        console.print(Text(closest.describe(), style=closest.style))
+
+
 @report.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--node", "nodes", multiple=True, metavar="ADDRESS", help="Only failures on this node (repeatable).")
@@ -64,9 +71,7 @@ def show(path: Path, nodes: tuple[str, ...], checks: tuple[str, ...]) -> None:
                 f"{run.duration_s:.0f} s: {summary['passed']} passed, {summary['failed']} failed, "
                 f"{summary['skipped']} skipped, {summary['inconclusive']} inconclusive", style="default")
     console.print(line)
-    closest = closest_step(run.scenarios)
-    if closest is not None:
-        console.print(Text(closest.describe(), style=closest.style))
+    print_headroom(console, run)
     well, lines = run.put_back_lines()
     for entry in lines:
         console.print(Text(entry, style="default" if well else "red"))

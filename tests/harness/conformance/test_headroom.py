@@ -1,6 +1,6 @@
 """How close a run's steps came to their deadlines, read from its report: the slowest node of each
 step against the step's deadline, the closest first; close from half of it on; past it only where the
-lab's own stalls moved the deadline."""
+judge's own stalls moved the deadline; a step where nodes did not converge first."""
 
 from __future__ import annotations
 
