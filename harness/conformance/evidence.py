@@ -184,6 +184,9 @@ class Step:
     lag: dict[str, dict[str, float]] = field(default_factory=dict)
     note: str = ""  # what the step did beyond the ordinary (a longer deadline, and why)
     deadline: Deadline | None = None  # how long it may take to converge, and why (None: not worked out yet)
+    # Seconds the deadline had moved by the lab's own stalls when the step's last node converged
+    # (``converging.converge`` moves it so): what the step's headroom is measured against, beside it
+    moved: float = 0.0
     results: list[CheckResult] = field(default_factory=list)
 
 

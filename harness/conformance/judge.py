@@ -63,6 +63,7 @@ from proxyfleet.harness.conformance.converging import (
 )
 from proxyfleet.harness.conformance.cordons import CordonTimeline, cordoned_spans
 from proxyfleet.harness.conformance.deadlines import (
+    LIVE_CHANGE_S,
     Deadline,
     RolloutTimings,
     StepPlan,
@@ -411,7 +412,8 @@ class Conformance:
         (credentials redacted)."""
         return [{"step": s.name, "converged_s": {a: round(t, 3) for a, t in sorted(s.converged.items())},
                  "nodes": len(s.members) + len(s.deconfigured), "lag_s": s.lag, **({"note": s.note} if s.note else {}),
-                 **({"deadline_s": s.deadline.seconds, "deadline": s.deadline.basis} if s.deadline else {}),
+                 **({"deadline_s": s.deadline.seconds, "deadline": s.deadline.basis,
+                     "deadline_moved_s": round(s.moved, 3)} if s.deadline else {}),
                  "environment": {k: redact_url(v) for k, v in s.expected.environment.items()}}
                 for s in self.steps]
 
@@ -837,8 +839,15 @@ class Conformance:
         looks = Looks(machine, node, self._activity, lambda among: self._claimed(step, among), self._listening,
                       settled)
         lag = process_monitor()
-        return await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
-                              self.quiet, self._deadline(step), lag.stalled)
+        within = self._deadline(step)
+        began = time.monotonic()
+        problems = await converge(looks, step.members, step.deconfigured, self.cordons, step.converged,
+                                  self.quiet, within, lag.stalled)
+        if step.converged:
+            # How far the lab's stalls had moved the deadline when the last node made it: a step that
+            # converged late in a starved lab was that much further from failing.
+            step.moved = lag.stalled(began, began + max(step.converged.values()))
+        return problems
 
     async def _observe_when_back(self, address: str, failure: NodeError) -> NodeLook | NodeError:
         """Observe ``address`` once its SSH answers again — for as long as a correct reconciler
@@ -864,35 +873,40 @@ class Conformance:
         reboot = (fleet.shutdown_delay + fleet.reboot_duration + LAST_STAGE * fleet.service_stage_seconds
                   + (kubelet.lease_interval if kubelet is not None else 0.0))
         stop = kubelet.container_stop_seconds if kubelet is not None else 0.0
-        return RolloutTimings(reboot, stop, self._lab.settings.settle_delay)
+        return RolloutTimings(reboot, stop, self._lab.settings.settle_delay, LIVE_CHANGE_S)
 
     def _budget(self) -> int:
         """maxUnavailable: the lab's (an existing cluster's reconciler declares none: 1)."""
         return self._lab.max_unavailable if self._lab is not None else 1
 
-    def _planned(self, rolling: int, drifted: int = 0) -> Deadline:
-        """The deadline of a step that reboots ``rolling`` nodes and in which ``drifted`` nodes were
-        changed out of band (``deadlines.step_deadline``)."""
-        return step_deadline(StepPlan(rolling, self._budget(), drifted, self.resync_period), self._timings(),
+    def _planned(self, rolling: int, drifted: int = 0, live: int = 0) -> Deadline:
+        """The deadline of a step that reboots ``rolling`` nodes, changes ``live`` others' trusted
+        CAs alone and in which ``drifted`` nodes were changed out of band (``deadlines.step_deadline``)."""
+        return step_deadline(StepPlan(rolling, self._budget(), drifted, self.resync_period, live), self._timings(),
                              self.converge_timeout)
 
     def _deadline(self, step: Step) -> float:
         """The step's deadline: its plan (``_planned``: the members whose proxy variables change,
-        in waves of maxUnavailable) or ``--converge-timeout``, or — where a node is stuck in its
-        reboot and the reconciler must report it — its declared reboot timeout and a margin, if
-        longer (a correct operator reports only once it has waited that long). Worked out once and
-        written into the step."""
+        in waves of maxUnavailable, and those whose trusted CAs alone change, applied live) or
+        ``--converge-timeout``, or — where a node is stuck in its reboot and the reconciler must
+        report it — its declared reboot timeout and a margin, if longer (a correct operator reports
+        only once it has waited that long). Worked out once and written into the step."""
         if step.deadline:
             return step.deadline.seconds
-        rolling = sum(1 for a in step.members if self._change(step, a) == "environment")
-        step.deadline = self._planned(rolling, sum(1 for a in step.members if a in step.drifted))
+        changes = [self._change(step, a) for a in step.members]
+        rolling = changes.count("environment")
+        drifted = sum(1 for a in step.members if a in step.drifted)  # priced as reboots: not live as well
+        live = sum(1 for a, change in zip(step.members, changes, strict=True)
+                   if change == "live" and a not in step.drifted)
+        step.deadline = self._planned(rolling, drifted, live)
         if step.stuck:
             wait = self.report_wait()
             # Without --converge-timeout: the report, then the rest of the rollout (a scenario may
             # hold every drain until the report; a wait for the report alone failed a correct
             # reconciler whose remaining waves came after it on a loaded machine). With it: at
             # least the report wait, never less.
-            stuck = (stuck_deadline(StepPlan(rolling, self._budget()), self._timings(), wait, len(step.stuck))
+            stuck = (stuck_deadline(StepPlan(rolling, self._budget(), live=live), self._timings(), wait,
+                                    len(step.stuck))
                      if self.converge_timeout is None else Deadline(wait, "the stuck node's report", "stuck-report"))
             if stuck.seconds > step.deadline.seconds:
                 step.deadline = stuck

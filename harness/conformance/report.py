@@ -14,6 +14,8 @@ JSON schema (``--json``)::
                                   "lag_s": {process: {"worst_s": float, "stalled_s": float,
                                                       "gc_s": float, "gc_worst_s": float (the judge's process only)}},
                                   "deadline_s": float, "deadline": str (how it follows from the step),
+                                  "deadline_moved_s": float (how far the lab's own stalls had moved the
+                                      deadline when the last node converged; absent in older reports),
                                   "note": str (only when the step did more than the ordinary)}],
                     "flows": {"<proxy> <kind> <host> <status>": {"count": int}},
                     "violations": [{"time", "origin", "source", "source_port"}]}]}

@@ -7,6 +7,7 @@ import pytest
 from proxyfleet.harness.conformance.deadlines import (
     EVICTION_MARGIN,
     FLOOR,
+    LIVE_CHANGE_S,
     WAVE_MARGIN,
     RolloutTimings,
     StepPlan,
@@ -85,3 +86,24 @@ def test_a_step_with_drifted_nodes_waits_for_the_reconcilers_resync_first() -> N
     # --converge-timeout still overrides everything; no drift, no resync
     assert step_deadline(StepPlan(0, 5, drifted=2, resync_s=100.0), LAB, explicit=42.0).seconds == 42.0
     assert step_deadline(StepPlan(0, 5, resync_s=100.0), LAB).seconds == FLOOR
+
+
+def test_a_live_ca_change_is_priced_by_the_nodes_it_changes() -> None:
+    """No reboot, but each node is visited, changed, verified and looked at on the lab's CPU: up to
+    600 nodes the least deadline holds it, at 1,000 nodes (where a correct reconciler's last node
+    came after 23-41 s) it is priced a node at a time; a rollout beside it adds its own price."""
+    lab = RolloutTimings(reboot_s=2.8, eviction_s=1.0, wave_overhead_s=0.3, live_s=LIVE_CHANGE_S)
+    assert step_deadline(StepPlan(0, 5, live=10), lab).seconds == FLOOR
+    fits = step_deadline(StepPlan(0, 5, live=600), lab)
+    assert fits.seconds == FLOOR and fits.basis == "600 to change live fit in the least deadline"
+    big = step_deadline(StepPlan(0, 40, live=1000), lab)
+    assert big.seconds == 1000 * LIVE_CHANGE_S > 2 * 41.2
+    assert big.basis == "1000 to change live: 1000 live change(s), 0.1 s each (the lab's CPU)"
+    both = step_deadline(StepPlan(300, 2, live=1000), lab)
+    assert both.seconds == pytest.approx(step_deadline(StepPlan(300, 2), lab).seconds + 1000 * LIVE_CHANGE_S, abs=1)
+    assert both.basis.startswith("300 node(s) to reboot and 1000 to change live: 150 wave(s) of up to 2")
+    # an existing cluster's hosts are not the lab's: the least deadline, unless given one
+    assert step_deadline(StepPlan(0, 5, live=1000), None).seconds == FLOOR
+    assert step_deadline(StepPlan(0, 5, live=1000), lab, explicit=42.0).seconds == 42.0
+    # a stuck node's step keeps the live changes' price after its report
+    assert stuck_deadline(StepPlan(0, 2, live=1000), lab, 70.0, 1).seconds == 70 + 1000 * LIVE_CHANGE_S

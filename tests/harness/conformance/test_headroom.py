@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from proxyfleet.harness.conformance.headroom import CLOSE, closest_step, step_headrooms
 from proxyfleet.harness.conformance.results import ScenarioResult
 
@@ -51,6 +53,23 @@ def test_past_its_deadline_only_by_the_judges_own_stall() -> None:
     assert closest is not None and closest.share > 1
     assert closest.describe().endswith("(105%) — past it, by as long as the judge's own process stalled "
                                        "(the deadline moves by that)")
+
+
+def test_a_step_is_measured_against_its_deadline_as_the_lab_s_stalls_had_moved_it() -> None:
+    """At 1,000 nodes the lab's CPU does a live step's work and its stalls move the deadline as far
+    as the machine is slow: 28.7 s of a 60 s deadline moved by 31.9 s is 31 %, not 48 %."""
+    step = _step("new proxy CA added to the bundle", {"127.10.0.1": 20.0, "127.10.0.2": 28.7}, 60.0)
+    step["deadline_moved_s"] = 31.9
+    plain = _step("proxy added", {"127.10.0.1": 25.0}, 60.0)
+    plain["deadline_moved_s"] = 0.01  # the loop's jitter: said as planned
+    steps = step_headrooms([_scenario("test_a", step, plain)])
+    assert [(s.step, s.allowed_s) for s in steps] == [("proxy added", 60.01), ("new proxy CA added to the bundle", 91.9)]
+    moved = steps[1]
+    assert moved.share == pytest.approx(28.7 / 91.9) and not moved.close
+    assert moved.describe() == ("closest to a deadline: test_a, step 'new proxy CA added to the bundle': its last "
+                                "node converged after 28.7 s of 60 s, a deadline the lab's own stalls had moved to "
+                                "91.9 s (31%)")
+    assert steps[0].describe().endswith("converged after 25.0 s of 60 s (42%)")
 
 
 def test_a_step_where_nodes_never_converged_comes_first_and_says_how_many() -> None:

@@ -21,7 +21,7 @@ from proxyfleet.core.looplag import process_monitor
 from proxyfleet.core.nodessh import HostKeyMismatch, NodeError
 from proxyfleet.harness.conformance import checks
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
-from proxyfleet.harness.conformance.deadlines import FLOOR
+from proxyfleet.harness.conformance.deadlines import FLOOR, LIVE_CHANGE_S
 from proxyfleet.harness.conformance.evidence import (
     LAB_ONLY,
     TRAFFIC_CHECKS,
@@ -88,12 +88,61 @@ async def test_a_lab_step_deadline_is_priced_with_the_lab_s_own_timings(tmp_path
         assert timings.reboot_s == pytest.approx(0.5 + 2.0 + LAST_STAGE * 0.25 + lab.settings.heartbeat)
         assert timings.eviction_s == 1.0 and timings.wave_overhead_s == lab.settings.settle_delay
         assert judge._planned(0).seconds == FLOOR
+        assert timings.live_s == LIVE_CHANGE_S and judge._planned(0, live=1000).seconds == 1000 * LIVE_CHANGE_S
+        # a step that changes only the nodes' trusted CAs counts them as live changes, not reboots
+        old = Expected({"HTTP_PROXY": PROXY, "HTTPS_PROXY": None, "NO_PROXY": None}, {"aa": "CN=Old CA"}, {})
+        new = Expected({"HTTP_PROXY": PROXY, "HTTPS_PROXY": None, "NO_PROXY": None}, {"bb": "CN=New CA"}, {})
+        members = [n.address for n in lab.fleet.nodes]
+        for address in members:
+            judge._targets[address] = new
+        rotated = Step("new proxy CA added to the bundle", dt.datetime.now(dt.UTC), members, [],
+                       dict.fromkeys(members, old))
+        assert judge._deadline(rotated) == FLOOR
+        assert rotated.deadline is not None and rotated.deadline.basis == "2 to change live fit in the least deadline"
         big = judge._planned(300)
         assert big.seconds > 300 * (timings.reboot_s + timings.eviction_s)  # one wave each: a budget of 1
         assert "300 wave(s) of up to 1" in big.basis
         explicit = Conformance(lab, converge_timeout=7.0)
         assert (explicit._planned(300).seconds, explicit._planned(300).basis) == (7.0, "--converge-timeout")
         assert explicit._planned(300).kind == "explicit"
+
+
+@pytest.mark.parametrize("stall_after_last", [False, True])
+async def test_a_step_keeps_how_far_the_lab_s_stalls_had_moved_its_deadline_when_its_last_node_converged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stall_after_last: bool) -> None:
+    """The lab's loop really blocked for 0.3 s while the step waited: counted when it came before the
+    step's last node converged (the deadline had moved that far by then), not when it came after."""
+    from proxyfleet.harness.conformance import judge as judging
+
+    monitor = process_monitor()
+    await asyncio.sleep(0)  # one turn of the loop: the new monitor's task asks for its first wake-up
+
+    async def stalled_loop() -> None:
+        before = len(monitor.record._stalls)
+        time.sleep(0.3)  # noqa: ASYNC251 - the stall under test: nothing else on this loop runs meanwhile
+        await wait_until(lambda: len(monitor.record._stalls) > before, what="the monitor's measure of the stall")
+
+    async def converge(looks: Any, members: list[str], others: list[str], changes: Any, converged: dict[str, float],
+                       quiet: float, within: float, stalled: Any) -> dict[str, str]:
+        began = time.monotonic()
+        if not stall_after_last:
+            await stalled_loop()
+        converged[members[0]] = time.monotonic() - began
+        if stall_after_last:
+            await stalled_loop()
+        return {}
+
+    monkeypatch.setattr(judging, "converge", converge)
+    judge = _cluster_judge(tmp_path)
+    judge._targets[ADDRESS] = UNCONFIGURED
+    step = Step("CA rotated", dt.datetime.now(dt.UTC), [ADDRESS], [], {})
+    assert await judge._converge(step) == {}
+    if stall_after_last:
+        assert step.moved < 0.1
+    else:
+        assert 0.25 < step.moved < 1.0
+    judge.steps.append(step)
+    assert judge.timeline()[0]["deadline_moved_s"] == round(step.moved, 3)
 
 
 def test_a_step_that_drifts_a_node_waits_for_the_declared_resync(tmp_path: Path) -> None:
