@@ -22,7 +22,7 @@ from proxyfleet.harness.conformance.results import ScenarioResult
 # From this share of a deadline on, a run is said to be close to failing a correct setup: a CI
 # machine half as fast as the one that ran it would not have made it.
 CLOSE = 0.5
-MOVED_SHOWN = 0.05  # a deadline moved less than this is said as it was planned
+MOVED_SHOWN = 1.0  # a deadline moved less than this (a loaded 10-node lab's ordinary) is said as planned
 
 
 @dataclass(frozen=True)

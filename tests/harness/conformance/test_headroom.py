@@ -61,15 +61,15 @@ def test_a_step_is_measured_against_its_deadline_as_the_lab_s_stalls_had_moved_i
     step = _step("new proxy CA added to the bundle", {"127.10.0.1": 20.0, "127.10.0.2": 28.7}, 60.0)
     step["deadline_moved_s"] = 31.9
     plain = _step("proxy added", {"127.10.0.1": 25.0}, 60.0)
-    plain["deadline_moved_s"] = 0.01  # the loop's jitter: said as planned
+    plain["deadline_moved_s"] = 0.6  # under a second: counted, but said as planned
     steps = step_headrooms([_scenario("test_a", step, plain)])
-    assert [(s.step, s.allowed_s) for s in steps] == [("proxy added", 60.01), ("new proxy CA added to the bundle", 91.9)]
+    assert [(s.step, s.allowed_s) for s in steps] == [("proxy added", 60.6), ("new proxy CA added to the bundle", 91.9)]
     moved = steps[1]
     assert moved.share == pytest.approx(28.7 / 91.9) and not moved.close
     assert moved.describe() == ("closest to a deadline: test_a, step 'new proxy CA added to the bundle': its last "
                                 "node converged after 28.7 s of 60 s, a deadline the lab's own stalls had moved to "
                                 "91.9 s (31%)")
-    assert steps[0].describe().endswith("converged after 25.0 s of 60 s (42%)")
+    assert steps[0].describe().endswith("converged after 25.0 s of 60 s (41%)")
 
 
 def test_a_step_where_nodes_never_converged_comes_first_and_says_how_many() -> None:
