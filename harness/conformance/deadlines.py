@@ -102,7 +102,8 @@ def stuck_deadline(plan: StepPlan, timings: RolloutTimings | None, report_wait: 
     after = _priced(rest, timings) if timings is not None else FLOOR
     return Deadline(math.ceil(report_wait + after),
                     f"the stuck node's report (up to {report_wait:g} s), then {rest.rolling} node(s) to reboot in "
-                    f"{rest.waves} wave(s) of up to {rest.max_unavailable}", "stuck-report")
+                    f"{rest.waves} wave(s) of up to {rest.max_unavailable}"
+                    + (f" and {rest.live} to change live" if rest.live else ""), "stuck-report")
 
 
 def step_deadline(plan: StepPlan, timings: RolloutTimings | None, explicit: float | None = None) -> Deadline:

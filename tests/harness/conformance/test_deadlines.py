@@ -106,4 +106,5 @@ def test_a_live_ca_change_is_priced_by_the_nodes_it_changes() -> None:
     assert step_deadline(StepPlan(0, 5, live=1000), None).seconds == FLOOR
     assert step_deadline(StepPlan(0, 5, live=1000), lab, explicit=42.0).seconds == 42.0
     # a stuck node's step keeps the live changes' price after its report
-    assert stuck_deadline(StepPlan(0, 2, live=1000), lab, 70.0, 1).seconds == 70 + 1000 * LIVE_CHANGE_S
+    stuck = stuck_deadline(StepPlan(0, 2, live=1000), lab, 70.0, 1)
+    assert stuck.seconds == 70 + 1000 * LIVE_CHANGE_S and stuck.basis.endswith("and 1000 to change live")
