@@ -31,7 +31,7 @@ from typing import Any
 
 from mitmproxy import ctx, http
 from mitmproxy.connection import Client
-from mitmproxy.io import FlowWriter
+from mitmproxy.io import tnetstring
 from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.tls import TlsData
 
@@ -311,7 +311,12 @@ class StreamFile(OptionFile):
 
     mitmproxy's own ``save_stream_file`` buffers until exit, so a running lab's file would look
     empty; each flow here is serialised whole and written with one unbuffered write, with the proxy
-    password mitmproxy's proxyauth addon keeps in the flow's metadata masked.
+    password mitmproxy's proxyauth addon keeps in the flow's metadata masked and the request's
+    ``Proxy-Authorization`` left out.
+
+    The flow's state is taken once (``get_state`` copies: the metadata deeply, the headers as a new
+    tuple) and masked in place of copying the flow first: a copy rebuilt the whole flow from that
+    state only to take its state again, 15 % of a lab proxy's CPU.
     """
 
     option = "lab_stream_file"
@@ -322,20 +327,36 @@ class StreamFile(OptionFile):
     def _save(self, flow: http.HTTPFlow) -> None:
         if self._handle is None:
             return
-        # proxyauth keeps the client's (user, password) in the flow's metadata; never persist it.
-        saved = flow.copy()  # type: ignore[no-untyped-call]
-        if "proxyauth" in saved.metadata:
-            saved.metadata["proxyauth"] = (saved.metadata["proxyauth"][0], "***")
-        saved.request.headers.pop("Proxy-Authorization", None)
-        buffer = io.BytesIO()
-        FlowWriter(buffer).add(saved)  # type: ignore[no-untyped-call]
-        self._handle.write(buffer.getvalue())
+        self._handle.write(saved_state(flow))
 
     def response(self, flow: http.HTTPFlow) -> None:
         self._save(flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
         self._save(flow)
+
+
+def saved_state(flow: http.HTTPFlow) -> bytes:
+    """The flow as mitmproxy's ``FlowWriter`` writes it (one tnetstring), without its proxy
+    credentials: proxyauth's (user, password) in the metadata masked, ``Proxy-Authorization``
+    headers (any case) dropped. The flow itself is left as it is."""
+    state: dict[str, Any] = flow.get_state()
+    _mask_credentials(state)
+    if isinstance(state.get("backup"), dict):  # the flow as it was before something modified it
+        _mask_credentials(state["backup"])
+    buffer = io.BytesIO()
+    tnetstring.dump(state, buffer)
+    return buffer.getvalue()
+
+
+def _mask_credentials(state: dict[str, Any]) -> None:
+    metadata = state.get("metadata") or {}
+    if "proxyauth" in metadata:
+        metadata["proxyauth"] = (metadata["proxyauth"][0], "***")
+    request = state.get("request")
+    if request:
+        request["headers"] = tuple((name, value) for name, value in request["headers"]
+                                   if name.lower() != b"proxy-authorization")
 
 
 # Order matters: who may connect, then credentials, faults and resolution decide before the log

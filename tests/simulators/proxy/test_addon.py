@@ -11,7 +11,7 @@ from mitmproxy.proxy.server_hooks import ServerConnectionHookData
 from mitmproxy.test import taddons, tflow
 
 from proxyfleet.simulators.network import Endpoint, LabNetwork
-from proxyfleet.simulators.proxy.addon import Faults, FlowLog, LabResolution
+from proxyfleet.simulators.proxy.addon import Faults, FlowLog, LabResolution, StreamFile, saved_state
 
 
 def lab_table(tmp_path: Path) -> Path:
@@ -99,3 +99,32 @@ def test_bad_gateway_fault_matches_host_patterns() -> None:
     miss = request_flow("quay.io", 443, method="CONNECT")
     faults.http_connect(miss)
     assert miss.response is None
+
+
+def test_the_stream_file_keeps_the_flow_and_never_its_proxy_credentials(tmp_path: Path) -> None:
+    import io
+
+    from mitmproxy.io import FlowReader
+
+    flow = request_flow("quay.io", 443)
+    flow.request.headers["Proxy-Authorization"] = "Basic dXNlcjpzM2NyZXQ="
+    flow.request.headers.add("proxy-authorization", "Basic b3RoZXI6czNjcmV0")  # a second one, any case
+    flow.metadata["proxyauth"] = ("user", "s3cret")
+    flow.response = http.Response.make(200, b"manifest")
+    flow.backup()  # the flow as it was before a change, kept in the flow and in its state
+    saved = saved_state(flow)
+    assert b"s3cret" not in saved and b"czNjcmV0" not in saved and b"dXNlcjpzM2NyZXQ=" not in saved
+    (read,) = list(FlowReader(io.BytesIO(saved)).stream())
+    assert isinstance(read, http.HTTPFlow) and read.id == flow.id  # the same flow, as mitmweb reads it
+    assert read.request.pretty_url == flow.request.pretty_url and read.response is not None
+    assert read.response.content == b"manifest" and tuple(read.metadata["proxyauth"]) == ("user", "***")
+    assert "Proxy-Authorization" not in read.request.headers
+    # the live flow is not touched: other addons still see what the client sent
+    assert flow.metadata["proxyauth"] == ("user", "s3cret")
+    assert flow.request.headers.get_all("Proxy-Authorization") == ["Basic dXNlcjpzM2NyZXQ=", "Basic b3RoZXI6czNjcmV0"]
+    stream = StreamFile()
+    with taddons.context(stream) as context:
+        context.configure(stream, lab_stream_file=str(tmp_path / "flows.mitm"))
+        stream.response(flow)
+        stream.done()
+    assert (tmp_path / "flows.mitm").read_bytes() == saved
