@@ -1,10 +1,12 @@
 """Process lifecycle: SIGTERM (what CI systems and container runtimes send) treated exactly
 like Ctrl-C, child processes that die with their parent, and process groups ended politely
-(SIGTERM, then SIGKILL after a grace period)."""
+(SIGTERM, then SIGKILL after a grace period).
+
+asyncio is not imported here at module level: ``core/forklaunch``, a stand-in process that must
+start in milliseconds, uses ``die_with_parent`` (asyncio's import alone is 50 ms)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import functools
@@ -20,8 +22,9 @@ PR_SET_PDEATHSIG = 1
 def _runners_ctrl_c(handler: object) -> bool:
     """Whether ``handler`` is the Ctrl-C handler an ``asyncio.Runner`` installs while it runs."""
     method = handler.func if isinstance(handler, functools.partial) else None
-    return getattr(method, "__name__", "") == "_on_sigint" and isinstance(getattr(method, "__self__", None),
-                                                                          asyncio.Runner)
+    runner = getattr(sys.modules.get("asyncio"), "Runner", None)  # no asyncio imported: no Runner runs
+    return (runner is not None and getattr(method, "__name__", "") == "_on_sigint"
+            and isinstance(getattr(method, "__self__", None), runner))
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -71,6 +74,8 @@ class ChildProcess(Protocol):
 async def terminate_group(process: ChildProcess, grace: float | None) -> None:
     """End ``process`` (started with ``start_new_session``) and everything in its process group:
     SIGTERM, then SIGKILL if it is still there after ``grace`` seconds (at once when None)."""
+    import asyncio  # running here means it is imported already (see the module's docstring)
+
     if process.returncode is not None:
         return
     if grace is not None:

@@ -40,9 +40,10 @@ from proxyfleet.harness.cli.clusterrun import (
     write_target,
 )
 from proxyfleet.harness.cli.proxyoptions import PROXY_OPTION_NAMES, proxy_options, proxy_options_from
-from proxyfleet.harness.cli.pytestrun import run_pytest
+from proxyfleet.harness.cli.pytestrun import hermetic_environment, run_pytest
 from proxyfleet.harness.cli.report import print_headroom
 from proxyfleet.harness.cli.runproxy import InstanceAddressError, RunProxy, RunProxySpec, instance_addresses
+from proxyfleet.harness.cli.workerfork import forked_workers
 from proxyfleet.harness.conformance.clustertarget import ClusterTarget
 from proxyfleet.harness.conformance.plugin import (
     PROPERTY,
@@ -255,7 +256,7 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
     if options.proxy.serial:
         parallel = 1  # one proxy address: one lab at a time
     args = [str(SCENARIO_DIR), "-c", str(ini), "--rootdir", str(SCENARIO_DIR.parent), "-p", "no:cacheprovider",
-            "-p", "no:terminal", "-n", str(parallel) if selected > 1 else "0",
+            "-p", "no:terminal",
             # Scenarios judge with their own checks: no assertion rewriting to parse in every worker,
             # and no forced garbage collections after every scenario to look for unraisable errors.
             "--assert=plain", "-p", "no:unraisableexception",
@@ -278,10 +279,13 @@ def run_scenarios(options: RunOptions, scratch: Path, console: Console, selected
         args.append(f"--proxyfleet-reconciler-env={options.reconciler_env}")
     args += [f"--proxyfleet-workflow={workflow}" for workflow in options.workflows]
     args += [f"--proxyfleet-scenario={name}" for name in options.scenarios]
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    # Workers forked from a server that has imported what they run (``workerfork``); one scenario runs here.
+    workers = forked_workers(parallel) if selected > 1 else contextlib.nullcontext(["-n", "0"])
+    with (hermetic_environment(), workers as worker_arguments,
+          Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=console, transient=True) as progress):
         collector = Collector(run, progress)
-        code = run_pytest(args, [collector])
+        code = run_pytest([*args, *worker_arguments], [collector])
     run.duration_s = time.monotonic() - started
     if code == pytest.ExitCode.INTERRUPTED:
         console.print("[yellow]interrupted (Ctrl-C or SIGTERM) before every scenario was judged[/]")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.simulators.proxy import forkserver
-from proxyfleet.simulators.proxy.forkserver import ForkServer, ForkServerError
+from proxyfleet.simulators.proxy.forkserver import ForkServerError
 from tests.support import HANG, wait_until
 
 LIMIT = 60.0
@@ -80,12 +80,12 @@ async def test_it_runs_in_a_session_of_its_own_named_mitmdump_with_no_arguments_
 
 
 async def test_a_mitmdump_whose_asker_is_gone_is_ended(tmp_path: Path) -> None:
-    server = ForkServer.start()
+    server = forkserver.start_server()
     try:
         with socket.socket(socket.AF_UNIX) as connection:
             connection.connect(server.address)
-            request = {"argv": _listening(tmp_path), "output": str(tmp_path / "log"), "cwd": str(tmp_path),
-                       "env": dict(os.environ)}
+            request = {"program": forkserver.PROGRAM, "argv": _listening(tmp_path), "output": str(tmp_path / "log"),
+                       "cwd": str(tmp_path), "env": dict(os.environ)}
             import json
 
             connection.sendall((json.dumps(request) + "\n").encode())
@@ -101,8 +101,8 @@ async def test_a_mitmdump_whose_asker_is_gone_is_ended(tmp_path: Path) -> None:
 
 
 async def test_the_fork_servers_end_ends_its_mitmdumps(tmp_path: Path) -> None:
-    server = ForkServer.start()
-    forked = await server.spawn(_listening(tmp_path), tmp_path / "log", LIMIT)
+    server = forkserver.start_server()
+    forked = await server.spawn(forkserver.PROGRAM, _listening(tmp_path), tmp_path / "log", LIMIT)
     assert forked.returncode is None
     server.stop()  # its stdin closes, as when the lab process ends however it ended
     async with asyncio.timeout(HANG):
@@ -112,14 +112,16 @@ async def test_the_fork_servers_end_ends_its_mitmdumps(tmp_path: Path) -> None:
 
 
 async def test_a_fork_server_that_is_gone_says_so_and_the_next_start_gets_a_new_one(tmp_path: Path) -> None:
-    server = ForkServer.start()
+    server = forkserver.start_server()
+    assert server.process is not None
     server.process.kill()
     server.process.wait()
     with pytest.raises(ForkServerError, match="the mitmdump fork server did not start it: it is gone"):
-        await server.spawn(["--version"], tmp_path / "log", LIMIT)
+        await server.spawn(forkserver.PROGRAM, ["--version"], tmp_path / "log", LIMIT)
     server.stop()
     # the process-wide one is started again when it has ended
     first = forkserver._server()
+    assert first.process is not None
     first.process.kill()
     first.process.wait()
     forked = await forkserver.spawn(["--version"], tmp_path / "again.log", LIMIT)
