@@ -58,9 +58,29 @@ def api_client(path: Path, context: str | None = None) -> client.ApiClient:
     try:
         api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=str(path), context=context)
-        return api
     except (config.ConfigException, OSError) as exc:
         raise KubeconfigError(f"cannot load kubeconfig {path}: {exc}") from None
+    if renews_nothing(path, context):
+        # With a bearer token the client applies the kubeconfig's settings again before every
+        # request (its hook reloads a credential that expires, then re-sets host, token and the
+        # rest, recomputing the proxy settings from the environment): for a token that cannot
+        # expire that is the same values each time, and it was a fifth of every call's CPU.
+        api.configuration.refresh_api_key_hook = None
+    return api
+
+
+def renews_nothing(path: Path, context: str | None = None) -> bool:
+    """Whether the credential of the kubeconfig's ``context`` (None: its current one) can never be
+    renewed by the client: no ``exec`` plugin, no ``auth-provider`` (the only ones that give a token
+    an expiry the client acts on). False when the file cannot be read this way."""
+    try:
+        document = yaml.safe_load(path.read_text())
+        name = context or document["current-context"]
+        entry = next(c["context"] for c in document["contexts"] if c["name"] == name)
+        user = next(u["user"] for u in document["users"] if u["name"] == entry["user"])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError, StopIteration, TypeError):
+        return False
+    return isinstance(user, dict) and not ({"exec", "auth-provider"} & set(user))
 
 
 def current_context(path: Path) -> str:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import trustme
 import yaml
-from kubernetes import client, config
+from kubernetes import client
 
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
@@ -701,7 +701,7 @@ class Lab:
     def api(self) -> client.ApiClient:
         """A ``kubernetes`` client for the lab (call it from a thread: it blocks)."""
         if self._api is None:
-            self._api = config.new_client_from_config(config_file=str(self.kubeconfig))  # type: ignore[no-untyped-call]
+            self._api = api_client(self.kubeconfig)
         return self._api
 
     @property

@@ -4,6 +4,7 @@ lab's refusal to talk to anything but loopback."""
 from __future__ import annotations
 
 import base64
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,19 @@ def test_a_kubeconfig_without_a_usable_current_context_is_one_error(tmp_path: Pa
     path.write_text(text)
     with pytest.raises(KubeconfigError, match=said):
         current_context(path)
+
+
+def test_a_token_that_cannot_expire_is_not_applied_again_before_every_request(tmp_path: Path) -> None:
+    static = api_client(kubeconfig(tmp_path))
+    assert static.configuration.refresh_api_key_hook is None
+    assert static.configuration.api_key == {"BearerToken": "Bearer t0ken"}  # still sent, as loaded
+    path = kubeconfig(tmp_path)
+    document = yaml.safe_load(path.read_text())
+    credential = ('{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", '
+                  '"status": {"token": "short-lived", "expirationTimestamp": "2099-01-01T00:00:00Z"}}')
+    document["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                             "command": sys.executable, "args": ["-c", f"print({credential!r})"]}}
+    path.write_text(yaml.safe_dump(document))
+    renewed = api_client(path)  # an exec plugin's token expires: the client keeps renewing it
+    assert renewed.configuration.refresh_api_key_hook is not None
+    assert renewed.configuration.api_key == {"BearerToken": "Bearer short-lived"}
