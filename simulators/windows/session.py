@@ -26,11 +26,15 @@ class Session:
 
     def __init__(self, machine: WindowsMachine, username: str | None = None,
                  runtime: NodeRuntime | None = None,
-                 client: tuple[str, int] | None = None, server: tuple[str, int] | None = None) -> None:
+                 client: tuple[str, int] | None = None, server: tuple[str, int] | None = None,
+                 environment: EnvironmentBlock | None = None) -> None:
+        """``environment``: the process's own (a child process inherits its parent's); None: a
+        new logon's, built from the registry's machine and user variables."""
         self.machine = machine
         self.username = username or machine.settings.username
         self.runtime = runtime
-        self.environment: EnvironmentBlock = machine.session_environment(self.username)
+        self.environment: EnvironmentBlock = (machine.session_environment(self.username) if environment is None
+                                              else environment)
         if client and server:
             self.environment["SSH_CLIENT"] = f"{client[0]} {client[1]} {server[1]}"
             self.environment["SSH_CONNECTION"] = f"{client[0]} {client[1]} {server[0]} {server[1]}"

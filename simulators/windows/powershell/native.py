@@ -43,8 +43,7 @@ def child_session(parent: Session) -> Session:
     """A child process: same user, a copy of the parent's process environment."""
     from proxyfleet.simulators.windows.session import Session
 
-    child = Session(parent.machine, parent.username, parent.runtime)
-    child.environment = parent.environment.copy()
+    child = Session(parent.machine, parent.username, parent.runtime, environment=parent.environment.copy())
     child.location = parent.location
     return child
 

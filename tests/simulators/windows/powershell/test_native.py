@@ -15,6 +15,11 @@ async def test_native_programs(machine: WindowsMachine) -> None:
     child = await ps(machine, "$env:CHILD = 'inherited'; powershell.exe -NoProfile -NonInteractive "
                               "-ExecutionPolicy Bypass -Command 'Write-Output $env:CHILD; exit 3'; $LASTEXITCODE")
     assert child.stdout.split() == ["inherited", "3"]
+    # a child's environment is its parent's, not the registry's: a machine variable set since the
+    # parent's logon reaches neither
+    late = await ps(machine, "[Environment]::SetEnvironmentVariable('LATE', 'x', 'Machine'); "
+                             "powershell.exe -NoProfile -Command 'Write-Output \"[$env:LATE]\"'")
+    assert late.stdout.split() == ["[]"], late.stderr
     encoded = __import__("base64").b64encode("Write-Output 'from encoded'".encode("utf-16-le")).decode()
     assert (await ps(machine, f"powershell -NoProfile -EncodedCommand {encoded}")).stdout.strip() == "from encoded"
     # In Windows PowerShell 5.1 'curl' is an alias of Invoke-WebRequest; curl.exe is the program.
