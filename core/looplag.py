@@ -160,6 +160,25 @@ def process_monitor() -> LagMonitor:
     return monitor
 
 
+async def sleep_running(seconds: float, since: float | None = None) -> None:
+    """Sleep until ``seconds`` of time this process's loop could run have passed since ``since``
+    (monotonic; None: now) — its stalls (``process_monitor``) given back, as a simulated host's
+    clock stands still while the lab that runs it cannot run. A wake-up that is itself late counts
+    as a stall even before the monitor has measured it (both may be due at the same turn)."""
+    began = time.monotonic() if since is None else since
+    monitor = process_monitor()
+    due = began + seconds
+    while True:
+        due = max(due, began + seconds + monitor.stalled(began))
+        now = time.monotonic()
+        if now >= due:
+            return
+        await asyncio.sleep(due - now)  # a simulated duration, not synchronisation
+        late = time.monotonic() - due
+        if late >= FLOOR:
+            due += late
+
+
 async def poll_until(done: Callable[[], Awaitable[bool]], within: float, every: float,
                      excused: Callable[[], float] = lambda: 0.0) -> bool:
     """Ask ``done`` every ``every`` seconds until it says yes, for at most ``within`` seconds moved

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import asyncssh
 
 from proxyfleet.core.cancelling import stop_task
 from proxyfleet.core.certificates import Certificate
+from proxyfleet.core.looplag import sleep_running
 from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch, WatchedOutages, utc_now
 from proxyfleet.simulators.kubelet import KubeletSettings, SimulatedKubelet
 from proxyfleet.simulators.network import LabNetwork
@@ -82,7 +84,7 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         self.serving = False
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self._reboot: asyncio.Task[None] | None = None
-        self._stage_timers: list[asyncio.TimerHandle] = []
+        self._stages: asyncio.Task[None] | None = None  # the boot stages still to come
         self.exit_statuses = ExitStatusLoss(config.seed, config.name)  # decided when a restart is requested
         self._sessions = 0
         # What a reconciler costs this node: SSH connections accepted and exec requests served.
@@ -156,7 +158,8 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         reboot, self._reboot = self._reboot, None
         await stop_task(reboot)
         await self._stop_listening()
-        self._cancel_stages()
+        stages, self._stages = self._stages, None
+        await stop_task(stages)
         if self.machine.is_up:
             self.machine.shutdown()
         if self.kubelet is not None:
@@ -188,19 +191,27 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
         await self._listen_again()
-        loop = asyncio.get_running_loop()
-        step = self.config.service_stage_seconds
-        self._stage_timers = [loop.call_later(stage * step, self.machine.start_stage, stage)
-                              for stage in range(1, LAST_STAGE + 1)]
+        self._stages = asyncio.get_running_loop().create_task(self._start_stages(), name=f"boot stages {self.name}")
+
+    async def _start_stages(self) -> None:
+        """The boot stages after sshd, ``service_stage_seconds`` apart on the host's own clock:
+        time the lab's loop could not run does not count (``sleep_running``), as for a kubelet's
+        container stop. A real host's services come tens of seconds after sshd; here 0.6 s, so a
+        starved lab that let the stages run on wall time would start them before a reconciler that
+        was starved with it could look — hiding one that verifies right after SSH returns."""
+        began = time.monotonic()
+        for stage in range(1, LAST_STAGE + 1):
+            await sleep_running(stage * self.config.service_stage_seconds, began)
+            self.machine.start_stage(stage)
 
     async def _listen_again(self) -> None:
         """sshd starting again after it stopped (a boot, a new host key, the end of an outage)."""
         await listen_until_bound(self._listen, self.config)
 
     def _cancel_stages(self) -> None:
-        for timer in self._stage_timers:
-            timer.cancel()
-        self._stage_timers = []
+        stages, self._stages = self._stages, None
+        if stages is not None:
+            stages.cancel()  # a shutdown: the stages still to come never start
 
     async def replace_host_key(self) -> None:
         """A new SSH host key, as after a reinstall or a restored image: sshd restarts with it (open

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.core.looplag import LagLog, LagMonitor, LagRecord, poll_until, process_monitor
+from proxyfleet.core.looplag import LagLog, LagMonitor, LagRecord, poll_until, process_monitor, sleep_running
 
 
 def test_stalls_are_counted_for_the_part_inside_the_window() -> None:
@@ -127,3 +127,14 @@ async def test_time_the_caller_excuses_is_given_back_to_the_poll() -> None:
     assert await poll_until(counted, within=0.05, every=0.03, excused=queued) and asked == 5
     asked = 0
     assert not await poll_until(fifth_time, within=0.05, every=0.03)  # not excused: the window ends first
+
+
+async def test_a_simulated_duration_is_time_the_loop_could_run() -> None:
+    """A stall in the middle of a simulated 0.2 s is given back: it ends 0.2 s of running time
+    later, not 0.2 s of wall time (a host's clock stands still while the lab cannot run it)."""
+    process_monitor()
+    await asyncio.sleep(0.06)  # the monitor has had a turn
+    began = time.monotonic()
+    asyncio.get_running_loop().call_later(0.05, time.sleep, 0.3)  # the loop starves for 0.3 s
+    await sleep_running(0.2, began)
+    assert time.monotonic() - began >= 0.2 + 0.25  # the stall, as measured, came on top
