@@ -99,9 +99,12 @@ def launch(handle: str, program: str, name: str, arguments: list[str]) -> int:
         print(f"forklaunch: the fork server did not start {program}: {started.get('error') or 'no answer'}",
               file=sys.stderr)
         return 1
+    # Held while the queued signals go out, so one that comes meanwhile is not forwarded before them.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     program_pid.append(pid)
     for pending in early:
         forward(pending, None)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     code = (answers.next() or {}).get("returncode")
     if not isinstance(code, int):
         print(f"forklaunch: the fork server ended before {program} did", file=sys.stderr)

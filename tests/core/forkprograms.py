@@ -26,15 +26,16 @@ def held(arguments: list[str]) -> int:
     """Writes "ready" to the log ``arguments[1]``, a line there for each SIGTERM or SIGINT it gets,
     and exits 5 once the FIFO ``arguments[0]`` is written to."""
     fifo, log = arguments
+    # One write(2) a line on an O_APPEND descriptor: a handler that another signal's handler
+    # interrupts (CPython runs a handler at any bytecode, even inside another) cannot split a line.
+    written = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def noted(signum: int, frame: FrameType | None) -> None:
-        with open(log, "a") as file:
-            file.write(f"{signal.Signals(signum).name}\n")
+        os.write(written, f"{signal.Signals(signum).name}\n".encode())
 
     signal.signal(signal.SIGTERM, noted)
     signal.signal(signal.SIGINT, noted)
-    with open(log, "a") as file:
-        file.write("ready\n")
+    os.write(written, b"ready\n")
     with open(fifo) as released:  # blocks until the test writes: no polling
         released.read()
     return 5

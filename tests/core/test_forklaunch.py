@@ -55,7 +55,10 @@ def test_signals_reach_the_program_and_a_death_by_signal_is_mirrored(server: For
     _wait_for(lambda: "ready" in _text(log), "the program to start", launched)
     launched.send_signal(signal.SIGINT)
     launched.send_signal(signal.SIGTERM)
-    _wait_for(lambda: _text(log) == "ready\nSIGINT\nSIGTERM\n", "both signals to reach the program")
+    # Both, once each; not in the order sent: the program's handler for the first may be
+    # interrupted by the second's (CPython runs a handler at any bytecode), so either may log first.
+    _wait_for(lambda: sorted(_text(log).splitlines()) == ["SIGINT", "SIGTERM", "ready"],
+              "both signals to reach the program")
     fifo.write_text("go")
     assert launched.wait(timeout=HANG) == 5
     killed = _launch(server, "killed", "SIGKILL")
