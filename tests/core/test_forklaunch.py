@@ -65,6 +65,50 @@ def test_signals_reach_the_program_and_a_death_by_signal_is_mirrored(server: For
     assert killed.wait(timeout=HANG) == -signal.SIGKILL
 
 
+def _status(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
+
+
+def _has(mask: str, signum: int) -> bool:
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+def test_a_signal_that_comes_before_the_program_has_started_reaches_it_once_it_has(
+        server: ForkServer, tmp_path: Path) -> None:
+    fifo, log = tmp_path / "release", tmp_path / "log"
+    os.mkfifo(fifo)
+    # A stopped server cannot answer: the launcher's request waits in its socket, and the program's
+    # pid cannot be known while the launcher's handler takes the signal.
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        launched = _launch(server, "held", str(fifo), str(log))
+        _wait_for(lambda: _has(_status(launched.pid)["SigCgt"], signal.SIGTERM),
+                  "the launcher's handlers", launched)
+        launched.send_signal(signal.SIGTERM)
+
+        def handled() -> bool:
+            # Not pending, and asleep again (in its wait for the server): its Python handler ran.
+            status = _status(launched.pid)
+            return (status["State"].startswith("S") and not _has(status["SigPnd"], signal.SIGTERM)
+                    and not _has(status["ShdPnd"], signal.SIGTERM))
+
+        _wait_for(handled, "the launcher to take the signal", launched)
+        assert _text(log) == ""  # the program has not started
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    # Sent on once the pid came: to a program that has not yet set its handler, SIGTERM's default
+    # ends it, and the launcher ends the same way; to one that has, the handler logs it.
+    _wait_for(lambda: launched.poll() is not None or "SIGTERM" in _text(log).splitlines(),
+              "the early signal to reach the program")
+    if launched.poll() is None:
+        fifo.write_text("go")
+        assert launched.wait(timeout=HANG) == 5
+    else:
+        assert launched.returncode == -signal.SIGTERM
+    assert _text(log).splitlines().count("SIGTERM") <= 1
+
+
 def test_a_launcher_killed_outright_takes_its_program_with_it(server: ForkServer, tmp_path: Path) -> None:
     fifo, log = tmp_path / "release", tmp_path / "log"
     os.mkfifo(fifo)
