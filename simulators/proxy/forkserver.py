@@ -26,15 +26,16 @@ from pathlib import Path
 
 from proxyfleet.core import forkserver
 from proxyfleet.core.forkserver import ForkedProcess, ForkServer, ForkServerError
+from proxyfleet.simulators.proxy.cakey import use_for_mitmproxy
 
-__all__ = ["PRELOAD", "SHARED", "SWITCH", "ForkServer", "ForkServerError", "ForkedProcess", "enabled",
+__all__ = ["FRESH", "PRELOAD", "SHARED", "SWITCH", "ForkServer", "ForkServerError", "ForkedProcess", "enabled",
            "run_mitmdump", "spawn", "start_server"]
 
 # What mitmdump and the lab's addon import: loaded once, in the fork server.
 PRELOAD = ("mitmproxy.tools.main", "mitmproxy.tools.dump", "mitmproxy.tools.cmdline", "mitmproxy.addons",
            "mitmproxy.addons.script", "proxyfleet.core.looplag", "proxyfleet.simulators.network",
            "proxyfleet.simulators.proxy.authentication", "proxyfleet.simulators.proxy.guards",
-           "proxyfleet.simulators.proxy.forkserver")
+           "proxyfleet.simulators.proxy.cakey", "proxyfleet.simulators.proxy.forkserver")
 PROGRAM = "proxyfleet.simulators.proxy.forkserver:run_mitmdump"
 WHAT = "the mitmdump fork server"
 SWITCH = "PROXYFLEET_MITMDUMP_FORK"  # "0": a fresh interpreter for every mitmdump
@@ -48,11 +49,18 @@ def enabled() -> bool:
 
 
 def run_mitmdump(arguments: list[str]) -> None:
-    """The program a fork runs: ``mitmdump ARGUMENTS``, as ``python -c …`` would run it."""
+    """The lab's mitmdump: ``mitmdump ARGUMENTS`` as ``python -c …`` would run it, reading the CA
+    key the lab made without the RSA check (``cakey``). A fork runs it, and so does a fresh
+    interpreter (``FRESH``)."""
     sys.argv = ["-c", *arguments]  # mitmdump's messages name it so
     from mitmproxy.tools.main import mitmdump
 
+    use_for_mitmproxy()
     mitmdump(arguments)
+
+
+# ``python -c FRESH ARGUMENTS``: the same program in a fresh interpreter (``SWITCH`` off).
+FRESH = "import sys; from proxyfleet.simulators.proxy.forkserver import run_mitmdump; run_mitmdump(sys.argv[1:])"
 
 
 def start_server() -> ForkServer:

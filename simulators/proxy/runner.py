@@ -265,7 +265,7 @@ class ProxyServer:
             output = self._stderr_path.open("ab")  # handed to the child
             try:
                 self._process = await asyncio.create_subprocess_exec(
-                    sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
+                    sys.executable, "-c", forkserver.FRESH,
                     *self._arguments(), stdin=asyncio.subprocess.DEVNULL,
                     stdout=output, stderr=output,
                     start_new_session=True, preexec_fn=die_with_parent)

@@ -215,6 +215,6 @@ async def test_with_fork_switched_off_mitmdump_starts_in_a_fresh_interpreter(lab
                                       listen_address=listen, egress_address=lab.proxy.settings.egress_address))
     async with proxy:
         assert proxy.pid is not None
-        assert b"mitmproxy.tools.main" in Path(f"/proc/{proxy.pid}/cmdline").read_bytes()
+        assert forkserver.FRESH.encode() in Path(f"/proc/{proxy.pid}/cmdline").read_bytes().split(b"\0")
         assert (await proxy.set_faults(refuse=True))["refuse"] is True
     assert not proxy.running
