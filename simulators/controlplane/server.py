@@ -340,7 +340,7 @@ class APIServer:
 
     def _get(self, request: web.Request, route: Route) -> web.Response:
         assert route.name is not None
-        obj = self.store.get(route.resource_type, route.namespace or "", route.name)
+        obj = self.store.stored(route.resource_type, route.namespace or "", route.name)  # encoded at once
         if _wants_table(request):
             return _json(to_table(route.resource_type.plural, [obj], self.store.resource_version,
                                   request.query.get("includeObject", "Metadata")))
@@ -355,7 +355,8 @@ class APIServer:
             raise gone("The resourceVersion for the provided list is too old.")
         # the selector's equalities too: an indexed field (a kubelet's spec.nodeName) is looked up
         fields = field_selector(query.get("fieldSelector"), resource_type.plural).equalities
-        items = self.store.list(resource_type, route.namespace, self._predicate(request, route), fields)
+        # the stored objects themselves: encoded below, before any await
+        items = self.store.select(resource_type, route.namespace, self._predicate(request, route), fields)
         offset = 0
         if query.get("continue"):
             try:

@@ -165,15 +165,21 @@ class Store:
         return [obj for (ns, _), obj in self._bucket(resource_type).items() if namespace is None or ns == namespace]
 
     def get(self, resource_type: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        return copy_json(self.stored(resource_type, namespace, name))
+
+    def stored(self, resource_type: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        """The stored object itself (no copy; NotFound if there is none), for a reader that only
+        reads it before its next await — the API server encoding a response."""
         stored = self._bucket(resource_type).get((namespace, name))
         if stored is None:
             raise not_found(resource_type.plural, name, resource_type.group)
-        return copy_json(stored)
+        return stored
 
-    def list(self, resource_type: ResourceType, namespace: str | None,
-             predicate: Predicate | None = None, fields: dict[str, str] | None = None) -> list[dict[str, Any]]:
-        """Copies of the objects of ``resource_type`` (in ``namespace``, or all) that ``predicate``
-        takes, ordered by namespace and name. ``fields``: values ``predicate`` requires of fields
+    def select(self, resource_type: ResourceType, namespace: str | None,
+               predicate: Predicate | None = None, fields: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """The objects of ``resource_type`` (in ``namespace``, or all) that ``predicate`` takes,
+        ordered by namespace and name: the stored objects themselves (no copies), for a reader that
+        only reads them before its next await. ``fields``: values ``predicate`` requires of fields
         (a field selector's equalities), which an indexed field narrows to before the predicate."""
         bucket = self._bucket(resource_type)
         keys: set[Key] | None = None
@@ -186,7 +192,12 @@ class Store:
         items = [obj for (ns, _), obj in sorted(chosen) if namespace is None or ns == namespace]
         if predicate is not None:
             items = [obj for obj in items if predicate(obj)]
-        return copy_json(items)
+        return items
+
+    def list(self, resource_type: ResourceType, namespace: str | None,
+             predicate: Predicate | None = None, fields: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Copies of what ``select`` returns."""
+        return copy_json(self.select(resource_type, namespace, predicate, fields))
 
     # --- writes ------------------------------------------------------------------------------
 
@@ -350,4 +361,6 @@ class Store:
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    """Whether two objects are the same JSON. Unequal in Python is different JSON (no NaN is ever
+    stored: ``decoding``); equal in Python may still differ as JSON (1, 1.0 and true are equal)."""
+    return a == b and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

@@ -127,3 +127,32 @@ def test_a_list_by_an_indexed_field_finds_what_a_scan_finds_through_every_kind_o
     assert listed("spec.nodeName=node-1") == ["ns/b"]
     assert listed("spec.nodeName=node-9") == []
     assert store._indexes[(PODS.key, "spec.nodeName")] == {"node-1": {("ns", "b")}, "node-2": {("ns", "pending")}}
+
+
+def test_a_change_of_json_type_alone_is_a_change() -> None:
+    # 1, 1.0 and true are equal in Python, not in JSON: each is a write, as etcd sees other bytes.
+    store = Store()
+    created = store.create(CONFIGMAPS, {"metadata": {"name": "a", "namespace": "ns"}, "data": {}, "binaryData": {},
+                                        "extra": {"n": 1}})
+    versions = [created["metadata"]["resourceVersion"]]
+    for value in (1.0, True, True):
+        current = store.get(CONFIGMAPS, "ns", "a")
+        versions.append(store.update(CONFIGMAPS, "ns", "a", {**current, "extra": {"n": value}})
+                        ["metadata"]["resourceVersion"])
+    assert versions[0] < versions[1] < versions[2] == versions[3]  # the last sets what is there: no write
+
+
+def test_readers_of_stored_objects_get_them_and_listers_get_copies() -> None:
+    store = Store()
+    store.create(CONFIGMAPS, configmap("a", app="x"))
+    store.create(CONFIGMAPS, configmap("b"))
+    assert store.stored(CONFIGMAPS, "ns", "a") is store.stored(CONFIGMAPS, "ns", "a")
+    assert [o["metadata"]["name"] for o in store.select(CONFIGMAPS, "ns", label_selector("app=x"))] == ["a"]
+    assert store.select(CONFIGMAPS, None)[0] is store.stored(CONFIGMAPS, "ns", "a")
+    listed = store.list(CONFIGMAPS, None)
+    assert listed == store.select(CONFIGMAPS, None) and listed[0] is not store.stored(CONFIGMAPS, "ns", "a")
+    listed[0]["data"]["k"] = "changed"  # a copy: the store's object is untouched
+    assert store.get(CONFIGMAPS, "ns", "a")["data"] == {"k": "v"}
+    with pytest.raises(APIError) as missing:
+        store.stored(CONFIGMAPS, "ns", "c")
+    assert missing.value.code == 404
