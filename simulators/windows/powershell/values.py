@@ -31,7 +31,7 @@ from proxyfleet.simulators.windows.powershell.syntax import StatementBlock
 class PSObject:
     """An object with ordered, case-insensitive properties and a chain of type names."""
 
-    __slots__ = ("_props", "display", "methods", "string_form", "type_names")
+    __slots__ = ("_props", "_shared", "display", "methods", "string_form", "type_names")
 
     def __init__(
         self,
@@ -44,6 +44,7 @@ class PSObject:
     ) -> None:
         self.type_names = list(type_names)
         self._props: dict[str, tuple[str, Any]] = {}
+        self._shared = False  # _props is a template's too: copied before the first write
         items = properties.items() if isinstance(properties, Mapping) else properties
         for name, value in items:
             self._props[name.lower()] = (name, value)
@@ -54,13 +55,16 @@ class PSObject:
     @classmethod
     def copy_of(cls, template: PSObject) -> PSObject:
         """A new object with ``template``'s type names and properties (the values themselves are
-        shared: for immutable ones, a cheap way to hand out many equal objects)."""
+        shared: for immutable ones, a cheap way to hand out many equal objects). The properties
+        are copied only if the new object is written to (a look at a Root store lists ~160 such
+        objects and writes to none); ``template`` itself must never be written to."""
         copy = cls.__new__(cls)
         copy.type_names = list(template.type_names)
-        copy._props = dict(template._props)
+        copy._props = template._props
+        copy._shared = True
         copy.display = template.display
         copy.string_form = template.string_form
-        copy.methods = dict(template.methods)
+        copy.methods = template.methods
         return copy
 
     @property
@@ -75,6 +79,8 @@ class PSObject:
         return None if entry is None else entry[1]
 
     def set(self, name: str, value: Any) -> None:
+        if self._shared:
+            self._props, self._shared = dict(self._props), False
         entry = self._props.get(name.lower())
         self._props[name.lower()] = (entry[0] if entry else name, value)
 
