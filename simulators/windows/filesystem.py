@@ -108,13 +108,22 @@ class WindowsFilesystem:
     def __init__(self, root: Path) -> None:
         self.root = root / "C"
         self.root.mkdir(parents=True, exist_ok=True)
+        self._root = str(self.root)
 
     def host_path(self, windows_path: str) -> Path:
         """Host path of a canonical Windows path, matching existing names case-insensitively."""
         parts = normalize(windows_path).split("\\")[1:]
-        exact = self.root.joinpath(*parts)
+        exact = os.path.join(self._root, *parts)
         if os.path.lexists(exact):  # written with the case it was created with: one stat
-            return exact
+            return Path(exact)
+        parent = os.path.dirname(exact)
+        if parts and os.path.isdir(parent):  # only the last name may differ in case (a new file's, mostly)
+            folded = parts[-1].casefold()
+            with os.scandir(parent) as entries:
+                for entry in entries:
+                    if entry.name.casefold() == folded:
+                        return Path(parent, entry.name)
+            return Path(exact)
         current = self.root
         for part in parts:
             candidate = current / part

@@ -312,5 +312,6 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         temporary = directory / "processes.json.tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
-            json.dump(state, handle, indent=1)
+            # One string from the C encoder: json.dump (and any indent) takes the pure-Python one.
+            handle.write(json.dumps(state))
         temporary.replace(target)

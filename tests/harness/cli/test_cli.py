@@ -62,6 +62,7 @@ def test_an_unknown_command_is_refused() -> None:
 
 def test_small_labs_overlap_and_big_ones_do_not() -> None:
     from proxyfleet.harness.cli.conformance import default_workers
-    assert default_workers(10, 2) == 5  # waiting for reboots overlaps well
+    assert default_workers(10, 2) == 8  # waiting for reboots overlaps well
+    assert default_workers(20, 2) == 4  # ~40 simulated nodes in flight per CPU
     assert default_workers(100, 2) == 2  # CPU-bound: more labs only stretch each rollout
-    assert default_workers(1, 1) == 2 and default_workers(100, 8) == 8
+    assert default_workers(1, 1) == 4 and default_workers(100, 8) == 8
