@@ -72,7 +72,7 @@ INI = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = funct
 def default_workers(nodes: int, cpus: int) -> int:
     """Labs to run at once. A small lab spends most of its time waiting for reboots and services,
     so up to four per CPU overlap well (2 cores, 10 nodes, all 22 scenarios, 2026-12-02: 5 labs
-    69-77 s, 6 labs 60-63 s, 8 labs 55-57 s, 10 labs 60-62 s); big labs are CPU-bound, and more
+    69-77 s, 6 labs 60-63 s, 8 labs 55-58 s, 10 labs 60-62 s); big labs are CPU-bound, and more
     of them at once only stretch every rollout towards its deadline, so the simulated nodes in
     flight stay around 40 per CPU (20 nodes: 2 labs 170 s, 4 labs 106 s, 6 labs 101 s for 13 %
     more CPU), with at least one lab per CPU."""
