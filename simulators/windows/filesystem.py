@@ -102,38 +102,37 @@ def normalize(path: str, cwd: str = "C:\\") -> str:
     return "C:\\" + "\\".join(resolved)
 
 
+def _entry_named(directory: str | Path, name: str) -> str | None:
+    """The name of ``directory``'s entry that is ``name`` in any case, as NTFS matches names."""
+    folded = name.casefold()
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name.casefold() == folded:
+                return entry.name
+    return None
+
+
 class WindowsFilesystem:
     """Maps the node's ``C:`` drive onto ``<root>/C`` on the host."""
 
     def __init__(self, root: Path) -> None:
         self.root = root / "C"
         self.root.mkdir(parents=True, exist_ok=True)
-        self._root = str(self.root)
 
     def host_path(self, windows_path: str) -> Path:
         """Host path of a canonical Windows path, matching existing names case-insensitively."""
         parts = normalize(windows_path).split("\\")[1:]
-        exact = os.path.join(self._root, *parts)
+        exact = os.path.join(self.root, *parts)
         if os.path.lexists(exact):  # written with the case it was created with: one stat
             return Path(exact)
         parent = os.path.dirname(exact)
-        if parts and os.path.isdir(parent):  # only the last name may differ in case (a new file's, mostly)
-            folded = parts[-1].casefold()
-            with os.scandir(parent) as entries:
-                for entry in entries:
-                    if entry.name.casefold() == folded:
-                        return Path(parent, entry.name)
-            return Path(exact)
+        if os.path.isdir(parent):  # only the last name may differ in case (a new file's, mostly)
+            return Path(parent, _entry_named(parent, parts[-1]) or parts[-1])
         current = self.root
         for part in parts:
             candidate = current / part
             if not candidate.exists() and current.is_dir():
-                folded = part.casefold()
-                with os.scandir(current) as entries:
-                    for entry in entries:
-                        if entry.name.casefold() == folded:
-                            candidate = current / entry.name
-                            break
+                candidate = current / (_entry_named(current, part) or part)
             current = candidate
         return current
 
