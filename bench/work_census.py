@@ -8,8 +8,9 @@ is spent on, to say which of them a cut would have to remove.
 Runs ``proxyfleet conformance`` once with a ``sitecustomize`` on ``PYTHONPATH`` that wraps the
 Windows node's session handler and the API server's request handler in every process of the run
 (the workers are forked from a server that imported it), each appending one line per request to a
-file of its own; the counts are read once the run is over. What it does not count: SFTP
-transfers, Linux nodes' commands, mitmdump's flows (the JSON report's ``flows`` has those).
+file of its own; the counts are read once the run is over (that ``sitecustomize`` shadows any
+other for the run). What it does not count: SFTP transfers, Linux nodes' commands, mitmdump's flows
+(the JSON report's ``flows`` has those).
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def api_kind(method: str, path: str, watch: bool, agent: str) -> str:
 
 
 def census(directory: Path) -> dict[str, Any]:
+    """The counts of every process's log under ``directory``: totals, and each kind's, most first."""
     commands: collections.Counter[str] = collections.Counter()
     requests: collections.Counter[str] = collections.Counter()
     for log in directory.glob("*.log"):
@@ -118,6 +120,7 @@ def census(directory: Path) -> dict[str, Any]:
 
 
 def main() -> None:
+    """Run the main job once, counted; print the tables (and write them with ``--json``)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--json", type=Path, help="write the counts here")
