@@ -16,7 +16,6 @@ other for the run). What it does not count: SFTP transfers, Linux nodes' command
 from __future__ import annotations
 
 import argparse
-import base64
 import collections
 import json
 import os
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from proxyfleet.core.nodessh import BOOT_SCRIPT, REBOOT_SCRIPT
 from proxyfleet.harness.conformance.probe import probe_script
 from proxyfleet.harness.reconciler.scripts import observe_script, verify_script
+from proxyfleet.simulators.windows.commandline import UsageError, parse_powershell_arguments, split_command_line
 
 # Installed in every Python process of the run: one line per served request, to <dir>/<pid>.log.
 SITECUSTOMIZE = textwrap.dedent('''
@@ -65,27 +65,32 @@ SITECUSTOMIZE = textwrap.dedent('''
         _server.APIServer.handle = _counted_request
 ''')
 
-_ENCODED = re.compile(r"-EncodedCommand\s+(\S+)")
 _NAMED = re.compile(r"/(nodes|leases|pods|configmaps|events|secrets|proxies|[a-z]+configs|machines)/[^/]+")
+# The fixed scripts, by their text (built once: a run serves thousands of them).
+_KNOWN = {probe_script(): "judge: probe of the node", observe_script(): "reconciler: observation",
+          verify_script(): "reconciler: verification after a reboot", BOOT_SCRIPT: "boot time read",
+          REBOOT_SCRIPT: "Restart-Computer"}
 
 
 def script_of(command: str) -> str:
-    """The PowerShell a command line runs (its ``-EncodedCommand`` decoded), else the line itself."""
-    match = _ENCODED.search(command)
-    if match is None:
+    """The PowerShell a ``powershell.exe …`` command line runs, read as the simulated node reads
+    its arguments (``-EncodedCommand`` decoded, ``-enc`` and the other short forms too); any other
+    line is itself."""
+    args = split_command_line(command)
+    if not args or args[0].lower().rsplit("\\", 1)[-1] not in ("powershell", "powershell.exe"):
         return command
-    return base64.b64decode(match.group(1)).decode("utf-16-le")
+    try:
+        return parse_powershell_arguments(args[1:]).command or command
+    except UsageError:
+        return command
 
 
 def command_kind(command: str) -> str:
     """What an exec request was, by its script: the known fixed ones by their text, the rest by
     the program or first statement they run."""
     script = script_of(command)
-    known = {probe_script(): "judge: probe of the node", observe_script(): "reconciler: observation",
-             verify_script(): "reconciler: verification after a reboot", BOOT_SCRIPT: "boot time read",
-             REBOOT_SCRIPT: "Restart-Computer"}
-    if script in known:
-        return known[script]
+    if script in _KNOWN:
+        return _KNOWN[script]
     for needle, kind in (("'curl.exe'", "egress check: curl.exe"), ("'crictl.exe'", "egress check: crictl pull"),
                          ("$dataPath", "a script with a data file (SFTP)")):
         if needle in script:
