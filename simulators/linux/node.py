@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import asyncssh
 
 from proxyfleet.core.cancelling import stop_task, wait_until
+from proxyfleet.core.looplag import sleep_running
 from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch, WatchedOutages, utc_now
 from proxyfleet.simulators.egress.records import EgressLog
 from proxyfleet.simulators.kubelet import KubeletSettings, NodeIdentity, SimulatedKubelet
@@ -252,7 +253,8 @@ class LinuxNode(AccessibleNode, WatchedOutages):
 
     async def _reboot_cycle(self, asking: NodeCommand | None, requested_at: dt.datetime) -> None:
         self._phase("stopping units")
-        await asyncio.sleep(self.config.shutdown_delay)  # simulated: systemd stopping the units
+        # systemd stopping the units, on the host's own clock (as a Windows node's shutdown)
+        await sleep_running(self.config.shutdown_delay)
         hang = self.watch.hangs()  # decided before anyone hears it go down
         ended = self._sessions_ended.get(asking) if asking is not None else None
         if ended is not None and not self.exit_statuses.lost:

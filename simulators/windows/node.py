@@ -181,7 +181,10 @@ class WindowsNode(AccessibleNode, WatchedOutages):
             log.error("%s: the reboot failed, the machine is left without sshd: %r", self.name, task.exception())
 
     async def _reboot_cycle(self, requested_at: dt.datetime) -> None:
-        await asyncio.sleep(self.config.shutdown_delay)  # simulated: Windows takes a while to go down
+        # Windows takes a while to go down, on the host's own clock (``sleep_running``): a lab
+        # that could not run meanwhile would otherwise close the window before a reconciler that
+        # was stalled with it could look — hiding one that treats the old boot as "back".
+        await sleep_running(self.config.shutdown_delay)
         hang = self.watch.hangs()  # decided before anyone hears it go down
         await self._go_down(requested_at)
         self._cancel_stages()

@@ -8,6 +8,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import certifi
 import pytest
 import trustme
 
+from proxyfleet.core.looplag import process_monitor
 from proxyfleet.simulators.linux import node as linux_node
 from proxyfleet.simulators.linux.node import NO_SHELL, LinuxNode, LinuxNodeConfig
 from proxyfleet.simulators.linux.nodecommands import LinuxNodeModel
@@ -280,3 +282,17 @@ async def test_a_new_host_key_is_shown_by_the_same_node_with_no_outage(node: Lin
             pass
     async with connect(node) as conn:  # the new key
         assert (await conn.run("true", check=False)).exit_status == 0
+
+
+async def test_the_shutdown_window_counts_only_time_the_lab_could_run(node: LinuxNode) -> None:
+    node.config.shutdown_delay = 0.3
+    process_monitor()  # as in a lab: the loop's stalls are measured
+    await asyncio.sleep(0.06)  # the monitor has had a turn
+    node.request_reboot()
+    await asyncio.sleep(0)  # the units have begun to stop
+    time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the window, as a loaded CI machine starves it
+    for _ in range(5):  # let the loop run what came due meanwhile
+        await asyncio.sleep(0)
+    assert node.is_listening  # sshd still answers, as a Windows node's does (see its test)
+    await wait_until(lambda: not node.is_listening, what="the node to go down")
+    await wait_until(lambda: node.is_listening, what="the node back")
