@@ -135,6 +135,17 @@ def conformance(tmp_path: Path, *args: str, hang: float = 600) -> tuple[subproce
     return result, json.loads(report.read_text())
 
 
+def uncaught(result: subprocess.CompletedProcess[str], report: dict[str, object], check: str) -> str:
+    """Why a broken variant passed, for the failure message: the summary and, from the JSON report,
+    what each step saw for the check(s) that should have named it (the run's files are gone by the
+    time anyone reads a CI log)."""
+    names = set(check.replace("&", "|").split("|"))
+    seen = [{"step": c.get("step"), "status": c.get("status"), "observed": c.get("observed"), "nodes": c.get("nodes")}
+            for s in report.get("scenarios") or [] for c in s.get("checks") or []  # type: ignore[attr-defined]
+            if c.get("check") in names]
+    return result.stderr[-2000:] + "\n" + json.dumps(seen, indent=1)[:4000]
+
+
 @pytest.mark.parametrize(("pytest_code", "scenario_status", "code", "word"), [
     (pytest.ExitCode.OK, "passed", 0, "PASSED"),
     (pytest.ExitCode.TESTS_FAILED, "failed", 1, "FAILED"),
@@ -237,7 +248,7 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
     scenario, check, fleet = catch(variant)
     deadline = [] if variant in ROLLOUT_ACTIONS else ["--converge-timeout", "5"]
     result, report = conformance(tmp_path, *fleet, "--scenario", scenario, "--variant", variant, *deadline)
-    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.returncode == 1, uncaught(result, report, check)
     summary = report["summary"]
     assert isinstance(summary, dict) and summary["failed"] >= 1
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
@@ -552,7 +563,7 @@ def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: st
     deadline = [] if variant in ROLLOUT_ACTIONS else ["--converge-timeout", "5"]  # as in the lab's own sweep
     result, report = conformance(tmp_path, "--nodes", str(count[0] if count else 2), "--scenario", scenario,
                                  "--variant", variant, *deadline, *squid(tmp_path, "tunnel"))
-    assert result.returncode == 1, result.stderr[-3000:]
+    assert result.returncode == 1, uncaught(result, report, check)
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
     assert any(c in failed for c in check.replace("&", "|").split("|")), failed
 
