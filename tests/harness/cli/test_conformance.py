@@ -135,11 +135,16 @@ def conformance(tmp_path: Path, *args: str, hang: float = 600) -> tuple[subproce
     return result, json.loads(report.read_text())
 
 
+def check_names(check: str) -> list[str]:
+    """The checks a catch names, in order: ``a|b`` (either may), ``a&b`` (both must)."""
+    return check.replace("&", "|").split("|")
+
+
 def uncaught(result: subprocess.CompletedProcess[str], report: dict[str, object], check: str) -> str:
     """Why a broken variant passed, for the failure message: the summary and, from the JSON report,
     what each step saw for the check(s) that should have named it (the run's files are gone by the
     time anyone reads a CI log)."""
-    names = set(check.replace("&", "|").split("|"))
+    names = set(check_names(check))
     seen = [{"step": c.get("step"), "status": c.get("status"), "observed": c.get("observed"), "nodes": c.get("nodes")}
             for s in report.get("scenarios") or [] for c in s.get("checks") or []  # type: ignore[attr-defined]
             if c.get("check") in names]
@@ -254,7 +259,7 @@ def test_a_broken_reconciler_fails_with_the_right_check_named(tmp_path: Path, va
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
     if "&" in check:
         assert set(check.split("&")) <= failed, failed
-    named = [c for c in check.replace("&", "|").split("|") if c in failed]
+    named = [c for c in check_names(check) if c in failed]
     # a scenario that broke says why (a later step that would have named the check never ran)
     assert named, (failed, [s.get("error") for s in report["scenarios"] if s.get("error")])  # type: ignore[union-attr]
     assert named[0] in result.stderr  # the summary table names it too
@@ -565,7 +570,7 @@ def test_a_broken_reconciler_is_caught_through_squid(tmp_path: Path, variant: st
                                  "--variant", variant, *deadline, *squid(tmp_path, "tunnel"))
     assert result.returncode == 1, uncaught(result, report, check)
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
-    assert any(c in failed for c in check.replace("&", "|").split("|")), failed
+    assert any(c in failed for c in check_names(check)), failed
 
 
 @needs_squid
@@ -619,7 +624,7 @@ def test_a_broken_reconciler_is_caught_through_squid_in_a_container(tmp_path: Pa
                                  *squid(tmp_path, "tunnel", image=squid_image))
     assert result.returncode == 1, result.stderr[-3000:]
     failed = {c["check"] for s in report["scenarios"] for c in s["checks"] if c["status"] == "failed"}  # type: ignore[union-attr]
-    assert any(c in failed for c in check.replace("&", "|").split("|")), failed
+    assert any(c in failed for c in check_names(check)), failed
 
 
 def leftover_containers() -> list[str]:

@@ -286,10 +286,9 @@ async def test_a_new_host_key_is_shown_by_the_same_node_with_no_outage(node: Lin
 
 async def test_the_shutdown_window_counts_only_time_the_lab_could_run(node: LinuxNode) -> None:
     node.config.shutdown_delay = 0.3
-    process_monitor()  # as in a lab: the loop's stalls are measured
-    await asyncio.sleep(0.06)  # the monitor has had a turn
+    process_monitor()  # as in a lab: the loop's stalls are measured (its first turn comes with the reboot's)
     node.request_reboot()
-    await asyncio.sleep(0)  # the units have begun to stop
+    await asyncio.sleep(0)  # one turn: the monitor is ticking and the units have begun to stop
     time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the window, as a loaded CI machine starves it
     for _ in range(5):  # let the loop run what came due meanwhile
         await asyncio.sleep(0)
