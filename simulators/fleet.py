@@ -59,6 +59,7 @@ class FleetSettings:
     # DefaultShell registry value set), or "mixed" (alternating, as fleets built over time are).
     default_shell: str = "cmd"
     service_stage_seconds: float = 0.25  # after a reboot, between boot stages (see NodeConfig)
+    service_hold_seconds: float = 2.0  # the stages wait at most this long for a look (see NodeConfig)
     lost_exit_status_rate: float = 0.0  # Restart-Computer sessions cut before their exit status
     seed: int = 0  # seeds each node's dice (lost exit statuses)
     # The out-of-the-box Root store of every node (a real Windows Server's dozens of roots).
@@ -164,6 +165,10 @@ class Fleet:
         self.port = settings.port
         self.client_key_path = self.state_dir / "id_ed25519"
         self.client_key: asyncssh.SSHKey | None = None
+        # The lab's own key, for the judge's probes: authorised on every node, and a Windows node
+        # tells its sessions from a reconciler's (its held boot stages wait for a reconciler's look).
+        self.observer_key_path = self.state_dir / "id_ed25519_observer"
+        self.observer_key: asyncssh.SSHKey | None = None
         self._network = ipaddress.ip_network(settings.network)
         self._next_index = 0
 
@@ -181,16 +186,18 @@ class Fleet:
     def _node(self, index: int) -> WindowsNode:
         name = f"{self.settings.name_prefix}-{index + 1:04d}"
         node_dir = self.state_dir / "nodes" / name
-        assert self.client_key is not None
+        assert self.client_key is not None and self.observer_key is not None
         config = NodeConfig(
             name=name, address=self._address(index), port=self.port, state_dir=node_dir,
             host_key=_load_or_create_key(node_dir / "ssh_host_ed25519_key"),
-            authorized_keys=[self.client_key], username=self.settings.username,
+            authorized_keys=[self.client_key, self.observer_key], observer_keys=[self.observer_key],
+            username=self.settings.username,
             shutdown_delay=self.settings.shutdown_delay,
             reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
             default_shell=self.settings.shell_of(index),
             service_stage_seconds=self.settings.service_stage_seconds,
+            service_hold_seconds=self.settings.service_hold_seconds,
             lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
             public_roots=list(self.settings.public_roots), network=self.settings.lab_network,
             kubelet=self.settings.kubelet)
@@ -199,13 +206,14 @@ class Fleet:
     def _linux_node(self, index: int) -> LinuxNode:
         name = f"{self.settings.linux_name_prefix}-{index + 1:04d}"
         node_dir = self.state_dir / "nodes" / name
-        assert self.client_key is not None
+        assert self.client_key is not None and self.observer_key is not None
         address = str(self._network.network_address + self.settings.linux_offset(self._network) + index + 1)
         system_cas = "".join(c.pem() for c in self.settings.linux_public_roots).encode()
         config = LinuxNodeConfig(
             name=name, address=address, port=self.port, state_dir=node_dir,
-            host_key=_load_or_create_key(node_dir / "ssh_host_ed25519_key"), authorized_keys=[self.client_key],
-            flavour=flavour_named(self.settings.linux_flavour), system_cas_pem=system_cas,
+            host_key=_load_or_create_key(node_dir / "ssh_host_ed25519_key"),
+            authorized_keys=[self.client_key, self.observer_key], flavour=flavour_named(self.settings.linux_flavour),
+            system_cas_pem=system_cas,
             shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,
             lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
             network=self.settings.lab_network, kubelet=self.settings.kubelet, user_data=self.settings.linux_user_data)
@@ -221,6 +229,7 @@ class Fleet:
         logging.getLogger("asyncssh").setLevel(logging.WARNING)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.client_key = _load_or_create_key(self.client_key_path)
+        self.observer_key = _load_or_create_key(self.observer_key_path)
         for attempt in range(5):
             if self.settings.port == 0:
                 self.port = _free_port(self._address(0))

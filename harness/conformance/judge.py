@@ -198,10 +198,12 @@ class Conformance:
         self._process_name = "judge" if lab is None else (
             "lab (control plane, fleet, judge" + (", reconciler)" if lab.reconciler is not None else ")"))
         if lab is not None:
-            assert lab.fleet.client_key is not None
+            assert lab.fleet.observer_key is not None
             self.api: client.ApiClient = lab.api()
             linux = lab.fleet.linux_nodes
-            self.probe = NodeProbe(lab.fleet.client_key, lab.fleet.port, linux=[n.address for n in linux],
+            # The lab's own key: the nodes tell the judge's looks from the reconciler's (a Windows
+            # node's services wait for the reconciler's first look after a boot, never the judge's)
+            self.probe = NodeProbe(lab.fleet.observer_key, lab.fleet.port, linux=[n.address for n in linux],
                                    usernames={n.address: n.config.username for n in linux})
             self.evidence = LabEvidence(lab)
             self._addresses = [n.address for n in lab.fleet.every_node]
@@ -870,7 +872,9 @@ class Conformance:
         kubelet = fleet.kubelet
         # Back from a reboot: shut down, boot, every service stage, and a lease period of the
         # kubelet (which posts its status as it starts).
-        reboot = (fleet.shutdown_delay + fleet.reboot_duration + LAST_STAGE * fleet.service_stage_seconds
+        # The stages wait for the reconciler's own first look (its time), at most the hold.
+        reboot = (fleet.shutdown_delay + fleet.reboot_duration + fleet.service_hold_seconds
+                  + LAST_STAGE * fleet.service_stage_seconds
                   + (kubelet.lease_interval if kubelet is not None else 0.0))
         stop = kubelet.container_stop_seconds if kubelet is not None else 0.0
         return RolloutTimings(reboot, stop, self._lab.settings.settle_delay, LIVE_CHANGE_S)

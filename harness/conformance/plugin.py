@@ -292,9 +292,9 @@ def _lab_settings(request: pytest.FixtureRequest) -> LabSettings:
         "reconciler_reboot_timeout": config.getoption("--proxyfleet-reconciler-reboot-timeout"),
         "reconciler_resync_period": config.getoption("--proxyfleet-reconciler-resync-period"),
         "second_proxy": False, "reboot_duration": 0.3,
-        # Services still come up in four stages after sshd; 0.6 s in all is several times what a
-        # verification right after the reconnect takes even on a loaded CI machine, so a reconciler
-        # that does not wait for them is still seen (self-test: no-service-wait).
+        # Services still come up in four stages after sshd, 0.6 s in all from the reconciler's first
+        # look at them in the new boot (the judge's looks do not count): a reconciler that does not
+        # wait for them sees them down however slow the machine (self-test: no-service-wait).
         "service_stage_seconds": 0.15,
         # Windows keeps answering SSH for a moment after Restart-Computer: the window in which an
         # "early reachability" bug shows. Long enough to be seen on a loaded CI machine.

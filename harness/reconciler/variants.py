@@ -146,6 +146,22 @@ class NoServiceWait(Reconciler):
         return failure is not None and attempts < RETRIES
 
 
+# Less than the lab's service hold (2 s of the host's clock): the variant looks before the hold would
+# start the services unlooked-at.
+FIXED_SERVICE_WAIT = 1.0
+
+
+class FixedServiceWait(NoServiceWait):
+    name = "fixed-service-wait"
+    description = ("waits a fixed second after SSH returns, then verifies once and reboots again when the "
+                   "services are not up yet (a real host's come tens of seconds after sshd)")
+
+    async def wait_for_boot(self, connection: NodeConnection, old_boot: str) -> tuple[NodeConnection, str, int]:
+        fresh, boot, polls = await super().wait_for_boot(connection, old_boot)
+        await asyncio.sleep(FIXED_SERVICE_WAIT)  # the bug: a fixed pause stands in for waiting on the services
+        return fresh, boot, polls
+
+
 class RebootWithoutExitStatus(Reconciler):
     name = "reboot-without-exit-status"
     description = ("reads a Restart-Computer that returned no exit status as a failure and reboots again "
@@ -421,7 +437,7 @@ class DeletesPods(Reconciler):
 
 VARIANTS: dict[str, type[Reconciler]] = {cls.name: cls for cls in (
     Reconciler, SemicolonNoProxy, NoReboot, EarlyReachability, NoCertImport, NoCertRemoval, NoEnvRemoval,
-    UnquotedValues, RecordsWholeBundle, NoServiceWait, RebootWithoutExitStatus, LeaksCredentials,
+    UnquotedValues, RecordsWholeBundle, NoServiceWait, FixedServiceWait, RebootWithoutExitStatus, LeaksCredentials,
     AnnotatesCredentials, LeavesFiles,
     IgnoresMaxUnavailable, UncordonsAdminCordon, TrustsImportRecord, HttpFromHttps, NormalisesNoProxy,
     RemovesBySubject, NoTrustedCARestore, NeverRetriesUnreachable, RebootsAgainAfterRestart,

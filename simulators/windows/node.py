@@ -48,6 +48,15 @@ class NodeConfig(NodeAccess):
     # config daemon, then kube-proxy and hybrid-overlay, then delayed-start services) starts this
     # many seconds after the one before. Real hosts take tens of seconds to minutes.
     service_stage_seconds: float = 0.25
+    # ... and the stages begin only once a session other than the lab's own observation has read
+    # the services' state in the new boot (Get-Service, Get-Process, Win32_Service), or after
+    # this many seconds if nobody does: a real host's services come tens of seconds after sshd,
+    # longer than any reconciler takes to reconnect, and the lab's compressed stages must not
+    # depend on how fast a starved lab lets it reconnect (see ``services_seen``).
+    service_hold_seconds: float = 2.0
+    # Keys among ``authorized_keys`` whose sessions are the lab's own observation (the judge's):
+    # what they read holds nothing back and releases nothing.
+    observer_keys: list[asyncssh.SSHKey] = field(default_factory=list)
     # How often Restart-Computer over SSH ends without an exit status (the session is cut
     # first, OCPBUGS-90077); decided per reboot by a generator seeded from ``seed`` and the name.
     lost_exit_status_rate: float = 0.0
@@ -76,6 +85,8 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         for certificate in config.public_roots:
             self.machine.stores.machine_root.add(certificate)
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
+        self.observer_key_data = {key.public_data for key in config.observer_keys}
+        self._services_seen = asyncio.Event()  # this boot's services read by a non-observer
         self.connections: set[asyncssh.SSHServerConnection] = set()
         self.watch = OutageWatch(self)  # outages, and the lab's observers of their edges
         # False from the moment sshd stops: a connection the old listener had accepted but not yet
@@ -193,19 +204,36 @@ class WindowsNode(AccessibleNode, WatchedOutages):
             await asyncio.Event().wait()  # never boots again (until the fleet stops it)
         await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
+        self._services_seen = asyncio.Event()
         await self._listen_again()
         self._stages = asyncio.get_running_loop().create_task(self._start_stages(), name=f"boot stages {self.name}")
 
     async def _start_stages(self) -> None:
         """The boot stages after sshd, ``service_stage_seconds`` apart on the host's own clock:
         time the lab's loop could not run does not count (``sleep_running``), as for a kubelet's
-        container stop. A real host's services come tens of seconds after sshd; here 0.6 s, so a
-        starved lab that let the stages run on wall time would start them before a reconciler that
-        was starved with it could look — hiding one that verifies right after SSH returns."""
+        container stop. A real host's services come tens of seconds after sshd; here 0.6 s, and
+        only from the moment someone other than the judge first read their state in this boot
+        (``services_seen``; at most ``service_hold_seconds`` of the host's clock after sshd). So a
+        reconciler's first look after it reconnects sees them not started *whatever the
+        machine's speed*: one that verifies once right after SSH returns is caught every time,
+        not only when a starved lab let it reconnect within 0.6 s."""
+        loop = asyncio.get_running_loop()
+        held = [loop.create_task(self._services_seen.wait()),
+                loop.create_task(sleep_running(self.config.service_hold_seconds))]
+        try:
+            await asyncio.wait(held, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in held:
+                task.cancel()
         began = time.monotonic()
         for stage in range(1, LAST_STAGE + 1):
             await sleep_running(stage * self.config.service_stage_seconds, began)
             self.machine.start_stage(stage)
+
+    def services_seen(self) -> None:
+        """A session other than the lab's own observation read the services' state: the boot's
+        held stages begin (idempotent; nothing once they have)."""
+        self._services_seen.set()
 
     async def _listen_again(self) -> None:
         """sshd starting again after it stopped (a boot, a new host key, the end of an outage)."""
@@ -247,9 +275,11 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         try:
             peer = process.get_extra_info("peername")
             local = process.get_extra_info("sockname")
+            server = process.channel.get_connection().get_owner()
             session = Session(self.machine, process.get_extra_info("username"), self,
                               client=(peer[0], peer[1]) if peer else None,
-                              server=(local[0], local[1]) if local else None)
+                              server=(local[0], local[1]) if local else None,
+                              observer=isinstance(server, NodeSSHServer) and server.observer)
             if process.command is not None:
                 self.ssh_commands += 1
                 self.command_lines.append(process.command)

@@ -20,6 +20,9 @@ class NodeRuntime(Protocol):
     def active_sessions(self) -> int:
         """Number of SSH sessions open on the node."""
 
+    def services_seen(self) -> None:
+        """A session other than the lab's own observation read the services' state."""
+
 
 class Session:
     """A logon session: like ``powershell.exe`` started by sshd for one user."""
@@ -27,10 +30,12 @@ class Session:
     def __init__(self, machine: WindowsMachine, username: str | None = None,
                  runtime: NodeRuntime | None = None,
                  client: tuple[str, int] | None = None, server: tuple[str, int] | None = None,
-                 environment: EnvironmentBlock | None = None) -> None:
+                 environment: EnvironmentBlock | None = None, observer: bool = False) -> None:
         """``environment``: the process's own (a child process inherits its parent's); None: a
-        new logon's, built from the registry's machine and user variables."""
+        new logon's, built from the registry's machine and user variables. ``observer``: the
+        lab's own observation logged on (the judge's key): what it reads holds nothing back."""
         self.machine = machine
+        self.observer = observer
         self.username = username or machine.settings.username
         self.runtime = runtime
         self.environment: EnvironmentBlock = (machine.session_environment(self.username) if environment is None
@@ -92,6 +97,12 @@ class Session:
     def write_file(self, path: str, data: bytes) -> None:
         """Raises FileNotFoundError ("Could not find a part of the path") like .NET."""
         self.machine.filesystem.write_bytes(path, data)
+
+    def services_seen(self) -> None:
+        """Get-Service, Get-Process or Win32_Service read the services' state (see
+        ``WindowsNode.services_seen``)."""
+        if self.runtime is not None and not self.observer:
+            self.runtime.services_seen()
 
     def request_reboot(self) -> None:
         self.reboot_requested = True

@@ -21,14 +21,18 @@ class NodeSSHServer(nodeaccess.NodeSSHServer):
     def __init__(self, node: WindowsNode) -> None:
         super().__init__(node)
         self.node = node
+        self.observer = False  # logged on with one of the lab's observer keys (the judge's)
 
     def admitted(self, conn: asyncssh.SSHServerConnection) -> None:
         self.node.ssh_connections += 1
 
     def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
         # Windows user names are case-insensitive.
-        return (username.lower() == self.node.username.lower()
-                and key.public_data in self.node.authorized_key_data)
+        accepted = (username.lower() == self.node.username.lower()
+                    and key.public_data in self.node.authorized_key_data)
+        if accepted:
+            self.observer = key.public_data in self.node.observer_key_data
+        return accepted
 
 
 class NodeSFTPServer(asyncssh.SFTPServer):

@@ -43,7 +43,8 @@ def child_session(parent: Session) -> Session:
     """A child process: same user, a copy of the parent's process environment."""
     from proxyfleet.simulators.windows.session import Session
 
-    child = Session(parent.machine, parent.username, parent.runtime, environment=parent.environment.copy())
+    child = Session(parent.machine, parent.username, parent.runtime, environment=parent.environment.copy(),
+                    observer=parent.observer)
     child.location = parent.location
     return child
 

@@ -46,7 +46,7 @@ def test_the_reference_verifier_is_not_weakened_by_any_variant() -> None:
 def test_every_variant_is_named() -> None:
     assert set(VARIANTS) == {"correct", "semicolon-noproxy", "no-reboot", "early-reachability", "no-cert-import",
                              "no-cert-removal", "no-env-removal", "unquoted-values", "records-whole-bundle",
-                             "no-service-wait", "reboot-without-exit-status", "leaks-credentials",
+                             "no-service-wait", "fixed-service-wait", "reboot-without-exit-status", "leaks-credentials",
                              "annotates-credentials", "reboots-while-terminating", "frees-stuck-slot",
                              "leaves-files", "ignores-max-unavailable", "uncordons-admin-cordon",
                              "trusts-import-record", "http-from-https", "normalises-noproxy", "removes-by-subject",

@@ -12,6 +12,7 @@ import pytest
 import trustme
 
 from proxyfleet.core.looplag import process_monitor
+from proxyfleet.core.nodessh import encoded_command
 from proxyfleet.simulators.fleet import Fleet
 from proxyfleet.simulators.windows.machine import LAST_STAGE
 from proxyfleet.simulators.windows.sshserver import NodeSSHServer
@@ -257,6 +258,43 @@ async def test_sshd_answers_before_the_egress_services_start(cmd_fleet: Fleet) -
         assert node.process_environment("kubelet") is not None
     finally:
         node.config.service_stage_seconds = stage_seconds
+
+
+async def test_the_egress_services_wait_for_the_first_look_that_is_not_the_judges(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[0]
+    node.config.service_stage_seconds, node.config.service_hold_seconds = 0.05, 3600.0
+    first_boot = node.boots[-1].boot_id
+    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="sshd back")
+    back = time.monotonic()
+    known = asyncssh.import_known_hosts(f"[{node.address}]:{node.port} {node.host_key_openssh}\n")
+    looks = 0
+    async with await asyncssh.connect(node.address, node.port, username=node.username,
+                                      client_keys=[str(cmd_fleet.observer_key_path)], known_hosts=known,
+                                      agent_path=None, config=[]) as judge:
+        # The judge looks on its own key for far longer than the four stages take on a running loop:
+        # its looks release nothing (the loop runs them, so this is host time, not a stall).
+        while looks < 3 or time.monotonic() - back < 8 * node.config.service_stage_seconds:
+            seen = await judge.run(encoded_command(
+                "(Get-Service kubelet).Status; $null -eq (Get-Process kubelet -ErrorAction SilentlyContinue)"))
+            assert seen.stdout.split() == ["Stopped", "True"], seen.stdout
+            looks += 1
+    assert node.process_environment("kubelet") is None and node.process_environment("windows_exporter") is None
+    # The first look on the reconciler's key sees them all down, whatever the machine's speed;
+    # then they start, stage by stage, without anyone looking again.
+    first = await run_powershell(cmd_fleet, node, "$null -eq (Get-Process kubelet -ErrorAction SilentlyContinue)")
+    assert first.stdout.strip() == "True"
+    await wait_until(lambda: node.process_environment("windows_exporter") is not None, what="the last stage")
+
+
+async def test_the_egress_services_start_after_the_hold_when_nobody_looks(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[1]
+    node.config.service_stage_seconds, node.config.service_hold_seconds = 0.05, 0.2
+    first_boot = node.boots[-1].boot_id
+    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.process_environment("kubelet") is not None,
+                     what="the services after the hold, unlooked-at")
+    await wait_until(lambda: node.process_environment("windows_exporter") is not None, what="the last stage")
 
 
 async def test_the_shutdown_window_counts_only_time_the_lab_could_run(cmd_fleet: Fleet) -> None:

@@ -63,6 +63,7 @@ def _services(ctx: CommandContext, args: dict[str, Any]) -> list[Service]:
 
 
 async def get_service(ctx: CommandContext, args: dict[str, Any]) -> None:
+    ctx.session.services_seen()
     for service in _services(ctx, args):
         ctx.write(service_object(ctx, service))
 
@@ -150,6 +151,7 @@ def _processes(ctx: CommandContext) -> list[tuple[str, int, Callable[[], PSObjec
 
 
 async def get_process(ctx: CommandContext, args: dict[str, Any]) -> None:
+    ctx.session.services_seen()  # the egress services' processes, their start times
     processes = _processes(ctx)
     if args.get("Id") is not None:
         for pid in args["Id"]:
@@ -193,6 +195,7 @@ async def get_cim_instance(ctx: CommandContext, args: dict[str, Any]) -> None:
         }, display=("SystemDirectory", "BuildNumber", "Version", "LastBootUpTime")))
         return
     if name == "win32_service":
+        ctx.session.services_seen()
         for service in sorted(machine.services.values(), key=lambda s: s.name.lower()):
             ctx.write(PSObject(["Microsoft.Management.Infrastructure.CimInstance#root/cimv2/"
                                 "Win32_Service"], {
