@@ -2,7 +2,9 @@
 
 ``Restart-Computer -Force`` returns at once; after ``shutdown_delay`` the node drops every SSH
 connection and refuses new ones (the listener is closed) for ``reboot_duration``, then boots:
-new boot id, services started with the environment the Service Control Manager reads at boot.
+new boot id, sshd first, then the other services in stages — from the first look at them by
+someone other than the judge (``_start_stages``) — with the environment the Service Control
+Manager reads at boot.
 """
 
 from __future__ import annotations
