@@ -75,12 +75,13 @@ async def wait_until(condition: Callable[[], bool | Awaitable[bool]], timeout: f
         await asyncio.sleep(0.02)
 
 
-async def connect(fleet: Fleet, node: WindowsNode, username: str | None = None,
+async def connect(fleet: Fleet, node: WindowsNode, username: str | None = None, key_path: Path | None = None,
                   **options: object) -> asyncssh.SSHClientConnection:
+    """An SSH connection to ``node`` on the fleet's client key (or ``key_path``: its observer key, say)."""
     known = asyncssh.import_known_hosts(f"[{node.address}]:{node.port} {node.host_key_openssh}\n")
     return await asyncssh.connect(
         node.address, node.port, username=username or node.username,
-        client_keys=[str(fleet.client_key_path)], known_hosts=known,
+        client_keys=[str(key_path or fleet.client_key_path)], known_hosts=known,
         agent_path=None, config=[], **options)  # type: ignore[arg-type]
 
 

@@ -33,7 +33,7 @@ class Session:
                  environment: EnvironmentBlock | None = None, observer: bool = False) -> None:
         """``environment``: the process's own (a child process inherits its parent's); None: a
         new logon's, built from the registry's machine and user variables. ``observer``: the
-        lab's own observation logged on (the judge's key): what it reads holds nothing back."""
+        lab's own observation logged on (the judge's key): what it reads releases nothing the node holds."""
         self.machine = machine
         self.observer = observer
         self.username = username or machine.settings.username

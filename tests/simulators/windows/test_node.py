@@ -267,11 +267,8 @@ async def test_the_egress_services_wait_for_the_first_look_that_is_not_the_judge
     await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
     await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="sshd back")
     back = time.monotonic()
-    known = asyncssh.import_known_hosts(f"[{node.address}]:{node.port} {node.host_key_openssh}\n")
     looks = 0
-    async with await asyncssh.connect(node.address, node.port, username=node.username,
-                                      client_keys=[str(cmd_fleet.observer_key_path)], known_hosts=known,
-                                      agent_path=None, config=[]) as judge:
+    async with await connect(cmd_fleet, node, key_path=cmd_fleet.observer_key_path) as judge:
         # The judge looks on its own key for far longer than the four stages take on a running loop:
         # its looks release nothing (the loop runs them, so this is host time, not a stall).
         while looks < 3 or time.monotonic() - back < 8 * node.config.service_stage_seconds:
