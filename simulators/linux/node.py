@@ -273,7 +273,7 @@ class LinuxNode(AccessibleNode, WatchedOutages):
             self._phase("hung (a fault the scenario set: it never boots again)")
             await asyncio.Event().wait()  # until the fleet stops it
         self._phase("off")
-        await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, kernel, initrd
+        await sleep_running(self.config.reboot_duration)  # firmware, kernel, initrd: on the host's clock too
         self._phase("booting")
         await asyncio.to_thread(self._boot)
         self._follow_kubelet()

@@ -1,7 +1,8 @@
 """A running simulated Windows node: the machine state plus its SSH server and reboot cycle.
 
 ``Restart-Computer -Force`` returns at once; after ``shutdown_delay`` the node drops every SSH
-connection and refuses new ones (the listener is closed) for ``reboot_duration``, then boots:
+connection and refuses new ones (the listener is closed) for ``reboot_duration`` (both on the
+host's own clock: time the lab could not run does not count), then boots:
 new boot id, sshd first, then the other services in stages — from the first look at them by
 someone other than the judge (``_start_stages``) — with the environment the Service Control
 Manager reads at boot.
@@ -204,7 +205,10 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         self.machine.shutdown()
         if hang:
             await asyncio.Event().wait()  # never boots again (until the fleet stops it)
-        await asyncio.sleep(self.config.reboot_duration)  # simulated: firmware, boot
+        # Down on the host's clock too: a lab stalled meanwhile would otherwise bring the node back
+        # before a reconciler stalled with it could act (one that took the old boot for "back" is
+        # caught by its uncordon landing before the node is back: early-reachability).
+        await sleep_running(self.config.reboot_duration)  # simulated: firmware, boot
         self.machine.boot(up_to_stage=0)  # sshd first
         self._services_seen = asyncio.Event()
         await self._listen_again()

@@ -295,3 +295,15 @@ async def test_the_shutdown_window_counts_only_time_the_lab_could_run(node: Linu
     assert node.is_listening  # sshd still answers, as a Windows node's does (see its test)
     await wait_until(lambda: not node.is_listening, what="the node to go down")
     await wait_until(lambda: node.is_listening, what="the node back")
+
+
+async def test_the_outage_counts_only_time_the_lab_could_run(node: LinuxNode) -> None:
+    node.config.shutdown_delay, node.config.reboot_duration = 0.05, 0.3
+    process_monitor()
+    node.request_reboot()
+    await wait_until(lambda: node.reboot_phase is not None and node.reboot_phase[0] == "off", what="the node off")
+    time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the outage
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert node.reboot_phase is not None and node.reboot_phase[0] == "off"  # still off, as a Windows node stays down (see its test)
+    await wait_until(lambda: node.is_listening, what="the node back")
