@@ -75,6 +75,14 @@ async def wait_until(condition: Callable[[], bool | Awaitable[bool]], timeout: f
         await asyncio.sleep(0.02)
 
 
+async def starve_loop(seconds: float) -> None:
+    """Block this loop for ``seconds``, as a loaded CI machine starves a lab, then let it run what
+    came due meanwhile (a few turns): simulated durations on the host's clock must not shrink."""
+    time.sleep(seconds)  # noqa: ASYNC251 - the starvation is the point
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
 async def connect(fleet: Fleet, node: WindowsNode, username: str | None = None, key_path: Path | None = None,
                   **options: object) -> asyncssh.SSHClientConnection:
     """An SSH connection to ``node`` on the fleet's client key (or ``key_path``: its observer key, say)."""

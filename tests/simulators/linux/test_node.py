@@ -8,7 +8,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from proxyfleet.simulators.linux.nodemounts import NodeMounts, host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import RHCOS_NODE
 from proxyfleet.simulators.linux.nodeshell import NodeCommand, start_on_node
 from proxyfleet.simulators.linux.truststores import RHCOS
-from tests.support import wait_until
+from tests.support import starve_loop, wait_until
 
 CANNOT_MOUNT = host_cannot_mount()
 pytestmark = pytest.mark.skipif(CANNOT_MOUNT is not None, reason=f"{CANNOT_MOUNT}")
@@ -289,9 +288,7 @@ async def test_the_shutdown_window_counts_only_time_the_lab_could_run(node: Linu
     process_monitor()  # as in a lab: the loop's stalls are measured (its first turn comes with the reboot's)
     node.request_reboot()
     await asyncio.sleep(0)  # one turn: the monitor is ticking and the units have begun to stop
-    time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the window, as a loaded CI machine starves it
-    for _ in range(5):  # let the loop run what came due meanwhile
-        await asyncio.sleep(0)
+    await starve_loop(0.6)  # longer than the window it is inside
     assert node.is_listening  # sshd still answers, as a Windows node's does (see its test)
     await wait_until(lambda: not node.is_listening, what="the node to go down")
     await wait_until(lambda: node.is_listening, what="the node back")
@@ -301,9 +298,11 @@ async def test_the_outage_counts_only_time_the_lab_could_run(node: LinuxNode) ->
     node.config.shutdown_delay, node.config.reboot_duration = 0.05, 0.3
     process_monitor()
     node.request_reboot()
-    await wait_until(lambda: node.reboot_phase is not None and node.reboot_phase[0] == "off", what="the node off")
-    time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the outage
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert node.reboot_phase is not None and node.reboot_phase[0] == "off"  # still off, as a Windows node stays down (see its test)
+
+    def off() -> bool:
+        return node.reboot_phase is not None and node.reboot_phase[0] == "off"
+
+    await wait_until(off, what="the node off")
+    await starve_loop(0.6)  # longer than the window it is inside
+    assert off()  # still off, as a Windows node stays down (see its test)
     await wait_until(lambda: node.is_listening, what="the node back")

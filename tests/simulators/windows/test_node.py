@@ -16,7 +16,7 @@ from proxyfleet.core.nodessh import encoded_command
 from proxyfleet.simulators.fleet import Fleet
 from proxyfleet.simulators.windows.machine import LAST_STAGE
 from proxyfleet.simulators.windows.sshserver import NodeSSHServer
-from tests.support import connect, run_on, run_powershell, wait_until
+from tests.support import connect, run_on, run_powershell, starve_loop, wait_until
 
 
 async def test_only_the_authorized_key_of_the_configured_user_gets_in(fleet: Fleet) -> None:
@@ -301,9 +301,7 @@ async def test_the_shutdown_window_counts_only_time_the_lab_could_run(cmd_fleet:
     process_monitor()  # as in a lab: the loop's stalls are measured (its first turn comes with the reboot's)
     node.request_reboot()
     await asyncio.sleep(0)  # one turn: the monitor is ticking and the shutdown window has begun
-    time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the window, as a loaded CI machine starves it
-    for _ in range(5):  # let the loop run what came due meanwhile
-        await asyncio.sleep(0)
+    await starve_loop(0.6)  # longer than the window it is inside
     # still answering: a reconciler stalled with the lab can still see the old boot, so one that
     # takes it for "back" is caught however slow the machine (self-test: early-reachability)
     assert node.is_listening and node.boots[-1].boot_id == first_boot
@@ -318,9 +316,7 @@ async def test_the_outage_counts_only_time_the_lab_could_run(cmd_fleet: Fleet) -
     process_monitor()
     node.request_reboot()
     await wait_until(lambda: not node.is_listening, what="the node to go down")
-    time.sleep(0.6)  # noqa: ASYNC251 - the lab's loop starved for longer than the outage
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await starve_loop(0.6)  # longer than the window it is inside
     # still down: a reconciler stalled with the lab still meets the outage it has to wait out,
     # and one that uncordoned too early is still caught by it (self-test: early-reachability)
     assert not node.is_listening and node.boots[-1].boot_id == first_boot
