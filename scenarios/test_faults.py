@@ -76,10 +76,12 @@ async def test_an_instance_whose_host_key_changed_is_refused(conformance: Confor
 
 @pytest.mark.rollouts(2)
 @pytest.mark.workflow("faults")
-# maxUnavailable a quarter of the nodes (at least 2): while the stuck node keeps one slot and the
+# maxUnavailable 30 % of the nodes (at least 2): while the stuck node keeps one slot and the
 # others are held in their drains, nodes are still waiting their turn when the reconciler gives up
-# on the stuck one (four nodes or more) — a reconciler that frees the slot then takes one.
-@pytest.mark.lab(install_proxy=True, max_unavailable_floor=2, max_unavailable_share=0.25, reboot_timeout=4.0)
+# on the stuck one (four nodes or more) — a reconciler that frees the slot then takes one. Not a
+# quarter: at 10 nodes that left one free slot, and the nine other nodes' reboots one after another
+# made this the run's longest scenario (44.5 s alone, quiet) by waits no CPU shortens.
+@pytest.mark.lab(install_proxy=True, max_unavailable_floor=2, max_unavailable_share=0.3, reboot_timeout=4.0)
 async def test_an_instance_that_never_comes_back_keeps_its_slot(conformance: Conformance) -> None:
     lab = conformance.lab
     await join(conformance)
