@@ -9,7 +9,6 @@ script. ``powershell -Command`` exits 1 when the last statement failed.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -746,10 +745,7 @@ class Interpreter:
                 return invoke_static(self.session, target.full_name, name, arguments)
             if isinstance(target, ScriptBlock) and name.lower() in ("invoke", "invokereturnasis"):
                 return collapse(await self.invoke_scriptblock(target))
-            result = invoke_method(target, name, arguments)
-            if inspect.isawaitable(result):  # a member that blocks in .NET (WaitForStatus) waits here
-                result = await result
-            return result
+            return invoke_method(target, name, arguments)
         except (DotNetError, ConversionError, ValueError, OSError) as exc:
             exception = exc.exception if isinstance(exc, DotNetError) else "ArgumentException"
             raise CommandFailure(ErrorRecord(
