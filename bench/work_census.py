@@ -92,6 +92,7 @@ def command_kind(command: str) -> str:
     if script in _KNOWN:
         return _KNOWN[script]
     for needle, kind in (("'curl.exe'", "egress check: curl.exe"), ("'crictl.exe'", "egress check: crictl pull"),
+                         (".WaitForStatus('Running'", "reconciler: verification after a reboot"),
                          ("$dataPath", "a script with a data file (SFTP)")):
         if needle in script:
             return kind

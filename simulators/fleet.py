@@ -31,6 +31,7 @@ from proxyfleet.simulators.linux.node import LinuxNode, LinuxNodeConfig
 from proxyfleet.simulators.linux.nodemounts import host_cannot_mount
 from proxyfleet.simulators.linux.noderoot import FlavourError, flavour_named
 from proxyfleet.simulators.network import LabNetwork
+from proxyfleet.simulators.nodeaccess import SHUTDOWN_HOLD_SECONDS
 from proxyfleet.simulators.pki import public_roots
 from proxyfleet.simulators.windows.node import NodeConfig, WindowsNode
 from proxyfleet.simulators.windows.powershell.commands import CommandTable
@@ -53,6 +54,7 @@ class FleetSettings:
     username: str = "Administrator"
     name_prefix: str = "win"
     shutdown_delay: float = 0.3
+    shutdown_hold_seconds: float = SHUTDOWN_HOLD_SECONDS  # then at most this for new connections (ShutdownHold)
     reboot_duration: float = 1.0
     restart_reads_current_environment: bool = False
     # OpenSSH's default shell on every node: "cmd" (Windows' own default), "powershell" (the
@@ -193,6 +195,7 @@ class Fleet:
             authorized_keys=[self.client_key, self.observer_key], observer_keys=[self.observer_key],
             username=self.settings.username,
             shutdown_delay=self.settings.shutdown_delay,
+            shutdown_hold_seconds=self.settings.shutdown_hold_seconds,
             reboot_duration=self.settings.reboot_duration,
             restart_reads_current_environment=self.settings.restart_reads_current_environment,
             default_shell=self.settings.shell_of(index),
@@ -212,9 +215,10 @@ class Fleet:
         config = LinuxNodeConfig(
             name=name, address=address, port=self.port, state_dir=node_dir,
             host_key=_load_or_create_key(node_dir / "ssh_host_ed25519_key"),
-            authorized_keys=[self.client_key, self.observer_key], flavour=flavour_named(self.settings.linux_flavour),
-            system_cas_pem=system_cas,
-            shutdown_delay=self.settings.shutdown_delay, reboot_duration=self.settings.reboot_duration,
+            authorized_keys=[self.client_key, self.observer_key], observer_keys=[self.observer_key],
+            flavour=flavour_named(self.settings.linux_flavour), system_cas_pem=system_cas,
+            shutdown_delay=self.settings.shutdown_delay, shutdown_hold_seconds=self.settings.shutdown_hold_seconds,
+            reboot_duration=self.settings.reboot_duration,
             lost_exit_status_rate=self.settings.lost_exit_status_rate, seed=self.settings.seed,
             network=self.settings.lab_network, kubelet=self.settings.kubelet, user_data=self.settings.linux_user_data)
         return LinuxNode(config)

@@ -872,8 +872,10 @@ class Conformance:
         kubelet = fleet.kubelet
         # Back from a reboot: shut down, boot, every service stage, and a lease period of the
         # kubelet (which posts its status as it starts).
-        # The stages wait for the reconciler's own first look (its time), at most the hold.
-        reboot = (fleet.shutdown_delay + fleet.reboot_duration + fleet.service_hold_seconds
+        # The stages wait for the reconciler's own first look (its time), at most the hold; the
+        # shutdown for the first command of a connection made meanwhile (its time), at most its hold.
+        reboot = (fleet.shutdown_delay + fleet.shutdown_hold_seconds + fleet.reboot_duration
+                  + fleet.service_hold_seconds
                   + LAST_STAGE * fleet.service_stage_seconds
                   + (kubelet.lease_interval if kubelet is not None else 0.0))
         stop = kubelet.container_stop_seconds if kubelet is not None else 0.0

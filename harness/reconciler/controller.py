@@ -130,6 +130,9 @@ class NodeRecord:
     reboot_pending: str | None = None
     round_trips: list[int] = field(default_factory=list)  # SSH round trips per applied change
     polls: int = 0  # connection attempts while waiting for the last new boot
+    # Verifications repeated because a service was not up yet: 0 when the node's own wait for
+    # them (WaitForStatus, within the service timeout) sufficed.
+    service_polls: int = 0
     address: str = ""
     # The reconciler's index of the instances owing a reboot by their record, kept as
     # ``reboot_pending`` is set: every waiting reboot counts them, and at 1,000 nodes scanning
@@ -806,7 +809,10 @@ class Reconciler:
         first = connection.round_trips
         waited = 0
         while True:
-            verified = await connection.script(verify_script())
+            # The node waits for its services itself (WaitForStatus), within what is left of the
+            # timeout; the poll below only covers services running but not yet in this boot's.
+            left = max(0.0, deadline - asyncio.get_running_loop().time())
+            verified = await connection.script(verify_script(left), limit=left + 60.0)
             process_env = verified.get("environment") or {}
             wrong = self.environment_mismatches(desired.environment, process_env)
             if wrong:
@@ -823,7 +829,8 @@ class Reconciler:
         if before_reboot is not None:
             # observe + apply + restart + one verify; the polls only wait for the boot and services
             record.round_trips.append(before_reboot + first + 1)
-            record.polls = polls + waited
+            record.polls = polls
+            record.service_polls = waited
         if node is not None and uncordon:
             await self.release_cordon(node["metadata"]["name"], record.cordoned_by)
             record.cordoned_by = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from proxyfleet.core.contract import EGRESS_SERVICES
 from proxyfleet.core.nodessh import BOOT_SCRIPT, read_variables_script, services_script
 from proxyfleet.harness.reconciler.desired import ChangePlan
 
@@ -132,9 +133,28 @@ def unquoted_apply_script(plan: ChangePlan) -> str:
     return APPLY_SCRIPT.replace("foreach ($variable in @($data.set)) {", spliced)
 
 
-def verify_script() -> str:
-    """After the reboot, in a fresh session: the variables at process scope, boot, services."""
+def wait_for_services_script(within: float) -> str:
+    """PowerShell that waits, on the node, for each egress service to be Running (each up to an
+    equal share of ``within`` seconds, so the whole wait never outlasts it; a service that does
+    not come, or does not exist, is left to the report that follows). ``ServiceController.
+    WaitForStatus`` is .NET's own wait: one round trip instead of a poll every ``service_poll``."""
+    share = max(0.0, within) / len(EGRESS_SERVICES)
+    tenths = int(share * 10)  # whole tenths: a handful of distinct script texts, never more
+    seconds = tenths // 10
+    timeout = (f"{seconds // 86400}.{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+               f".{tenths % 10}")  # d.hh:mm:ss.f: TimeSpan refuses hours past 23
+    names = ",".join(f"'{n}'" for n in EGRESS_SERVICES)
+    return (f"foreach ($name in @({names})) {{\n"
+            "  $service = Get-Service -Name $name -ErrorAction SilentlyContinue\n"
+            f"  if ($service) {{ try {{ $service.WaitForStatus('Running', '{timeout}') }} catch {{ }} }}\n"
+            "}\n")
+
+
+def verify_script(wait: float | None = None) -> str:
+    """After the reboot, in a fresh session: the variables at process scope, boot, services —
+    with ``wait``, once the services are running or ``wait`` seconds have passed."""
     return ("$ErrorActionPreference = 'Stop'\n"
+            + (wait_for_services_script(wait) if wait is not None else "")
             + read_variables_script("Process") +
             f"$boot = {BOOT_SCRIPT}\n"
             + services_script() +

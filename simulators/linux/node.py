@@ -7,9 +7,10 @@ user may ``sudo`` anything, as ``core`` may. stdin, stdout and stderr stream bot
 they are; the exit status is the shell's.
 
 A reboot (``systemctl reboot``, ``reboot``, ``shutdown -r now``) returns 0 at once; after
-``shutdown_delay`` the node goes down — every SSH connection cut, every process on the node
-killed (a command's, what it left behind, one that left its process group too), new connections
-refused (the listener closed) — for
+``shutdown_delay`` — and once every connection accepted since the request has finished its first
+command, at most ``shutdown_hold_seconds`` (``nodeaccess.ShutdownHold``) — the node goes down:
+every SSH connection cut, every process on the node killed (a command's, what it left behind, one
+that left its process group too), new connections refused (the listener closed) — for
 ``reboot_duration``, then boots: a new boot id (``/proc/sys/kernel/random/boot_id``, systemd's
 ``%b``), every unit read afresh (no ``daemon-reload`` needed after a reboot), the flavour's trust
 unit run (RHCOS's ``coreos-update-ca-trust.service``: the bundle extracted again), the enabled services
@@ -40,7 +41,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncssh
 
@@ -64,7 +65,14 @@ from proxyfleet.simulators.linux.nodeshell import (
 )
 from proxyfleet.simulators.linux.servicemanager import ServiceManager
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.nodeaccess import AccessibleNode, NodeAccess, NodeSSHServer, listen_until_bound
+from proxyfleet.simulators.nodeaccess import (
+    SHUTDOWN_HOLD_SECONDS,
+    AccessibleNode,
+    NodeAccess,
+    NodeSSHServer,
+    ShutdownHold,
+    listen_until_bound,
+)
 
 log = logging.getLogger(__name__)
 NO_SHELL = "proxyfleet: interactive shells are not modelled on simulated Linux nodes; send a command\n"
@@ -84,6 +92,9 @@ class LinuxNodeConfig(NodeAccess):
     username: str = "core"
     clock: Callable[[], float] = time.monotonic  # the node's (called from worker threads too)
     shutdown_delay: float = 0.3  # from a reboot's request to sshd stopping (systemd stopping units)
+    # ... and at most this long more for connections accepted since the request to finish their
+    # first command (``ShutdownHold``)
+    shutdown_hold_seconds: float = SHUTDOWN_HOLD_SECONDS
     reboot_duration: float = 1.0  # down: firmware, kernel, until sshd listens again (real: minutes)
     # How often the session that asked for a reboot is cut before its exit status reaches the client.
     lost_exit_status_rate: float = 0.0
@@ -92,6 +103,9 @@ class LinuxNodeConfig(NodeAccess):
     kubelet: KubeletSettings | None = None  # None: no simulated kubelet talks to an API server
     # cloud-init user data for the first boot (a CAPI machine's bootstrap data): ``cloudinit``
     user_data: str | None = None
+    # Keys among ``authorized_keys`` whose sessions are the lab's own observation (the judge's):
+    # they hold no shutdown (``ShutdownHold``).
+    observer_keys: list[asyncssh.SSHKey] = field(default_factory=list)
 
 
 class _Server(NodeSSHServer):
@@ -103,7 +117,10 @@ class _Server(NodeSSHServer):
 
     def accepts(self, username: str, key: asyncssh.SSHKey) -> bool:
         # Linux user names are case-sensitive
-        return username == self.node.config.username and key.public_data in self.node.authorized_key_data
+        accepted = username == self.node.config.username and key.public_data in self.node.authorized_key_data
+        if accepted:
+            self.observer = key.public_data in self.node.observer_key_data
+        return accepted
 
 
 class LinuxKubeletHost:
@@ -141,10 +158,12 @@ class LinuxNode(AccessibleNode, WatchedOutages):
                                     address=config.address)
         self.mounts = NodeMounts(self.root)
         self.authorized_key_data = {key.public_data for key in config.authorized_keys}
+        self.observer_key_data = {key.public_data for key in config.observer_keys}
         self.commands_run = 0
         self.boots: list[BootRecord] = []  # lab evidence: every power-on, with its id
         self.watch = OutageWatch(self)  # lab evidence: sshd's outages, and the lab's observers of their edges
         self.connections: set[asyncssh.SSHServerConnection] = set()
+        self.shutdown_hold = ShutdownHold()
         # False from the moment sshd stops: a connection the old listener accepted but had not yet
         # handed over is cut as it arrives (``_Server``).
         self.serving = False
@@ -235,6 +254,7 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         if self.rebooting:
             return
         self.exit_statuses.decide(self.config.lost_exit_status_rate)
+        self.shutdown_hold.begin()
         self._reboot = asyncio.get_running_loop().create_task(self._reboot_cycle(asking, utc_now()),
                                                               name=f"reboot {self.config.name}")
         self._reboot.add_done_callback(self._reboot_ended)
@@ -255,6 +275,7 @@ class LinuxNode(AccessibleNode, WatchedOutages):
         self._phase("stopping units")
         # systemd stopping the units, on the host's own clock (as a Windows node's shutdown)
         await sleep_running(self.config.shutdown_delay)
+        await self.shutdown_hold.wait(self.config.shutdown_hold_seconds)  # see ShutdownHold
         hang = self.watch.hangs()  # decided before anyone hears it go down
         ended = self._sessions_ended.get(asking) if asking is not None else None
         if ended is not None and not self.exit_statuses.lost:
@@ -383,6 +404,13 @@ class LinuxNode(AccessibleNode, WatchedOutages):
             self.kubelet.start(dict(process.environment))
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        connection = process.channel.get_connection()  # (the channel is gone once it closed)
+        try:
+            await self._serve_process(process)
+        finally:
+            self.shutdown_hold.release(connection)  # its first command is over
+
+    async def _serve_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         if process.command is None:
             process.stderr.write(NO_SHELL.encode())
             process.exit(1)

@@ -1,8 +1,10 @@
 """A running simulated Windows node: the machine state plus its SSH server and reboot cycle.
 
-``Restart-Computer -Force`` returns at once; after ``shutdown_delay`` the node drops every SSH
-connection and refuses new ones (the listener is closed) for ``reboot_duration`` (both on the
-host's own clock: time the lab could not run does not count), then boots:
+``Restart-Computer -Force`` returns at once; after ``shutdown_delay`` — and once every connection
+accepted since the request has finished its first session, at most ``shutdown_hold_seconds``
+(``nodeaccess.ShutdownHold``) — the node drops every SSH connection and refuses new ones (the
+listener is closed) for ``reboot_duration`` (all on the host's own clock: time the lab could not
+run does not count), then boots:
 new boot id, sshd first, then the other services in stages — from the first look at them by
 someone other than the judge (``_start_stages``) — with the environment the Service Control
 Manager reads at boot.
@@ -29,7 +31,13 @@ from proxyfleet.core.looplag import sleep_running
 from proxyfleet.simulators.boots import BootRecord, ExitStatusLoss, OutageWatch, WatchedOutages, utc_now
 from proxyfleet.simulators.kubelet import KubeletSettings, SimulatedKubelet
 from proxyfleet.simulators.network import LabNetwork
-from proxyfleet.simulators.nodeaccess import AccessibleNode, NodeAccess, listen_until_bound
+from proxyfleet.simulators.nodeaccess import (
+    SHUTDOWN_HOLD_SECONDS,
+    AccessibleNode,
+    NodeAccess,
+    ShutdownHold,
+    listen_until_bound,
+)
 from proxyfleet.simulators.windows.environment import EnvironmentBlock
 from proxyfleet.simulators.windows.kubelet import WindowsKubeletHost
 from proxyfleet.simulators.windows.machine import LAST_STAGE, MachineSettings, WindowsMachine
@@ -46,6 +54,9 @@ COMMAND_LINES_KEPT = 200
 class NodeConfig(NodeAccess):
     username: str = "Administrator"
     shutdown_delay: float = 0.3
+    # ... then it waits at most this long for connections accepted since the restart request to
+    # finish their first session (``ShutdownHold``)
+    shutdown_hold_seconds: float = SHUTDOWN_HOLD_SECONDS
     reboot_duration: float = 1.0
     # After a reboot sshd answers first; each later boot stage (containerd, then kubelet and the
     # config daemon, then kube-proxy and hybrid-overlay, then delayed-start services) starts this
@@ -91,6 +102,7 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         self.observer_key_data = {key.public_data for key in config.observer_keys}
         self._services_seen = asyncio.Event()  # this boot's services read by a non-observer
         self.connections: set[asyncssh.SSHServerConnection] = set()
+        self.shutdown_hold = ShutdownHold()
         self.watch = OutageWatch(self)  # outages, and the lab's observers of their edges
         # False from the moment sshd stops: a connection the old listener had accepted but not yet
         # handed to sshd is cut when it arrives (see NodeSSHServer), or the listener's
@@ -186,6 +198,7 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         if self._reboot is not None and not self._reboot.done():
             return
         self.exit_statuses.decide(self.config.lost_exit_status_rate)
+        self.shutdown_hold.begin()
         self._reboot = asyncio.get_running_loop().create_task(
             self._reboot_cycle(self.machine.now()), name=f"reboot {self.name}")
         self._reboot.add_done_callback(self._reboot_ended)
@@ -199,6 +212,9 @@ class WindowsNode(AccessibleNode, WatchedOutages):
         # that could not run meanwhile would otherwise close the window before a reconciler that
         # was stalled with it could look — hiding one that treats the old boot as "back".
         await sleep_running(self.config.shutdown_delay)
+        # ... and not while a reconciler that reconnected in the window is still on its first
+        # command: a busy loop must not cut it mid-way (see ShutdownHold)
+        await self.shutdown_hold.wait(self.config.shutdown_hold_seconds)
         hang = self.watch.hangs()  # decided before anyone hears it go down
         await self._go_down(requested_at)
         self._cancel_stages()
@@ -278,10 +294,11 @@ class WindowsNode(AccessibleNode, WatchedOutages):
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[str]) -> None:
         self._sessions += 1
+        connection = process.channel.get_connection()
         try:
             peer = process.get_extra_info("peername")
             local = process.get_extra_info("sockname")
-            server = process.channel.get_connection().get_owner()
+            server = connection.get_owner()
             session = Session(self.machine, process.get_extra_info("username"), self,
                               client=(peer[0], peer[1]) if peer else None,
                               server=(local[0], local[1]) if local else None,
@@ -300,6 +317,7 @@ class WindowsNode(AccessibleNode, WatchedOutages):
             process.exit(1)
         finally:
             self._sessions -= 1
+            self.shutdown_hold.release(connection)  # its first session is over
 
     # --- lab-side views (real Windows offers none of these) -----------------------------------
 

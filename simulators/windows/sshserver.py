@@ -21,7 +21,6 @@ class NodeSSHServer(nodeaccess.NodeSSHServer):
     def __init__(self, node: WindowsNode) -> None:
         super().__init__(node)
         self.node = node
-        self.observer = False  # logged on with one of the lab's observer keys (the judge's)
 
     def admitted(self, conn: asyncssh.SSHServerConnection) -> None:
         self.node.ssh_connections += 1

@@ -185,7 +185,8 @@ def static_member(session: Session, type_name: str, member: str) -> Any:
         target=member, target_type="String"))
 
 
-@functools.cache
+# Bounded: an object's own members (an encoding's, a service's) are closures made per object.
+@functools.lru_cache(maxsize=512)
 def _signature(handler: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(handler)
 

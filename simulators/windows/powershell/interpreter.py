@@ -9,6 +9,7 @@ script. ``powershell -Command`` exits 1 when the last statement failed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -745,7 +746,10 @@ class Interpreter:
                 return invoke_static(self.session, target.full_name, name, arguments)
             if isinstance(target, ScriptBlock) and name.lower() in ("invoke", "invokereturnasis"):
                 return collapse(await self.invoke_scriptblock(target))
-            return invoke_method(target, name, arguments)
+            result = invoke_method(target, name, arguments)
+            if inspect.isawaitable(result):  # a member that blocks in .NET (WaitForStatus) waits here
+                result = await result
+            return result
         except (DotNetError, ConversionError, ValueError, OSError) as exc:
             exception = exc.exception if isinstance(exc, DotNetError) else "ArgumentException"
             raise CommandFailure(ErrorRecord(

@@ -85,7 +85,8 @@ async def test_a_lab_step_deadline_is_priced_with_the_lab_s_own_timings(tmp_path
         judge = Conformance(lab)
         timings = judge._timings()
         assert timings is not None
-        assert timings.reboot_s == pytest.approx(0.5 + 2.0 + lab.fleet.settings.service_hold_seconds + LAST_STAGE * 0.25
+        assert timings.reboot_s == pytest.approx(0.5 + lab.fleet.settings.shutdown_hold_seconds + 2.0
+                                                 + lab.fleet.settings.service_hold_seconds + LAST_STAGE * 0.25
                                                  + lab.settings.heartbeat)
         assert timings.eviction_s == 1.0 and timings.wave_overhead_s == lab.settings.settle_delay
         assert judge._planned(0).seconds == FLOOR

@@ -559,3 +559,20 @@ def test_a_records_owed_reboot_is_indexed_as_it_is_set() -> None:
     assert owing == set()
     NodeRecord(address="10.0.0.6", owing=owing, reboot_pending="boot-2")
     assert owing == {"10.0.0.6"}
+
+
+async def test_verification_waits_on_the_node_for_services_that_come_slowly(lab: Lab) -> None:
+    members = nodes(lab)[:1]
+    node = members[0]
+    node.config.service_stage_seconds = 1.0  # four stages: the last service ~4 s after the first look
+    await add_instances(lab, members)
+    await configure_proxy(lab, trustme.CA())
+    async with reconciler(lab, service_poll=0.1, service_start_timeout=120.0) as rec:
+        await wait_until(lambda: converged(lab, rec, members), what="the proxy on the slow node")
+        record = rec.records[node.address]
+        assert boots(node) == 2
+        # One verification after the reboot: the node waited for its services (a poll every 0.1 s
+        # would have repeated it ~40 times), and still judged them by this boot's start times.
+        assert (record.round_trips, record.service_polls) == ([4], 0), record
+        assert all(service.status == "Running" for service in node.machine.services.values()
+                   if service.name in ("containerd", "kubelet", "kube-proxy")), node.machine.services

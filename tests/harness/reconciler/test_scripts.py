@@ -16,6 +16,8 @@ from proxyfleet.harness.reconciler.scripts import (
     by_subject_apply_script,
     observe_script,
     unquoted_apply_script,
+    verify_script,
+    wait_for_services_script,
 )
 from proxyfleet.simulators.pki import renewed_ca
 from proxyfleet.simulators.windows.machine import WindowsMachine
@@ -76,3 +78,18 @@ async def test_removal_by_thumbprint_keeps_a_renewed_ca_and_by_subject_does_not(
     await ps_with_data(machine, apply_script(), apply_data(ChangePlan(import_certificates=[both[0]])))
     await ps_with_data(machine, by_subject_apply_script(), apply_data(remove_old))
     assert not {both[0].thumbprint, both[1].thumbprint} & set(machine.stores.machine_root.thumbprints())
+
+
+@pytest.mark.parametrize(("within", "timeout"), [(0.0, "0.00:00:00.0"), (30.0, "0.00:00:05.0"),
+                                                 (599.9, "0.00:01:39.9"), (6 * 90061.0, "1.01:01:01.0")])
+def test_the_service_wait_shares_the_timeout_out(within: float, timeout: str) -> None:
+    script = wait_for_services_script(within)
+    assert f"WaitForStatus('Running', '{timeout}')" in script  # each of six services: never past within
+
+
+async def test_verification_waits_for_stopped_services_within_its_time(machine: WindowsMachine) -> None:
+    await ps(machine, "Stop-Service kube-proxy -Force")
+    result = await ps(machine, verify_script(0.6))  # 0.1 s for each service, then the report
+    assert result.exit_code == 0, result.stderr
+    services = json.loads(result.stdout)["services"]
+    assert services["kube-proxy"] is None and services["kubelet"], services  # it did not come: reported, not raised

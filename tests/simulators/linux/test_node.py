@@ -294,6 +294,28 @@ async def test_the_shutdown_window_counts_only_time_the_lab_could_run(node: Linu
     await wait_until(lambda: node.is_listening, what="the node back")
 
 
+async def test_a_connection_made_in_the_shutdown_window_finishes_its_first_command(node: LinuxNode) -> None:
+    node.config.shutdown_delay = 2.0  # long enough to reconnect in on any machine; the command outlasts it
+    first_boot = node.boots[-1].boot_id
+    async with connect(node) as asker:
+        assert (await asker.run("sudo systemctl reboot", check=False)).exit_status == 0
+    async with connect(node) as again:  # a reconciler reconnecting at once (as a Windows node's test)
+        assert node.shutdown_hold.holding == 1
+        result = await again.run("sleep 2.5; cat /proc/sys/kernel/random/boot_id", check=False)
+    assert result.exit_status == 0 and str(result.stdout).strip().replace("-", "") == first_boot.replace("-", "")  # the old boot answered it whole
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="the node back")
+
+
+async def test_the_shutdown_waits_for_a_new_connection_at_most_its_hold(node: LinuxNode) -> None:
+    node.config.shutdown_delay, node.config.shutdown_hold_seconds = 0.2, 0.5
+    async with connect(node) as asker:
+        await asker.run("sudo systemctl reboot", check=False)
+    async with connect(node) as again:
+        cut = await again.run("sleep 60", check=False)  # a first command that never ends holds only so long
+    assert cut.exit_status is None
+    await wait_until(lambda: node.is_listening and len(node.boots) == 2, what="the node back")
+
+
 async def test_the_outage_counts_only_time_the_lab_could_run(node: LinuxNode) -> None:
     node.config.shutdown_delay, node.config.reboot_duration = 0.05, 0.3
     process_monitor()

@@ -309,6 +309,46 @@ async def test_the_shutdown_window_counts_only_time_the_lab_could_run(cmd_fleet:
     await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="the node back")
 
 
+async def test_a_connection_made_in_the_shutdown_window_finishes_its_first_command(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[0]
+    # a window long enough for any machine to reconnect in; the command outlasts it, as a busy
+    # loop makes a reconciler's first command outlast a 0.3 s window
+    node.config.shutdown_delay = 2.0
+    first_boot = node.boots[-1].boot_id
+    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    async with await connect(cmd_fleet, node) as again:  # a reconciler reconnecting at once
+        assert node.shutdown_hold.holding == 1
+        result = await again.run(encoded_command("Start-Sleep -Milliseconds 2500; 'on the old boot'"), check=False)
+    # whole, with its exit status: the old boot answered it (a reconciler that takes it for
+    # "back" acts on it and is caught: self-test early-reachability)
+    assert (result.exit_status, result.stdout.strip()) == (0, "on the old boot")
+    assert node.boots[-1].boot_id == first_boot
+    await wait_until(lambda: node.boots[-1].boot_id != first_boot and node.is_listening, what="the node back")
+    assert node.shutdown_hold.holding == 0
+
+
+async def test_the_shutdown_waits_for_a_new_connection_at_most_its_hold(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[0]
+    node.config.shutdown_delay, node.config.shutdown_hold_seconds = 0.2, 0.5
+    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    async with await connect(cmd_fleet, node) as again:
+        # a first command that never ends keeps nothing up past the hold: cut, no exit status
+        cut = await again.run(encoded_command("Start-Sleep -Seconds 60"), check=False)
+    assert cut.exit_status is None
+    await wait_until(lambda: node.is_listening and len(node.boots) == 2, what="the node back")
+
+
+async def test_the_judges_connections_hold_no_shutdown(cmd_fleet: Fleet) -> None:
+    node = cmd_fleet.nodes[1]
+    node.config.shutdown_delay, node.config.shutdown_hold_seconds = 0.2, 60.0
+    await run_powershell(cmd_fleet, node, "Restart-Computer -Force")
+    async with await connect(cmd_fleet, node, key_path=cmd_fleet.observer_key_path) as judge:
+        looking = asyncio.ensure_future(judge.run(encoded_command("Start-Sleep -Seconds 60"), check=False))
+        # the judge's look does not keep the node up for the 60 s hold: it goes down under it
+        await wait_until(lambda: not node.is_listening, what="the node to go down under the judge's look")
+        assert (await looking).exit_status is None  # cut with the node
+
+
 async def test_the_outage_counts_only_time_the_lab_could_run(cmd_fleet: Fleet) -> None:
     node = cmd_fleet.nodes[0]
     node.config.shutdown_delay, node.config.reboot_duration = 0.05, 0.3

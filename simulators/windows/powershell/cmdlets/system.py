@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
-from proxyfleet.simulators.windows.machine import ProcessRecord, Service, ServiceError
+from proxyfleet.core.cancelling import wait_until
+from proxyfleet.simulators.windows.machine import ProcessRecord, Service, ServiceError, WindowsMachine
 from proxyfleet.simulators.windows.powershell.binding import CmdletSpec, Param
 from proxyfleet.simulators.windows.powershell.context import CommandContext
 from proxyfleet.simulators.windows.powershell.dotnet import DotNetError, _datetime_to_string
+from proxyfleet.simulators.windows.powershell.errors import CommandFailure, ErrorRecord
 from proxyfleet.simulators.windows.powershell.values import EnumValue, PSObject, to_string, wildcard_regex
 
 _NS = "Microsoft.PowerShell.Commands."
@@ -19,7 +22,102 @@ _START = {"Boot": 0, "System": 1, "Automatic": 2, "Manual": 3, "Disabled": 4}
 MAX_SLEEP_SECONDS = 300
 
 
+# ServiceControllerStatus, every enumerator (the simulated services are only ever Stopped or Running).
+_STATUS_NAMES = ("Stopped", "StartPending", "StopPending", "Running", "ContinuePending", "PausePending", "Paused")
+_TIMESPAN = re.compile(r"\s*(-)?(?:(\d+)\.)?(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,7}))?)?\s*")
+_TIMESPAN_DAYS = re.compile(r"\s*(-)?(\d+)\s*")
+_TIMED_OUT = "Time out has expired and the operation has not been completed."
+
+
+def _argument_error(argument: str, value: Any, type_name: str, reason: str) -> CommandFailure:
+    return CommandFailure(ErrorRecord(
+        message=f'Cannot convert argument "{argument}", with value: "{to_string(value)}", for "WaitForStatus" '
+                f'to type "{type_name}": "{reason}"', error_id="MethodArgumentConversionInvalidCastArgument",
+        category="NotSpecified", exception="MethodException"))
+
+
+def _desired_status(value: Any) -> str:
+    """``desiredStatus`` as .NET converts it: an enum value, its name in any case, or its number."""
+    type_name = "System.ServiceProcess.ServiceControllerStatus"
+    if isinstance(value, EnumValue):
+        value = value.name
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= len(_STATUS_NAMES):
+        return _STATUS_NAMES[value - 1]
+    text = to_string(value)
+    for name in _STATUS_NAMES:
+        if text.strip().lower() == name.lower():
+            return name
+    raise _argument_error("desiredStatus", value, type_name,
+                          f'Cannot convert value "{text}" to type "{type_name}". Error: "Unable to match the '
+                          f"identifier name {text} to a valid enumerator name. Specify one of the following "
+                          f'enumerator names and try again:\r\n{", ".join(_STATUS_NAMES)}"')
+
+
+def _timespan_seconds(value: Any) -> float:
+    """``timeout`` as PowerShell converts it to a TimeSpan: ``[d.]hh:mm[:ss[.fffffff]]`` or a
+    whole number of days as text, a number as ticks (100 ns)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) / 10**7
+    text = to_string(value)
+    if (days_only := _TIMESPAN_DAYS.fullmatch(text)) is not None:
+        sign, days = days_only.groups()
+        return (-1 if sign else 1) * int(days) * 86400.0
+    match = _TIMESPAN.fullmatch(text)
+    if match is None or int(match[3]) > 23 or int(match[4]) > 59 or int(match[5] or 0) > 59:
+        raise _argument_error("timeout", value, "System.TimeSpan",
+                              f'Cannot convert value "{text}" to type "System.TimeSpan". Error: "String was '
+                              'not recognized as a valid TimeSpan."')
+    sign, days, hours, minutes, seconds, fraction = match.groups()
+    total = (int(days or 0) * 86400 + int(hours) * 3600 + int(minutes) * 60 + int(seconds or 0)
+             + int((fraction or "0").ljust(7, "0")) / 10**7)
+    return -total if sign else total
+
+
+async def _wait_for_status(machine: WindowsMachine, service: Service, controller: PSObject,
+                           desired: str, within: float | None) -> None:
+    """``ServiceController.WaitForStatus``: return once the service has ``desired`` status, else
+    .NET's TimeoutException once ``within`` seconds (its ``timeout``) have passed. The real method
+    refreshes every 250 ms; here the machine's service events wake it (no polling); a wait never outlasts
+    ``MAX_SLEEP_SECONDS`` (Start-Sleep's bound: one loop serves the whole fleet's sessions)."""
+    if within is not None and within < 0:
+        raise DotNetError("Specified argument was out of the range of valid values.\r\nParameter name: timeout",
+                          "ArgumentOutOfRangeException")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(MAX_SLEEP_SECONDS, MAX_SLEEP_SECONDS if within is None else within)
+    changed = asyncio.Event()
+
+    def listener(kind: str, data: dict[str, Any]) -> None:
+        changed.set()
+
+    machine.listeners.append(listener)
+    try:
+        while service.status != desired:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise DotNetError(_TIMED_OUT, "TimeoutException")
+            changed.clear()
+            await wait_until(changed, remaining)
+    finally:
+        machine.listeners.remove(listener)
+    # WaitForStatus refreshes the controller: its Status is the one it waited for.
+    controller.set("Status", EnumValue("System.ServiceProcess.ServiceControllerStatus", desired,
+                                       _STATUS_NAMES.index(desired) + 1))
+
+
 def service_object(ctx: CommandContext, service: Service) -> PSObject:
+    machine = ctx.session.machine
+    controller = _service_snapshot(ctx, service)
+
+    async def wait_for_status(desired_status: Any, timeout: Any = None) -> None:  # noqa: ASYNC109 (.NET's name)
+        desired = _desired_status(desired_status)
+        await _wait_for_status(machine, service, controller, desired,
+                               None if timeout is None else _timespan_seconds(timeout))
+
+    controller.methods["waitforstatus"] = wait_for_status
+    return controller
+
+
+def _service_snapshot(ctx: CommandContext, service: Service) -> PSObject:
     machine = ctx.session.machine
     return PSObject(["System.ServiceProcess.ServiceController"], {
         "Name": service.name,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from proxyfleet.simulators.windows.machine import WindowsMachine
 from proxyfleet.simulators.windows.session import Session
-from tests.support import ps
+from tests.support import ps, wait_until
 
 
 async def test_services_and_dependencies(machine: WindowsMachine) -> None:
@@ -42,3 +43,35 @@ async def test_boot_time_and_processes(machine: WindowsMachine) -> None:
     assert int(proc.stdout) == machine.services["kubelet"].process.pid  # type: ignore[union-attr]
     bad = await ps(machine, "Get-CimInstance Win32_Nope")
     assert "Invalid class" in bad.stderr
+
+
+async def test_wait_for_status_returns_once_the_service_starts(machine: WindowsMachine) -> None:
+    await ps(machine, "Stop-Service kube-proxy -Force")
+    listening = len(machine.listeners)
+    waiting = asyncio.create_task(ps(machine, "$s = Get-Service kube-proxy\n$s.WaitForStatus('running', "
+                                              "'0.00:00:30.0')\n\"$($s.Status)\""))
+    await wait_until(lambda: len(machine.listeners) > listening, what="the wait to begin")
+    assert not waiting.done()  # stopped: it waits, it does not return at once
+    machine.start_service("kube-proxy")
+    result = await waiting
+    assert (result.exit_code, result.stdout.strip()) == (0, "Running")  # the object refreshed
+    assert len(machine.listeners) == listening  # nothing left listening
+    running = await ps(machine, "(Get-Service kubelet).WaitForStatus(4, '00:00:00'); 'done'")
+    assert running.stdout.strip() == "done"  # already Running (by its number): no wait at all
+
+
+async def test_wait_for_status_times_out_and_refuses_what_dotnet_refuses(machine: WindowsMachine) -> None:
+    await ps(machine, "Stop-Service kube-proxy -Force")
+    timed_out = await ps(machine, "(Get-Service kube-proxy).WaitForStatus('Running', '00:00:00.1')")
+    assert ('Exception calling "WaitForStatus" with "2" argument(s): "Time out has expired and the operation '
+            'has not been completed."') in timed_out.stderr
+    caught = await ps(machine, "try { (Get-Service kube-proxy).WaitForStatus('Running', '00:00:00.1') } "
+                               "catch { $_.FullyQualifiedErrorId }")
+    assert caught.stdout.strip() == "TimeoutException"  # catchable, by .NET's exception
+    bad_status = await ps(machine, "(Get-Service kubelet).WaitForStatus('Started')")
+    assert 'Cannot convert argument "desiredStatus", with value: "Started"' in bad_status.stderr
+    assert "Unable to match the identifier name Started to a valid enumerator name." in bad_status.stderr
+    bad_timeout = await ps(machine, "(Get-Service kubelet).WaitForStatus('Running', '24:00:00')")
+    assert "String was not recognized as a valid TimeSpan." in bad_timeout.stderr
+    negative = await ps(machine, "(Get-Service kubelet).WaitForStatus('Running', '-00:00:01')")
+    assert "Specified argument was out of the range of valid values." in negative.stderr
