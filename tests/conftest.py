@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import fcntl
+import linecache
 import os
+import sys
 import tempfile
+import threading
 import time
+import traceback
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 import trustme
@@ -101,6 +106,58 @@ def well_known_block() -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _busy_threads(grace: float) -> list[threading.Thread]:
+    """Threads that would keep this process from exiting (not daemons, not an idle pool worker
+    waiting for work), once ``grace`` seconds have let finishing ones end."""
+    deadline = time.monotonic() + grace
+    while True:
+        frames = sys._current_frames()
+        busy = [t for t in threading.enumerate()
+                if t is not threading.main_thread() and not t.daemon and t.is_alive()
+                and not _idle_pool_worker(frames.get(t.ident or -1))]
+        if not busy or time.monotonic() > deadline:
+            return busy
+        time.sleep(0.2)  # a thread finishing its last call: ask again
+
+
+def _idle_pool_worker(frame: FrameType | None) -> bool:
+    """Whether a thread's stack is a ``concurrent.futures`` pool worker waiting for its next call:
+    those end when the interpreter shuts the pool down."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_worker" and code.co_filename.endswith(os.path.join("concurrent", "futures", "thread.py")):
+            return "work_queue.get(" in linecache.getline(code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return False
+
+
+def _stacks(threads: list[threading.Thread]) -> str:
+    frames = sys._current_frames()
+    return "\n".join(f"thread {t.name!r}:\n" + "".join(traceback.format_stack(frames[t.ident]))
+                     for t in threads if t.ident in frames)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_thread_left_busy() -> Iterator[None]:
+    """A thread still busy when a process's last test is done would hang its exit (the interpreter
+    joins pool threads) until CI's time ran out, naming nothing: it fails that test instead, with
+    the thread's stack."""
+    yield
+    busy = _busy_threads(grace=120)
+    if busy:
+        pytest.fail(f"{len(busy)} thread(s) still busy after the last test; they would block this "
+                    f"process's exit:\n{_stacks(busy)}", pytrace=False)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Where a busy thread outlived even the failure above, say whose it is and exit rather than
+    wait for it forever (the run has already failed)."""
+    busy = _busy_threads(grace=5)
+    if busy:
+        os.write(2, f"exiting past {len(busy)} busy thread(s):\n{_stacks(busy)}\n".encode())
+        os._exit(1)
 
 
 def pytest_configure(config: pytest.Config) -> None:
